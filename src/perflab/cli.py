@@ -1,0 +1,135 @@
+"""perflab's command line: parse arguments, call one core function, render its result."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import time
+from pathlib import Path
+
+from perflab import __version__
+from perflab.analysis.report import load_results, render_json, render_text
+from perflab.errors import PerflabError
+from perflab.lab import Lab
+from perflab.plan import load_plan
+from perflab.probes.system import host_facts
+from perflab.runner import Runner
+from perflab.studies import builtin_names, builtin_path, resolve_plan
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        return args.func(args)
+    except PerflabError as exc:
+        print(f"perflab: error: {exc.message}", file=sys.stderr)
+        if exc.hint:
+            print(f"  hint: {exc.hint}", file=sys.stderr)
+        if exc.detail:
+            print(_indent(exc.detail), file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(
+            "perflab: interrupted; finished points are stored, run the same command to resume",
+            file=sys.stderr,
+        )
+        return 130
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="perflab",
+        description="A performance lab for MySQL and MariaDB: run studies on managed servers, "
+        "keep every result, print the tables engineers publish.",
+    )
+    parser.add_argument("--version", action="version", version=f"perflab {__version__}")
+    sub = parser.add_subparsers(required=True, metavar="COMMAND")
+
+    run = sub.add_parser("run", help="run a study (built-in name or plan file) in a lab")
+    run.add_argument("study", help="built-in study name (see: perflab studies) or a plan .toml")
+    run.add_argument("--lab", required=True, type=Path, help="lab directory (created if missing)")
+    run.add_argument("--scale", type=float, help="multiply the dataset's rows by this factor")
+    run.add_argument("--repeats", type=int, help="override run.repeats")
+    run.add_argument("--run-seconds", type=int, help="override run.run_seconds")
+    run.add_argument("--warmup-seconds", type=int, help="override run.warmup_seconds")
+    run.add_argument("--threads", type=_thread_list, help="override run.threads, e.g. 1,4,16")
+    run.add_argument("--quiet", action="store_true", help="no progress lines")
+    run.set_defaults(func=cmd_run)
+
+    report = sub.add_parser("report", help="print a lab's tables from its results database")
+    report.add_argument("lab", type=Path)
+    report.add_argument("--study", help="which study of the lab (default: the latest)")
+    report.add_argument("--format", choices=("text", "json"), default="text")
+    report.set_defaults(func=cmd_report)
+
+    studies = sub.add_parser("studies", help="list the built-in studies")
+    studies.set_defaults(func=cmd_studies)
+
+    env = sub.add_parser("env", help="print the facts perflab records about this machine")
+    env.add_argument("--path", type=Path, default=Path("."), help="where a datadir would live")
+    env.set_defaults(func=cmd_env)
+    return parser
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    plan = resolve_plan(args.study).with_overrides(
+        scale=args.scale,
+        repeats=args.repeats,
+        run_seconds=args.run_seconds,
+        warmup_seconds=args.warmup_seconds,
+        threads=args.threads,
+    )
+    lab = Lab(args.lab)
+    say = (lambda _msg: None) if args.quiet else _say
+    summary = Runner(plan, lab, say).run()
+    say(
+        f"{summary.measured} point(s) measured ({summary.failed} failed), "
+        f"{summary.already_stored} already stored, in {summary.seconds:.0f} s"
+    )
+    print(render_text(load_results(lab, plan.name)))
+    return 1 if summary.failed else 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    results = load_results(Lab(args.lab), args.study)
+    print(render_json(results) if args.format == "json" else render_text(results))
+    return 0
+
+
+def cmd_studies(args: argparse.Namespace) -> int:
+    for name in builtin_names():
+        plan = load_plan(builtin_path(name))
+        print(f"{name:24} {plan.description}")
+    return 0
+
+
+def cmd_env(args: argparse.Namespace) -> int:
+    print(json.dumps(host_facts(args.path), indent=2))
+    return 0
+
+
+def _thread_list(text: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a list of thread counts: {text!r}") from None
+
+
+def _say(message: str) -> None:
+    print(f"{time.strftime('%H:%M:%S')} {message}", file=sys.stderr, flush=True)
+
+
+def _indent(text: str) -> str:
+    return "\n".join(f"  | {line}" for line in text.splitlines())
+
+
+def _interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt
+
+
+if __name__ == "__main__":
+    sys.exit(main())

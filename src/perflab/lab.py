@@ -1,0 +1,141 @@
+"""A lab directory: the results database, prepared datasets and the working server.
+
+    LAB/perflab.sqlite           results (store.py)
+    LAB/lock                     held while a run uses the lab
+    LAB/catalog.json             the installed server's variables and engines, cached per version
+    LAB/datasets/KEY/data        a prepared, never-measured datadir (the snapshot)
+    LAB/datasets/KEY/dataset.json
+    LAB/server/data              the working datadir, restored from a snapshot when needed
+    LAB/server/state.json        which dataset the working datadir holds, and whether it is dirty
+    LAB/server/error.log, mysqld.pid, mysqld.sock
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import shutil
+import subprocess
+import time
+from collections.abc import Callable
+from contextlib import contextmanager
+from pathlib import Path
+
+from perflab.errors import PerflabError
+from perflab.server.connection import query
+from perflab.server.managed import ManagedServer, install_datadir, server_version
+from perflab.server.variables import CATALOG_QUERY, Catalog
+from perflab.store import ResultStore
+
+
+class Lab:
+    def __init__(self, root: Path):
+        self.root = root.resolve()
+        self.server_dir = self.root / "server"
+        self.datadir = self.server_dir / "data"
+        self.datasets_dir = self.root / "datasets"
+        self.state_file = self.server_dir / "state.json"
+
+    @property
+    def db_path(self) -> Path:
+        return self.root / "perflab.sqlite"
+
+    def exists(self) -> bool:
+        return self.db_path.exists()
+
+    def store(self) -> ResultStore:
+        self.root.mkdir(parents=True, exist_ok=True)
+        return ResultStore(self.db_path)
+
+    @contextmanager
+    def locked(self):
+        """Exclusive use of the lab: two runs on one lab would share one server."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        with open(self.root / "lock", "w") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise PerflabError(
+                    f"lab {self.root} is in use by another perflab process",
+                    hint="wait for it to finish, or use another --lab",
+                ) from None
+            yield
+
+    def server(self, options: dict[str, str] | None = None, environment=None) -> ManagedServer:
+        kwargs = {"environment": environment} if environment is not None else {}
+        return ManagedServer(self.datadir, self.server_dir, options, **kwargs)
+
+    # -- catalog -------------------------------------------------------------------------------
+
+    def catalog(self) -> Catalog:
+        """The server's variables and engines, read once from a server started with no options."""
+        version = server_version()
+        path = self.root / "catalog.json"
+        if path.exists():
+            cached = json.loads(path.read_text())
+            if cached.get("binary") == version:
+                return Catalog.from_json(cached["catalog"])
+        scratch = self.root / "catalog-server"
+        shutil.rmtree(scratch, ignore_errors=True)
+        install_datadir(scratch / "data")
+        with ManagedServer(scratch / "data", scratch) as server, server.connect() as conn:
+            rows = query(conn, CATALOG_QUERY)
+            engines = [
+                row[0] for row in query(conn, "SHOW ENGINES") if row[1] in ("YES", "DEFAULT")
+            ]
+            full_version = query(conn, "SELECT VERSION()")[0][0]
+        shutil.rmtree(scratch, ignore_errors=True)
+        catalog = Catalog.from_rows(full_version, rows, engines)
+        path.write_text(json.dumps({"binary": version, "catalog": catalog.to_json()}))
+        return catalog
+
+    # -- datasets ------------------------------------------------------------------------------
+
+    def snapshot(self, key: str) -> Path:
+        return self.datasets_dir / key / "data"
+
+    def ensure_dataset(
+        self,
+        key: str,
+        build: Callable[[ManagedServer], dict],
+        loader_options: dict[str, str],
+        say: Callable[[str], None],
+    ) -> dict:
+        """Prepare the dataset once; later calls return its description without loading."""
+        folder = self.datasets_dir / key
+        meta_path = folder / "dataset.json"
+        if meta_path.exists():
+            return json.loads(meta_path.read_text())
+        partial = folder / "data.partial"
+        shutil.rmtree(partial, ignore_errors=True)
+        say(f"preparing dataset {key} (once; later runs reuse it)")
+        install_datadir(partial)
+        with ManagedServer(partial, folder, loader_options) as server:
+            meta = build(server)
+        partial.rename(folder / "data")
+        meta = {"key": key, "prepared_at": time.time(), **meta}
+        meta_path.write_text(json.dumps(meta, indent=2))
+        return meta
+
+    def checkout(self, key: str, say: Callable[[str], None]) -> None:
+        """Make the working datadir a pristine copy of dataset `key`, unless it already is."""
+        state = self.working_state()
+        if state.get("dataset") == key and not state.get("dirty") and self.datadir.exists():
+            return
+        say(f"restoring the working datadir from the {key} snapshot")
+        shutil.rmtree(self.datadir, ignore_errors=True)
+        self.server_dir.mkdir(parents=True, exist_ok=True)
+        subprocess.run(
+            ["cp", "-a", "--reflink=auto", str(self.snapshot(key)), str(self.datadir)], check=True
+        )
+        self.set_working_state(dataset=key, dirty=False)
+
+    def working_state(self) -> dict:
+        try:
+            return json.loads(self.state_file.read_text())
+        except (OSError, ValueError):
+            return {}
+
+    def set_working_state(self, **state) -> None:
+        self.server_dir.mkdir(parents=True, exist_ok=True)
+        self.state_file.write_text(json.dumps({**self.working_state(), **state}))

@@ -1,0 +1,346 @@
+"""Study plans: TOML in, validated dataclasses out, expanded into the ordered list of points.
+
+A plan names server configurations (one is the baseline), one workload, one dataset, the thread
+counts, warm-up and run seconds and the number of repeats. This module checks everything that can
+be checked without a server: unknown keys, wrong types, impossible numbers. Server variables are
+checked later against the installed server's catalog (see server/variables.py).
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+import tomllib
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from perflab.errors import PerflabError
+
+ENGINES = ("InnoDB", "MyISAM", "Aria", "MEMORY")
+
+SECTION_KEYS: dict[str, tuple[str, ...]] = {
+    "study": ("name", "description", "baseline", "source"),
+    "dataset": ("engine", "tables", "rows"),
+    "workload": ("name", "options"),
+    "run": ("threads", "warmup_seconds", "run_seconds", "repeats", "warmup_threads"),
+}
+TOP_KEYS = (*SECTION_KEYS, "server", "configs")
+
+Scalar = int | float | bool | str
+
+
+@dataclass(frozen=True)
+class Dataset:
+    engine: str = "InnoDB"
+    tables: int = 1
+    rows: int = 10_000
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    options: tuple[tuple[str, Scalar], ...] = ()
+
+    @property
+    def label(self) -> str:
+        if not self.options:
+            return self.name
+        inner = ",".join(f"{k}={_show(v)}" for k, v in self.options)
+        return f"{self.name}({inner})"
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    """A named set of server variables: the plan's shared [server] ones plus its own."""
+
+    name: str
+    variables: tuple[tuple[str, Scalar], ...] = ()
+
+    def as_dict(self) -> dict[str, Scalar]:
+        return dict(self.variables)
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    threads: tuple[int, ...]
+    warmup_seconds: int = 30
+    run_seconds: int = 10
+    repeats: int = 3
+    warmup_threads: int = 0  # 0: the largest thread count of the plan, capped at 16
+
+    @property
+    def effective_warmup_threads(self) -> int:
+        return self.warmup_threads or min(max(self.threads), 16)
+
+
+@dataclass(frozen=True)
+class Plan:
+    name: str
+    description: str
+    baseline: str
+    configs: tuple[ServerConfig, ...]
+    workload: Workload
+    dataset: Dataset
+    run: RunSettings
+    source: str = ""
+
+    def config(self, name: str) -> ServerConfig:
+        for config in self.configs:
+            if config.name == name:
+                return config
+        raise KeyError(name)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "description": self.description,
+            "baseline": self.baseline,
+            "source": self.source,
+            "configs": {c.name: c.as_dict() for c in self.configs},
+            "workload": {"name": self.workload.name, "options": dict(self.workload.options)},
+            "dataset": vars(self.dataset),
+            "run": {**vars(self.run), "threads": list(self.run.threads)},
+            "definitions": {c.name: self.definition(c) for c in self.configs},
+        }
+
+    def definition(self, config: ServerConfig) -> str:
+        """A hash of everything that shapes one configuration's measurements.
+
+        Thread counts and repeats are not part of it: raising repeats or adding a thread count
+        keeps the points already measured.
+        """
+        payload = {
+            "config": [config.name, list(config.variables)],
+            "workload": [self.workload.name, list(self.workload.options)],
+            "dataset": vars(self.dataset),
+            "warmup_seconds": self.run.warmup_seconds,
+            "warmup_threads": self.run.effective_warmup_threads,
+            "run_seconds": self.run.run_seconds,
+        }
+        text = json.dumps(payload, sort_keys=True, default=str)
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    def with_overrides(
+        self,
+        *,
+        scale: float | None = None,
+        repeats: int | None = None,
+        run_seconds: int | None = None,
+        warmup_seconds: int | None = None,
+        threads: tuple[int, ...] | None = None,
+    ) -> Plan:
+        """The plan with command-line overrides applied, each checked like its TOML twin."""
+        dataset, run = self.dataset, self.run
+        if scale is not None:
+            if scale <= 0:
+                raise PerflabError(f"--scale must be positive, got {scale}")
+            dataset = replace(dataset, rows=max(1, round(dataset.rows * scale)))
+        if repeats is not None:
+            run = replace(run, repeats=_positive("--repeats", repeats))
+        if run_seconds is not None:
+            run = replace(run, run_seconds=_positive("--run-seconds", run_seconds))
+        if warmup_seconds is not None:
+            if warmup_seconds < 0:
+                raise PerflabError(f"--warmup-seconds must be 0 or more, got {warmup_seconds}")
+            run = replace(run, warmup_seconds=warmup_seconds)
+        if threads is not None:
+            run = replace(run, threads=_thread_list("--threads", list(threads)))
+        return replace(self, dataset=dataset, run=run)
+
+
+@dataclass(frozen=True)
+class Point:
+    """One measurement: a configuration, the workload, a thread count, a repeat number."""
+
+    config: ServerConfig
+    workload: Workload
+    threads: int
+    repeat: int
+    definition: str
+
+    @property
+    def label(self) -> str:
+        return f"{self.config.name} threads={self.threads} repeat={self.repeat}"
+
+
+def expand(plan: Plan) -> list[Point]:
+    """All points in run order.
+
+    Repeats are the outer loop and configurations are interleaved inside it, rotated by one each
+    repeat, so that drift of a noisy machine spreads over all configurations instead of landing
+    on whichever ran last. Within a configuration the thread counts run in the plan's order.
+    """
+    points = []
+    n = len(plan.configs)
+    for repeat in range(1, plan.run.repeats + 1):
+        shift = (repeat - 1) % n
+        for config in plan.configs[shift:] + plan.configs[:shift]:
+            definition = plan.definition(config)
+            for threads in plan.run.threads:
+                points.append(Point(config, plan.workload, threads, repeat, definition))
+    return points
+
+
+def load_plan(path: Path) -> Plan:
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise PerflabError(f"cannot read plan {path}: {exc.strerror}") from None
+    return parse_plan(text, origin=str(path))
+
+
+def parse_plan(text: str, origin: str = "plan") -> Plan:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise PerflabError(f"{origin}: not valid TOML: {exc}") from None
+    return _build(data, origin)
+
+
+def _build(data: dict[str, Any], origin: str) -> Plan:
+    _known(data, TOP_KEYS, "", origin)
+    sections = {}
+    for section, keys in SECTION_KEYS.items():
+        value = data.get(section, {})
+        if not isinstance(value, dict):
+            raise PerflabError(f"{origin}: [{section}] must be a table")
+        _known(value, keys, f"{section}.", origin)
+        sections[section] = value
+
+    study = sections["study"]
+    name = _string(study, "name", f"{origin}: study.name", required=True)
+    description = _string(study, "description", f"{origin}: study.description") or ""
+    source = _string(study, "source", f"{origin}: study.source") or ""
+
+    shared = _variables(data.get("server", {}), "server", origin)
+    configs_table = data.get("configs")
+    if not isinstance(configs_table, dict) or not configs_table:
+        raise PerflabError(
+            f"{origin}: the plan has no server configurations",
+            hint="add at least one [configs.NAME] table, e.g. [configs.default]",
+        )
+    configs = []
+    for config_name, own in configs_table.items():
+        variables = {**shared, **_variables(own, f"configs.{config_name}", origin)}
+        configs.append(ServerConfig(config_name, tuple(sorted(variables.items()))))
+
+    baseline = _string(study, "baseline", f"{origin}: study.baseline") or configs[0].name
+    if baseline not in configs_table:
+        raise PerflabError(
+            f"{origin}: study.baseline = {baseline!r} names no configuration",
+            hint=f"configurations: {', '.join(configs_table)}",
+        )
+
+    workload_table = sections["workload"]
+    workload_name = _string(workload_table, "name", f"{origin}: workload.name", required=True)
+    options = workload_table.get("options", {})
+    if not isinstance(options, dict):
+        raise PerflabError(f"{origin}: workload.options must be a table of option = value")
+    for key, value in options.items():
+        if not isinstance(value, int | float | bool | str):
+            raise PerflabError(f"{origin}: workload.options.{key} must be a number, bool or string")
+    workload = Workload(workload_name, tuple(sorted(options.items())))
+
+    ds = sections["dataset"]
+    engine = _string(ds, "engine", f"{origin}: dataset.engine") or Dataset.engine
+    canonical = {e.lower(): e for e in ENGINES}
+    if engine.lower() not in canonical:
+        raise PerflabError(
+            f"{origin}: dataset.engine = {engine!r} is not supported",
+            hint=f"allowed: {', '.join(ENGINES)}",
+        )
+    dataset = Dataset(
+        engine=canonical[engine.lower()],
+        tables=_int(ds, "tables", Dataset.tables, f"{origin}: dataset.tables", minimum=1),
+        rows=_int(ds, "rows", Dataset.rows, f"{origin}: dataset.rows", minimum=1),
+    )
+
+    run_table = sections["run"]
+    if "threads" not in run_table:
+        raise PerflabError(f"{origin}: run.threads is required, e.g. threads = [1, 2, 4, 8]")
+    def run_int(key: str, default: int, minimum: int) -> int:
+        return _int(run_table, key, default, f"{origin}: run.{key}", minimum)
+
+    run = RunSettings(
+        threads=_thread_list(f"{origin}: run.threads", run_table["threads"]),
+        warmup_seconds=run_int("warmup_seconds", RunSettings.warmup_seconds, 0),
+        run_seconds=run_int("run_seconds", RunSettings.run_seconds, 1),
+        repeats=run_int("repeats", RunSettings.repeats, 1),
+        warmup_threads=run_int("warmup_threads", 0, 0),
+    )
+    return Plan(name, description, baseline, tuple(configs), workload, dataset, run, source)
+
+
+def normalize_variable_name(name: str) -> str:
+    return name.strip().lower().replace("-", "_")
+
+
+def _variables(table: Any, where: str, origin: str) -> dict[str, Scalar]:
+    if not isinstance(table, dict):
+        raise PerflabError(f"{origin}: [{where}] must be a table of variable = value")
+    out: dict[str, Scalar] = {}
+    for key, value in table.items():
+        if isinstance(value, dict):
+            raise PerflabError(
+                f"{origin}: {where}.{key} is a table; a server variable takes a number, "
+                "bool or string"
+            )
+        if not isinstance(value, int | float | bool | str):
+            raise PerflabError(f"{origin}: {where}.{key} must be a number, bool or string")
+        out[normalize_variable_name(key)] = value
+    return out
+
+
+def _known(table: dict[str, Any], allowed: tuple[str, ...], prefix: str, origin: str) -> None:
+    for key in table:
+        if key not in allowed:
+            close = difflib.get_close_matches(key, allowed, n=1)
+            hint = f"did you mean {prefix}{close[0]}?" if close else None
+            raise PerflabError(
+                f"{origin}: unknown key {prefix}{key} (allowed: {', '.join(allowed)})", hint=hint
+            )
+
+
+def _string(table: dict[str, Any], key: str, where: str, required: bool = False) -> str | None:
+    if key not in table:
+        if required:
+            raise PerflabError(f"{where} is required")
+        return None
+    value = table[key]
+    if not isinstance(value, str) or not value.strip():
+        raise PerflabError(f"{where} must be a non-empty string, got {value!r}")
+    return value
+
+
+def _int(table: dict[str, Any], key: str, default: int, where: str, minimum: int) -> int:
+    value = table.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise PerflabError(f"{where} must be an integer, got {value!r}")
+    if value < minimum:
+        raise PerflabError(f"{where} must be at least {minimum}, got {value}")
+    return value
+
+
+def _positive(where: str, value: int) -> int:
+    if value < 1:
+        raise PerflabError(f"{where} must be at least 1, got {value}")
+    return value
+
+
+def _thread_list(where: str, value: Any) -> tuple[int, ...]:
+    if not isinstance(value, list) or not value:
+        raise PerflabError(f"{where} must be a non-empty list of thread counts, e.g. [1, 2, 4]")
+    for item in value:
+        if isinstance(item, bool) or not isinstance(item, int) or not 1 <= item <= 4096:
+            raise PerflabError(f"{where}: {item!r} is not a thread count (allowed: 1 to 4096)")
+    if len(set(value)) != len(value):
+        raise PerflabError(f"{where} lists a thread count twice: {value}")
+    return tuple(value)
+
+
+def _show(value: Scalar) -> str:
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    return str(value)

@@ -1,0 +1,292 @@
+"""Running a study: from a validated plan to stored points, on a managed server.
+
+The runner owns the order of work (points come from plan.expand: repeats outside, configurations
+interleaved), the server's configuration between points (SET GLOBAL when every changed variable
+is dynamic, a restart otherwise), the warm-up after every change, and the handling of failures:
+a point whose server dies is stored as failed with the error-log tail, and the next point starts
+a fresh server on a restored datadir.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from perflab.errors import PerflabError
+from perflab.lab import Lab
+from perflab.load import sysbench
+from perflab.load.datasets import LOADER_OPTIONS, dataset_key, load_sbtest
+from perflab.load.workloads import WorkloadSpec, resolve
+from perflab.plan import Plan, Point, ServerConfig, expand
+from perflab.probes.status import delta, global_status, rows_per_query
+from perflab.probes.system import host_facts, process_facts
+from perflab.server.connection import query
+from perflab.server.managed import ManagedServer
+from perflab.server.variables import Catalog
+from perflab.store import PointRecord, ResultStore
+
+Say = Callable[[str], None]
+
+
+@dataclass
+class RunSummary:
+    study: str
+    total: int
+    already_stored: int
+    measured: int
+    failed: int
+    seconds: float
+
+
+def validate(plan: Plan, catalog: Catalog) -> dict[str, dict[str, str]]:
+    """Every configuration's variables as command-line strings; a PerflabError on the first bad
+    one. Nothing has started when this raises."""
+    resolve(plan.workload)
+    catalog.require_engine(plan.dataset.engine, "dataset.engine")
+    checked = {}
+    for config in plan.configs:
+        checked[config.name] = {
+            name: catalog.check(name, value, f"configs.{config.name}")
+            for name, value in config.variables
+        }
+    return checked
+
+
+class Runner:
+    def __init__(self, plan: Plan, lab: Lab, say: Say = print):
+        self.plan = plan
+        self.lab = lab
+        self.say = say
+        self.spec: WorkloadSpec = resolve(plan.workload)
+        self.server: ManagedServer | None = None
+        self.active: str | None = None  # name of the configuration the server runs
+        self.server_state_id: int | None = None
+        self.version = ""
+
+    def run(self) -> RunSummary:
+        started = time.monotonic()
+        sysbench.sysbench_version()
+        with self.lab.locked():
+            store = self.lab.store()
+            try:
+                return self._run(store, started)
+            finally:
+                store.close()
+
+    def _run(self, store: ResultStore, started: float) -> RunSummary:
+        catalog = self.lab.catalog()
+        self.version = catalog.version
+        self.options = validate(self.plan, catalog)
+        self.dynamic = {name for name, spec in catalog.variables.items() if spec.dynamic}
+        plan_id = store.save_plan(self.plan)
+        points = expand(self.plan)
+        todo = [p for p in points if not store.done(self.plan.name, p)]
+        summary = RunSummary(self.plan.name, len(points), len(points) - len(todo), 0, 0, 0.0)
+        if not todo:
+            self.say(f"all {len(points)} points of {self.plan.name} are already stored")
+            return summary
+        if summary.already_stored:
+            self.say(f"resuming: {summary.already_stored} of {len(points)} points already stored")
+
+        key = dataset_key(self.plan.dataset)
+        self.lab.ensure_dataset(key, self._load, LOADER_OPTIONS, self.say)
+        session = store.begin_session(self.plan.name, plan_id, host_facts(self.lab.root))
+        progress = Progress(len(todo), self.say)
+        outcome = "interrupted"
+        try:
+            for point in todo:
+                record = self._point(store, session, key, point)
+                store.save_point(session, self.plan.name, record)
+                summary.measured += 1
+                summary.failed += record.status == "failed"
+                progress.done(point, record)
+            outcome = "complete"
+        finally:
+            self._stop()
+            store.end_session(session, outcome)
+            summary.seconds = time.monotonic() - started
+        return summary
+
+    def _load(self, server: ManagedServer) -> dict:
+        report = load_sbtest(server.endpoint, self.plan.dataset)
+        self.say(f"loaded {report.rows} rows in {report.seconds:.1f} s")
+        return {"dataset": vars(self.plan.dataset), "load_seconds": report.seconds}
+
+    # -- one point -----------------------------------------------------------------------------
+
+    def _point(self, store: ResultStore, session: int, key: str, point: Point) -> PointRecord:
+        started = time.time()
+        try:
+            self._activate(store, session, key, point.config)
+        except (PerflabError, sysbench.LoadFailed) as exc:
+            self._stop()
+            detail = getattr(exc, "detail", None)
+            error = f"{exc}\n{detail}" if detail else str(exc)
+            return PointRecord(point, "failed", started, time.time(), None, {}, error=error)
+        return self._measure(point, started)
+
+    def _measure(self, point: Point, started: float) -> PointRecord:
+        server = self.server
+        with server.connect() as conn:
+            before = global_status(conn)
+        argv = sysbench.command(
+            self.spec, point.workload, self.plan.dataset, server.endpoint, point.threads,
+            self.plan.run.run_seconds,
+        )
+        try:
+            result = sysbench.run(
+                argv, sysbench.environment(self.spec), self.plan.run.run_seconds, point.threads
+            )
+            with server.connect() as conn:
+                after = global_status(conn)
+        except Exception as exc:  # sysbench failed, or the server went away under it
+            return self._failed(point, started, exc)
+        if self.spec.writes:
+            self.lab.set_working_state(dirty=True)
+        status_delta = delta(before, after)
+        metrics = {
+            "seconds": result.seconds,
+            "events": result.events,
+            "queries": result.queries,
+            "reads": result.reads,
+            "writes": result.writes,
+            "other": result.other,
+            "errors": result.errors,
+            "reconnects": result.reconnects,
+            "tps": result.tps,
+            "qps": result.qps,
+            "reads_ps": result.reads / result.seconds,
+            "writes_ps": result.writes / result.seconds,
+            "other_ps": result.other / result.seconds,
+            "latency_min_ms": result.latency_min_ms,
+            "latency_avg_ms": result.latency_avg_ms,
+            "latency_p95_ms": result.latency_p95_ms,
+            "latency_p99_ms": result.latency_p99_ms,
+            "latency_max_ms": result.latency_max_ms,
+            "rows_per_query": rows_per_query(status_delta, result.reads + result.writes),
+        }
+        return PointRecord(
+            point, "ok", started, time.time(), self.server_state_id, metrics,
+            series=result.series, status_delta=status_delta,
+            histogram={str(k): v for k, v in sorted(result.histogram.items())},
+        )
+
+    def _failed(self, point: Point, started: float, exc: Exception) -> PointRecord:
+        server = self.server
+        if server is not None and not server.alive():
+            code = server.process.returncode if server.process else None
+            error = f"mariadbd died during the point (exit code {code})\n{server.error_log_tail()}"
+            self.lab.set_working_state(dirty=True)  # tables may be marked crashed: restore
+            self._stop()
+        else:
+            error = str(exc)
+        self.say(f"point {point.label} failed: {error.splitlines()[0]}")
+        return PointRecord(
+            point, "failed", started, time.time(), self.server_state_id, {}, error=error
+        )
+
+    # -- server configuration ------------------------------------------------------------------
+
+    def _activate(self, store: ResultStore, session: int, key: str, config: ServerConfig) -> None:
+        """Make the server run `config`, then warm it up if anything changed."""
+        wanted = self.options[config.name]
+        if self.server is not None and self.server.alive() and self.active == config.name:
+            return
+        if self._can_set_live(wanted):
+            changed = {k: v for k, v in wanted.items() if self.server.options.get(k) != v}
+            self.say(f"configuration {config.name}: SET GLOBAL {_pairs(changed)}")
+            self.server.set_global(changed)
+            how = "set"
+        else:
+            self._stop()
+            self.lab.checkout(key, self.say)
+            self.say(f"configuration {config.name}: starting mariadbd {_pairs(wanted)}")
+            self.server = self.lab.server(wanted)
+            self.server.start()
+            how = "start"
+        self.active = config.name
+        self.server_state_id = self._record_state(store, session, config.name, how)
+        self._warm_up(config)
+
+    def _can_set_live(self, wanted: dict[str, str]) -> bool:
+        server = self.server
+        if server is None or not server.alive() or self.spec.writes:
+            return False  # writing workloads restart on a restored datadir for equal footing
+        if set(server.options) != set(wanted):
+            return False  # a variable would have to return to its default: restart
+        changed = [k for k, v in wanted.items() if server.options.get(k) != v]
+        return all(name in self.dynamic for name in changed)
+
+    def _record_state(self, store: ResultStore, session: int, config: str, how: str) -> int:
+        with self.server.connect() as conn:
+            variables = dict(query(conn, "SHOW GLOBAL VARIABLES"))
+        process = process_facts(self.server.pid)
+        process["argv"] = self.server.argv()
+        return store.save_server_state(session, config, how, self.version, variables, process)
+
+    def _warm_up(self, config: ServerConfig) -> None:
+        run = self.plan.run
+        if run.warmup_seconds <= 0:
+            return
+        self.say(
+            f"warming up {config.name}: {run.warmup_seconds} s at "
+            f"{run.effective_warmup_threads} threads"
+        )
+        argv = sysbench.command(
+            self.spec, self.plan.workload, self.plan.dataset, self.server.endpoint,
+            run.effective_warmup_threads, run.warmup_seconds,
+        )
+        sysbench.run(argv, sysbench.environment(self.spec), run.warmup_seconds,
+                     run.effective_warmup_threads)
+        if self.spec.writes:
+            self.lab.set_working_state(dirty=True)
+
+    def _stop(self) -> None:
+        if self.server is not None:
+            self.server.stop()
+        self.server = None
+        self.active = None
+
+
+class Progress:
+    """Points done / total, the last point's figures and an ETA, one line per point."""
+
+    def __init__(self, total: int, say: Say):
+        self.total = total
+        self.say = say
+        self.count = 0
+        self.started = time.monotonic()
+
+    def done(self, point: Point, record: PointRecord) -> None:
+        self.count += 1
+        elapsed = time.monotonic() - self.started
+        # Warm-ups recur with every configuration block, so the mean wall time per point
+        # (warm-ups included) is the honest rate for what remains.
+        eta = (self.total - self.count) * elapsed / self.count
+        if record.status == "ok":
+            m = record.metrics
+            rows = m["rows_per_query"]
+            figures = (f"qps {m['qps']:10.1f}  p95 {m['latency_p95_ms']:8.2f} ms  "
+                       f"rows/q {rows:7.1f}" if rows is not None else f"qps {m['qps']:10.1f}")
+        else:
+            figures = "FAILED"
+        width = len(str(self.total))
+        self.say(
+            f"[{self.count:{width}}/{self.total}] {point.config.name:>10}  "
+            f"threads={point.threads:<4} repeat={point.repeat}  {figures}  "
+            f"ETA {_duration(eta)}"
+        )
+
+
+def _pairs(options: dict[str, str]) -> str:
+    return " ".join(f"{k}={v}" for k, v in options.items()) or "(defaults)"
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(round(seconds))
+    if seconds >= 3600:
+        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+    if seconds >= 60:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds}s"

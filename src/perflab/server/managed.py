@@ -1,0 +1,282 @@
+"""A private mariadbd that perflab starts, watches and stops itself.
+
+The server lives entirely under a directory perflab owns: its datadir, error log, pid file and
+Unix socket. It never listens on the network unless the environment asks for TCP, and then only
+on 127.0.0.1 at a free port. It never touches the system service.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import signal
+import socket as socketlib
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pymysql
+
+from perflab.errors import PerflabError
+from perflab.procs import die_with_parent
+from perflab.server.connection import Endpoint, query
+
+MARIADBD = "/usr/sbin/mariadbd"
+INSTALL_DB = "/usr/bin/mariadb-install-db"
+SOCKET_PATH_LIMIT = 100  # sun_path holds 108 bytes; keep a margin
+
+
+@dataclass(frozen=True)
+class ServerEnvironment:
+    """How the server process runs, apart from its variables.
+
+    preload: shared libraries put in LD_PRELOAD (an allocator), checked in /proc/PID/maps;
+    cpus: a CPU list for taskset; tcp: listen on 127.0.0.1 at a free port instead of
+    socket only.
+    """
+
+    preload: tuple[str, ...] = ()
+    cpus: str | None = None
+    tcp: bool = False
+
+
+def require_binaries() -> None:
+    for path in (MARIADBD, INSTALL_DB):
+        if not os.access(path, os.X_OK):
+            raise PerflabError(
+                f"{path} is missing",
+                hint="install Debian's mariadb-server (the README's first command does it)",
+            )
+
+
+def server_version() -> str:
+    require_binaries()
+    out = subprocess.run([MARIADBD, "--version"], capture_output=True, text=True, check=False)
+    return out.stdout.strip()
+
+
+def install_datadir(datadir: Path) -> None:
+    """Create a fresh datadir with system tables and a password-less root on the socket."""
+    require_binaries()
+    datadir.mkdir(parents=True, exist_ok=True)
+    argv = [
+        INSTALL_DB,
+        "--no-defaults",
+        f"--datadir={datadir}",
+        "--auth-root-authentication-method=normal",
+        "--skip-test-db",
+    ]
+    if os.geteuid() == 0:
+        argv.append("--user=root")
+    out = subprocess.run(argv, capture_output=True, text=True, check=False)
+    if out.returncode != 0:
+        tail = "\n".join((out.stdout + out.stderr).strip().splitlines()[-15:])
+        raise PerflabError(f"mariadb-install-db failed for {datadir}", detail=tail)
+
+
+class ManagedServer:
+    """One mariadbd process on one datadir. Use as a context manager so it always stops."""
+
+    def __init__(
+        self,
+        datadir: Path,
+        rundir: Path,
+        options: dict[str, str] | None = None,
+        environment: ServerEnvironment = ServerEnvironment(),
+    ):
+        self.datadir = datadir.resolve()
+        self.rundir = rundir.resolve()
+        self.options = dict(options or {})
+        self.environment = environment
+        self.error_log = self.rundir / "error.log"
+        self.pid_file = self.rundir / "mysqld.pid"
+        self.socket = _socket_path(self.rundir)
+        self.port: int | None = None
+        self.process: subprocess.Popen | None = None
+        self._log_offset = 0
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def start(self, timeout: float = 300) -> None:
+        require_binaries()
+        self.rundir.mkdir(parents=True, exist_ok=True)
+        stop_stale(self.pid_file, self.datadir)
+        self._log_offset = self.error_log.stat().st_size if self.error_log.exists() else 0
+        if self.environment.tcp:
+            self.port = free_port()
+        env = dict(os.environ)
+        if self.environment.preload:
+            for lib in self.environment.preload:
+                if not Path(lib).exists():
+                    raise PerflabError(f"library {lib} to preload does not exist")
+            env["LD_PRELOAD"] = ":".join(self.environment.preload)
+        with open(self.rundir / "mariadbd.out", "ab") as out:
+            self.process = subprocess.Popen(
+                self.argv(),
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=env,
+                preexec_fn=die_with_parent(signal.SIGTERM),
+            )
+        try:
+            self._wait_ready(timeout)
+            self._check_preload()
+        except BaseException:
+            self.kill()
+            raise
+
+    def argv(self) -> list[str]:
+        argv = [
+            MARIADBD,
+            "--no-defaults",
+            f"--datadir={self.datadir}",
+            f"--socket={self.socket}",
+            f"--pid-file={self.pid_file}",
+            f"--log-error={self.error_log}",
+        ]
+        if self.environment.tcp:
+            argv += ["--bind-address=127.0.0.1", f"--port={self.port}"]
+        else:
+            argv.append("--skip-networking")
+        if os.geteuid() == 0:
+            argv.append("--user=root")
+        argv += [f"--{name}={value}" for name, value in self.options.items()]
+        if self.environment.cpus:
+            argv = ["taskset", "-c", self.environment.cpus, *argv]
+        return argv
+
+    def _wait_ready(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            code = self.process.poll()
+            if code is not None:
+                raise PerflabError(
+                    f"mariadbd exited during start-up (exit code {code})",
+                    hint=f"see {self.error_log}",
+                    detail=self.error_log_tail(),
+                )
+            if os.path.exists(self.socket):
+                try:
+                    self.endpoint.connect(timeout=2).close()
+                    return
+                except pymysql.err.OperationalError:
+                    pass
+            if time.monotonic() > deadline:
+                raise PerflabError(
+                    f"mariadbd did not answer within {timeout:.0f} s",
+                    hint=f"see {self.error_log}",
+                    detail=self.error_log_tail(),
+                )
+            time.sleep(0.05)
+
+    def _check_preload(self) -> None:
+        if not self.environment.preload:
+            return
+        maps = Path(f"/proc/{self.process.pid}/maps").read_text()
+        for lib in self.environment.preload:
+            if os.path.realpath(lib) not in maps and lib not in maps:
+                raise PerflabError(f"{lib} was preloaded but is not mapped into mariadbd")
+
+    def stop(self, timeout: float = 600) -> None:
+        """Clean shutdown (SIGTERM), escalating to SIGKILL only if it hangs."""
+        if self.process is None:
+            return
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        self.process = None
+
+    def kill(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+        self.process = None
+
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid if self.process else None
+
+    def __enter__(self) -> ManagedServer:
+        self.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    # -- talking to it -----------------------------------------------------------------------
+
+    @property
+    def endpoint(self) -> Endpoint:
+        if self.environment.tcp:
+            return Endpoint(host="127.0.0.1", port=self.port)
+        return Endpoint(socket=str(self.socket))
+
+    def connect(self, database: str | None = None) -> pymysql.Connection:
+        return self.endpoint.connect(database)
+
+    def set_global(self, variables: dict[str, str]) -> None:
+        with self.connect() as conn:
+            for name, value in variables.items():
+                query(conn, f"SET GLOBAL {name} = %s", (_sql_value(value),))
+        self.options.update(variables)
+
+    def error_log_tail(self, lines: int = 20) -> str:
+        """The last lines this server wrote to its error log since perflab started it."""
+        try:
+            with open(self.error_log, "rb") as log:
+                log.seek(self._log_offset)
+                text = log.read().decode(errors="replace")
+        except OSError:
+            return ""
+        return "\n".join(text.strip().splitlines()[-lines:])
+
+
+def stop_stale(pid_file: Path, datadir: Path, timeout: float = 600) -> None:
+    """Stop a mariadbd left running on this datadir by an earlier perflab that was killed."""
+    try:
+        pid = int(pid_file.read_text().strip())
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+    except (OSError, ValueError):
+        return
+    if "mariadbd" not in cmdline or f"--datadir={datadir}" not in cmdline.split("\0"):
+        return
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if Path(f"/proc/{pid}").exists():
+        os.kill(pid, signal.SIGKILL)
+
+
+def free_port() -> int:
+    with socketlib.socket(socketlib.AF_INET, socketlib.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _socket_path(rundir: Path) -> str:
+    path = str(rundir / "mysqld.sock")
+    if len(path) <= SOCKET_PATH_LIMIT:
+        return path
+    digest = hashlib.sha256(path.encode()).hexdigest()[:12]
+    return f"/tmp/perflab-{digest}.sock"
+
+
+def _sql_value(value: str) -> int | float | str:
+    """SET GLOBAL wants numbers as numbers and keywords as strings; pymysql quotes strings."""
+    try:
+        return int(value)
+    except ValueError:
+        pass
+    try:
+        return float(value)
+    except ValueError:
+        return value

@@ -1,0 +1,184 @@
+"""The installed server's variable catalog (information_schema.SYSTEM_VARIABLES) and value checks.
+
+Plans are validated against the catalog before any point runs, so that a misspelt variable or an
+out-of-range value costs one line of error, not a failed sweep.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import asdict, dataclass
+
+from perflab.errors import PerflabError
+from perflab.plan import Scalar
+
+INTEGER_TYPES = ("INT", "INT UNSIGNED", "BIGINT", "BIGINT UNSIGNED")
+SIZE_SUFFIXES = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40, "P": 1 << 50}
+
+CATALOG_QUERY = """
+SELECT VARIABLE_NAME, VARIABLE_TYPE, VARIABLE_SCOPE, NUMERIC_MIN_VALUE, NUMERIC_MAX_VALUE,
+       NUMERIC_BLOCK_SIZE, ENUM_VALUE_LIST, READ_ONLY, COMMAND_LINE_ARGUMENT, DEFAULT_VALUE,
+       GLOBAL_VALUE
+FROM information_schema.SYSTEM_VARIABLES
+"""
+
+
+@dataclass(frozen=True)
+class VariableSpec:
+    name: str
+    type: str
+    scope: str
+    minimum: str | None
+    maximum: str | None
+    block_size: str | None
+    values: tuple[str, ...]  # ENUM / SET / BOOLEAN choices
+    read_only: bool  # not settable with SET GLOBAL: a change needs a restart
+    command_line: str | None  # NULL when the variable cannot be given on the command line
+    default: str | None
+    startup_value: str | None  # GLOBAL_VALUE of a server started with no options
+
+    @property
+    def dynamic(self) -> bool:
+        return not self.read_only and self.scope in ("GLOBAL", "SESSION")
+
+
+@dataclass(frozen=True)
+class Catalog:
+    version: str
+    variables: dict[str, VariableSpec]
+    engines: tuple[str, ...]
+
+    @classmethod
+    def from_rows(cls, version: str, rows: list[tuple], engines: list[str]) -> Catalog:
+        specs = {}
+        for row in rows:
+            name, vtype, scope, vmin, vmax, block, values, read_only, cmdline, default, value = row
+            specs[name.lower()] = VariableSpec(
+                name=name.lower(),
+                type=vtype,
+                scope=scope,
+                minimum=_text(vmin),
+                maximum=_text(vmax),
+                block_size=_text(block),
+                values=tuple(values.split(",")) if values else (),
+                read_only=read_only == "YES",
+                command_line=cmdline,
+                default=_text(default),
+                startup_value=_text(value),
+            )
+        return cls(version, specs, tuple(engines))
+
+    def to_json(self) -> dict:
+        return {
+            "version": self.version,
+            "engines": list(self.engines),
+            "variables": {k: asdict(v) for k, v in self.variables.items()},
+        }
+
+    @classmethod
+    def from_json(cls, data: dict) -> Catalog:
+        variables = {
+            k: VariableSpec(**{**v, "values": tuple(v["values"])})
+            for k, v in data["variables"].items()
+        }
+        return cls(data["version"], variables, tuple(data["engines"]))
+
+    def spec(self, name: str, where: str) -> VariableSpec:
+        spec = self.variables.get(name)
+        if spec is None:
+            close = difflib.get_close_matches(name, self.variables, n=3)
+            hint = f"did you mean {' or '.join(close)}?" if close else None
+            raise PerflabError(
+                f"{where}: unknown server variable {name!r} "
+                f"(not in information_schema.SYSTEM_VARIABLES of MariaDB {self.version})",
+                hint=hint,
+            )
+        return spec
+
+    def check(self, name: str, value: Scalar, where: str) -> str:
+        """The value as the server's command line takes it, or a one-line PerflabError."""
+        spec = self.spec(name, where)
+        if spec.command_line is None:
+            raise PerflabError(f"{where}: {name} cannot be set at server start (it is read-only)")
+        return check_value(spec, value, where)
+
+    def require_engine(self, engine: str, where: str) -> None:
+        if engine.lower() not in (e.lower() for e in self.engines):
+            raise PerflabError(
+                f"{where}: storage engine {engine} is not available in this server",
+                hint=f"available: {', '.join(self.engines)}",
+            )
+
+
+def check_value(spec: VariableSpec, value: Scalar, where: str) -> str:
+    label = f"{where}: {spec.name} = {value!r}"
+    if spec.type in INTEGER_TYPES:
+        number = parse_integer(value)
+        if number is None:
+            raise PerflabError(
+                f"{label} is not an integer (a size may carry a K, M, G or T suffix)"
+            )
+        low, high = int(spec.minimum or 0), int(spec.maximum or 0)
+        if spec.minimum is not None and spec.maximum is not None and not low <= number <= high:
+            raise PerflabError(f"{label} is out of range (allowed: {low} to {high})")
+        return str(number)
+    if spec.type == "DOUBLE":
+        try:
+            number = float(value) if not isinstance(value, bool) else None
+        except ValueError:
+            number = None
+        if number is None:
+            raise PerflabError(f"{label} is not a number")
+        low, high = float(spec.minimum or 0), float(spec.maximum or 0)
+        if spec.minimum is not None and spec.maximum is not None and not low <= number <= high:
+            raise PerflabError(f"{label} is out of range (allowed: {low:g} to {high:g})")
+        return repr(number)
+    if spec.type == "BOOLEAN":
+        return _boolean(value, label)
+    if spec.type == "ENUM":
+        choice = _choice(spec, str(value), label)
+        return choice
+    if spec.type == "SET":
+        items = [item.strip() for item in str(value).split(",") if item.strip()]
+        return ",".join(_choice(spec, item, label) for item in items)
+    if isinstance(value, bool):
+        raise PerflabError(f"{label}: {spec.name} takes a string, not a boolean")
+    return str(value)
+
+
+def parse_integer(value: Scalar) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        return int(value) if value.is_integer() else None
+    match = re.fullmatch(r"\s*(-?\d+)\s*([KMGTP]?)B?\s*", value, re.IGNORECASE)
+    if not match:
+        return None
+    return int(match.group(1)) * SIZE_SUFFIXES.get(match.group(2).upper(), 1)
+
+
+def _boolean(value: Scalar, label: str) -> str:
+    text = str(value).strip().upper()
+    if text in ("TRUE", "ON", "1", "YES"):
+        return "ON"
+    if text in ("FALSE", "OFF", "0", "NO"):
+        return "OFF"
+    raise PerflabError(f"{label} is not a boolean (allowed: ON, OFF, true, false, 1, 0)")
+
+
+def _choice(spec: VariableSpec, value: str, label: str) -> str:
+    for allowed in spec.values:
+        if allowed.upper() == value.strip().upper():
+            return allowed
+    raise PerflabError(f"{label} is not allowed (allowed: {', '.join(spec.values)})")
+
+
+def _text(value) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, bytes):
+        value = value.decode()
+    return str(value)

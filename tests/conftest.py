@@ -1,0 +1,96 @@
+"""Fixtures: real mariadbd and real sysbench, small data, short runs.
+
+One lab is shared by the whole session so that the variable catalog and the tiny dataset are
+made once; each test uses its own study name in it. At the end of the session no mariadbd whose
+files live under the session's temporary directory may still run.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from perflab.lab import Lab
+
+PERFLAB = [sys.executable, "-m", "perflab.cli"]
+
+
+def mariadbd_under(root: Path) -> list[int]:
+    """pids of running mariadbd processes whose command line mentions a path under root."""
+    pids = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmdline = (proc / "cmdline").read_bytes().decode(errors="replace")
+        except OSError:
+            continue
+        if "mariadbd" in cmdline.split("\0")[0] and str(root) in cmdline:
+            pids.append(int(proc.name))
+    return pids
+
+
+@pytest.fixture(scope="session")
+def session_root(tmp_path_factory) -> Path:
+    root = tmp_path_factory.getbasetemp().resolve()
+    yield root
+    deadline = time.monotonic() + 30
+    while mariadbd_under(root) and time.monotonic() < deadline:
+        time.sleep(0.2)  # servers of killed perflab processes are still shutting down
+    leftovers = mariadbd_under(root)
+    for pid in leftovers:
+        os.kill(pid, signal.SIGKILL)
+    assert not leftovers, f"mariadbd processes left running: {leftovers}"
+
+
+@pytest.fixture(scope="session")
+def shared_lab(session_root) -> Lab:
+    return Lab(session_root / "shared-lab")
+
+
+def write_plan(path: Path, name: str, *, configs: str, threads=(1, 2), repeats=2,
+               run_seconds=1, warmup_seconds=1, rows=5000, engine="MyISAM",
+               workload='name = "oltp_point_select"') -> Path:
+    path.write_text(f"""
+[study]
+name = "{name}"
+[dataset]
+engine = "{engine}"
+rows = {rows}
+[workload]
+{workload}
+[run]
+threads = {list(threads)}
+warmup_seconds = {warmup_seconds}
+run_seconds = {run_seconds}
+repeats = {repeats}
+{configs}
+""")
+    return path
+
+
+def run_cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [*PERFLAB, *args], capture_output=True, text=True, timeout=timeout, check=False
+    )
+
+
+def stored_points(lab: Lab, study: str) -> list[dict]:
+    if not lab.db_path.exists():
+        return []
+    db = sqlite3.connect(lab.db_path)
+    db.row_factory = sqlite3.Row
+    try:
+        rows = db.execute("SELECT * FROM points WHERE study = ? ORDER BY id", (study,))
+        return [dict(row) for row in rows]
+    except sqlite3.OperationalError:  # no tables yet
+        return []
+    finally:
+        db.close()

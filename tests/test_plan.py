@@ -1,0 +1,121 @@
+from pathlib import Path
+
+import pytest
+
+from perflab.errors import PerflabError
+from perflab.plan import expand, parse_plan
+from perflab.studies import builtin_names, resolve_plan
+
+PLAN = """
+[study]
+name = "demo"
+baseline = "a"
+[dataset]
+engine = "myisam"
+rows = 1000
+[workload]
+name = "select_random_points"
+options = { random_points = 10 }
+[run]
+threads = [1, 4]
+repeats = 3
+[server]
+key_buffer_size = "64M"
+[configs.a]
+key_cache_segments = 0
+[configs.b]
+key_cache_segments = 8
+[configs.c]
+key_cache_segments = 16
+key_buffer_size = "128M"
+"""
+
+
+def test_plan_parses_configs_with_shared_variables():
+    plan = parse_plan(PLAN)
+    assert plan.dataset.engine == "MyISAM"
+    assert [c.name for c in plan.configs] == ["a", "b", "c"]
+    assert plan.config("b").as_dict() == {"key_buffer_size": "64M", "key_cache_segments": 8}
+    assert plan.config("c").as_dict()["key_buffer_size"] == "128M"
+    assert plan.workload.label == "select_random_points(random_points=10)"
+
+
+def test_expand_interleaves_configurations_and_rotates_them_per_repeat():
+    points = expand(parse_plan(PLAN))
+    assert len(points) == 3 * 2 * 3
+    order = [(p.repeat, p.config.name) for p in points[::2]]
+    assert order == [(1, "a"), (1, "b"), (1, "c"), (2, "b"), (2, "c"), (2, "a"),
+                     (3, "c"), (3, "a"), (3, "b")]
+    keys = {(p.config.name, p.threads, p.repeat) for p in points}
+    assert len(keys) == len(points)
+
+
+def test_definition_ignores_repeats_and_threads_but_not_durations():
+    plan = parse_plan(PLAN)
+    more = plan.with_overrides(repeats=5, threads=(1, 2, 4))
+    longer = plan.with_overrides(run_seconds=99)
+    config = plan.config("a")
+    assert plan.definition(config) == more.definition(config)
+    assert plan.definition(config) != longer.definition(config)
+    assert plan.definition(config) != plan.definition(plan.config("b"))
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (("[run]", "[run]\nthread = 3"), "unknown key run.thread"),
+        (("[study]", "[study]\ncolour = 1"), "unknown key study.colour"),
+        (("threads = [1, 4]", "threads = []"), "run.threads must be a non-empty list"),
+        (("threads = [1, 4]", "threads = [1, 0]"), "0 is not a thread count"),
+        (("repeats = 3", "repeats = 0"), "run.repeats must be at least 1"),
+        (("repeats = 3", 'repeats = "3"'), "run.repeats must be an integer"),
+        (('baseline = "a"', 'baseline = "z"'), "study.baseline = 'z' names no configuration"),
+        (('engine = "myisam"', 'engine = "falcon"'), "dataset.engine = 'falcon' is not supported"),
+        (("rows = 1000", "rows = -1"), "dataset.rows must be at least 1"),
+        (("[configs.a]", "[configs.a.nested]"), "is a table"),
+    ],
+)
+def test_bad_plans_fail_with_one_line_naming_the_key(edit, message):
+    with pytest.raises(PerflabError) as err:
+        parse_plan(PLAN.replace(*edit, 1), origin="p.toml")
+    assert message in err.value.message
+    assert "\n" not in err.value.message
+
+
+def test_unknown_key_suggests_the_close_one():
+    with pytest.raises(PerflabError) as err:
+        parse_plan(PLAN.replace("repeats = 3", "repeat = 3"))
+    assert err.value.hint == "did you mean run.repeats?"
+
+
+def test_invalid_toml_is_a_user_error():
+    with pytest.raises(PerflabError, match="not valid TOML"):
+        parse_plan("[study\nname=")
+
+
+def test_overrides_are_checked():
+    plan = parse_plan(PLAN)
+    assert plan.with_overrides(scale=2.5).dataset.rows == 2500
+    with pytest.raises(PerflabError, match="--scale must be positive"):
+        plan.with_overrides(scale=0)
+    with pytest.raises(PerflabError, match="--threads"):
+        plan.with_overrides(threads=(0,))
+
+
+def test_builtin_key_cache_study_matches_seed_000():
+    assert "key-cache-segments" in builtin_names()
+    plan = resolve_plan("key-cache-segments")
+    assert plan.baseline == "off"
+    assert [c.name for c in plan.configs] == ["off", "32", "64"]
+    assert [c.as_dict()["key_cache_segments"] for c in plan.configs] == [0, 32, 64]
+    assert plan.run.threads == (1, 2, 4, 8, 16, 32, 64, 128)
+    assert plan.dataset.engine == "MyISAM"
+    assert plan.workload.label == "select_random_points(random_points=10)"
+    assert plan.with_overrides(scale=20).dataset.rows == 20_000_000
+
+
+def test_unknown_study_name_is_a_user_error(tmp_path: Path):
+    with pytest.raises(PerflabError, match="neither a plan file nor a built-in study"):
+        resolve_plan("no-such-study")
+    with pytest.raises(PerflabError, match="does not exist"):
+        resolve_plan(str(tmp_path / "missing.toml"))

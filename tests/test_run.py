@@ -1,0 +1,176 @@
+"""`perflab run` end to end: real mariadbd, real sysbench, the results database."""
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from conftest import PERFLAB, mariadbd_under, run_cli, stored_points, write_plan
+
+TWO_CONFIGS = """
+[server]
+key_buffer_size = "32M"
+[configs.off]
+key_cache_segments = 0
+[configs.seg]
+key_cache_segments = 8
+"""
+
+ONE_CONFIG = """
+[configs.default]
+key_buffer_size = "32M"
+"""
+
+
+def test_tiny_plan_runs_end_to_end_and_every_point_is_stored(shared_lab, tmp_path):
+    plan = write_plan(tmp_path / "p.toml", "e2e", configs=TWO_CONFIGS, run_seconds=2,
+                      workload='name = "select_random_points"\noptions = { random_points = 5 }')
+    out = run_cli("run", str(plan), "--lab", str(shared_lab.root))
+    assert out.returncode == 0, out.stderr
+    assert "In relative numbers:" in out.stdout
+    assert "(seg/off)" in out.stdout
+    assert "Traceback" not in out.stderr
+    assert "[8/8]" in out.stderr
+
+    points = stored_points(shared_lab, "e2e")
+    assert len(points) == 2 * 2 * 2
+    assert {(p["config"], p["threads"], p["repeat"]) for p in points} == {
+        (c, t, r) for c in ("off", "seg") for t in (1, 2) for r in (1, 2)
+    }
+    for p in points:
+        assert p["status"] == "ok"
+        assert p["qps"] > 0 and p["tps"] > 0
+        assert 0 < p["latency_p95_ms"] <= p["latency_p99_ms"] <= p["latency_max_ms"] * 1.05
+        assert p["rows_per_query"] > 0
+        delta = json.loads(p["status_delta_json"])
+        assert delta["Com_select"] >= p["reads"]
+        assert len(json.loads(p["series_json"])) >= 1
+
+    report = run_cli("report", str(shared_lab.root), "--study", "e2e", "--format", "json")
+    assert report.returncode == 0, report.stderr
+    document = json.loads(report.stdout)
+    assert len(document["points"]) == 8
+    for p in document["points"]:
+        for key in ("config", "workload", "threads", "repeat", "status", "qps", "tps",
+                    "latency_p95_ms", "rows_per_query"):
+            assert key in p
+    session = document["sessions"][-1]
+    assert session["outcome"] == "complete"
+    for fact in ("kernel", "cpu_model", "cpu_count", "memory_bytes", "io_scheduler",
+                 "open_files_limit", "perflab"):
+        assert fact in session["host"]
+    states = document["server_states"]
+    assert {s["how"] for s in states} == {"start", "set"}  # seg is reached with SET GLOBAL
+    assert states[0]["variables"]["key_buffer_size"] == str(32 << 20)
+    assert states[0]["version"].startswith("10.")
+
+    again = run_cli("run", str(plan), "--lab", str(shared_lab.root))
+    assert again.returncode == 0
+    assert "all 8 points of e2e are already stored" in again.stderr
+    assert len(stored_points(shared_lab, "e2e")) == 8
+
+
+def test_dataset_is_prepared_once_for_all_configurations(shared_lab):
+    prepared = [line for line in (shared_lab.datasets_dir).glob("*/dataset.json")]
+    keys = [json.loads(p.read_text())["key"] for p in prepared]
+    assert len(keys) == len(set(keys))
+
+
+def test_bad_variable_name_fails_in_one_line_before_any_point(shared_lab, tmp_path):
+    plan = write_plan(tmp_path / "bad.toml", "bad-name",
+                      configs="[configs.a]\nkey_cache_segmentz = 4\n")
+    out = run_cli("run", str(plan), "--lab", str(shared_lab.root))
+    assert out.returncode == 2
+    lines = out.stderr.strip().splitlines()
+    assert lines[0].startswith("perflab: error: ")
+    assert "configs.a: unknown server variable 'key_cache_segmentz'" in lines[0]
+    assert "key_cache_segments" in out.stderr  # the hint
+    assert len(lines) <= 2 and "Traceback" not in out.stderr
+    assert stored_points(shared_lab, "bad-name") == []
+
+
+def test_out_of_range_value_fails_in_one_line_before_any_point(shared_lab, tmp_path):
+    plan = write_plan(tmp_path / "range.toml", "bad-range",
+                      configs="[configs.a]\nkey_cache_segments = 65\n")
+    out = run_cli("run", str(plan), "--lab", str(shared_lab.root))
+    assert out.returncode == 2
+    lines = out.stderr.strip().splitlines()
+    assert lines == [
+        "perflab: error: configs.a: key_cache_segments = 65 is out of range (allowed: 0 to 64)"
+    ]
+    assert stored_points(shared_lab, "bad-range") == []
+
+
+def test_unknown_plan_key_fails_without_touching_the_lab(tmp_path):
+    plan = write_plan(tmp_path / "typo.toml", "typo", configs=ONE_CONFIG)
+    plan.write_text(plan.read_text().replace("[run]", "[run]\nrepeat = 2"))
+    lab = tmp_path / "untouched"
+    out = run_cli("run", str(plan), "--lab", str(lab))
+    assert out.returncode == 2
+    assert "unknown key run.repeat" in out.stderr
+    assert "did you mean run.repeats?" in out.stderr
+    assert not lab.exists()
+
+
+def wait_for(condition, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_sigkill_of_perflab_resumes_with_no_loss_and_no_duplicate(shared_lab, tmp_path):
+    plan = write_plan(tmp_path / "kill.toml", "killed", configs=ONE_CONFIG,
+                      threads=(1, 2, 4), repeats=2, run_seconds=2)
+    proc = subprocess.Popen([*PERFLAB, "run", str(plan), "--lab", str(shared_lab.root)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for(lambda: len(stored_points(shared_lab, "killed")) >= 2, 120, "two points")
+        time.sleep(0.7)  # into the middle of the next point
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    before = stored_points(shared_lab, "killed")
+    assert 2 <= len(before) < 6
+    # the killed perflab's server and sysbench go away on their own (parent-death signal)
+    wait_for(lambda: not mariadbd_under(shared_lab.root), 60, "the orphaned mariadbd to stop")
+
+    out = run_cli("run", str(plan), "--lab", str(shared_lab.root))
+    assert out.returncode == 0, out.stderr
+    assert f"resuming: {len(before)} of 6 points already stored" in out.stderr
+    after = stored_points(shared_lab, "killed")
+    assert len(after) == 6
+    assert len({(p["threads"], p["repeat"]) for p in after}) == 6
+    kept = {p["id"]: p for p in after}
+    for p in before:  # finished points are untouched by the resumed run
+        assert kept[p["id"]]["started_at"] == p["started_at"]
+        assert kept[p["id"]]["qps"] == p["qps"]
+
+
+def test_mariadbd_killed_mid_point_gives_one_failed_point_and_the_sweep_goes_on(
+    shared_lab, tmp_path
+):
+    plan = write_plan(tmp_path / "crash.toml", "crash", configs=ONE_CONFIG,
+                      threads=(1, 2, 4), repeats=1, run_seconds=3)
+    pid_file = Path(shared_lab.server_dir / "mysqld.pid")
+    proc = subprocess.Popen([*PERFLAB, "run", str(plan), "--lab", str(shared_lab.root)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(lambda: len(stored_points(shared_lab, "crash")) >= 1, 120, "the first point")
+        time.sleep(1.0)  # the second point is running now
+        os.kill(int(pid_file.read_text()), signal.SIGKILL)
+        stdout, stderr = proc.communicate(timeout=180)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 1  # a failed point makes the run exit non-zero
+    points = stored_points(shared_lab, "crash")
+    assert [(p["threads"], p["status"]) for p in points] == [(1, "ok"), (2, "failed"), (4, "ok")]
+    failed = points[1]
+    assert "mariadbd died during the point" in failed["error"]
+    assert "Failed points:" in stdout

@@ -1,0 +1,106 @@
+"""The managed server and the variable catalog, against a real mariadbd."""
+
+import os
+
+import pytest
+
+from perflab.errors import PerflabError
+from perflab.server.connection import query
+from perflab.server.managed import ManagedServer, ServerEnvironment, install_datadir
+
+
+@pytest.fixture(scope="module")
+def catalog(shared_lab):
+    return shared_lab.catalog()
+
+
+def test_catalog_reads_types_ranges_and_dynamism(catalog):
+    segments = catalog.variables["key_cache_segments"]
+    assert segments.type == "BIGINT UNSIGNED"
+    assert (segments.minimum, segments.maximum) == ("0", "64")
+    assert segments.dynamic
+    assert catalog.variables["skip_name_resolve"].read_only
+    assert "OFF" in catalog.variables["query_cache_type"].values
+    assert {"MyISAM", "InnoDB", "Aria", "MEMORY"} <= set(catalog.engines)
+    assert catalog.version.startswith("10.")
+
+
+def test_catalog_is_cached_in_the_lab(shared_lab, catalog):
+    assert (shared_lab.root / "catalog.json").exists()
+    assert shared_lab.catalog() == catalog
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "expected"),
+    [
+        ("key_buffer_size", "64M", "67108864"),
+        ("key_buffer_size", 1024, "1024"),
+        ("query_cache_type", "off", "OFF"),
+        ("skip_name_resolve", True, "ON"),
+        ("long_query_time", 0.5, "0.5"),
+        ("sql_mode", "strict_all_tables,ansi_quotes", "STRICT_ALL_TABLES,ANSI_QUOTES"),
+    ],
+)
+def test_values_are_normalised_for_the_command_line(catalog, name, value, expected):
+    assert catalog.check(name, value, "configs.x") == expected
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "message"),
+    [
+        ("key_cache_segmentz", 4, "unknown server variable 'key_cache_segmentz'"),
+        ("key_cache_segments", 65, "key_cache_segments = 65 is out of range (allowed: 0 to 64)"),
+        ("key_cache_segments", "lots", "is not an integer"),
+        ("query_cache_type", "sometimes", "is not allowed (allowed: OFF, ON, DEMAND)"),
+        ("skip_name_resolve", "maybe", "is not a boolean"),
+        ("long_query_time", -1, "is out of range"),
+        ("version", "1.0", "cannot be set at server start"),
+    ],
+)
+def test_bad_values_give_one_line_naming_the_key(catalog, name, value, message):
+    with pytest.raises(PerflabError) as err:
+        catalog.check(name, value, "configs.x")
+    assert message in err.value.message
+    assert err.value.message.startswith("configs.x")
+    assert "\n" not in err.value.message
+
+
+def test_unknown_variable_suggests_the_close_name(catalog):
+    with pytest.raises(PerflabError) as err:
+        catalog.check("key_cache_segmentz", 4, "configs.x")
+    assert "key_cache_segments" in err.value.hint
+
+
+def test_failed_start_reports_the_error_log_tail(tmp_path):
+    datadir = tmp_path / "data"
+    install_datadir(datadir)
+    server = ManagedServer(datadir, tmp_path, {"no_such_option": "1"})
+    with pytest.raises(PerflabError) as err:
+        server.start(timeout=60)
+    assert "exited during start-up" in err.value.message
+    assert "no_such_option" in err.value.detail
+    assert not server.alive()
+
+
+def test_server_starts_applies_variables_and_stops(tmp_path):
+    datadir = tmp_path / "data"
+    install_datadir(datadir)
+    with ManagedServer(datadir, tmp_path, {"key_buffer_size": "33554432"}) as server:
+        pid = server.pid
+        with server.connect() as conn:
+            assert query(conn, "SELECT @@key_buffer_size")[0][0] == 33554432
+            assert query(conn, "SELECT @@skip_networking")[0][0] == 1
+        server.set_global({"key_cache_segments": "4"})
+        with server.connect() as conn:
+            assert query(conn, "SELECT @@key_cache_segments")[0][0] == 4
+    assert not os.path.exists(f"/proc/{pid}")
+
+
+def test_tcp_environment_listens_on_loopback_only(tmp_path):
+    datadir = tmp_path / "data"
+    install_datadir(datadir)
+    with ManagedServer(datadir, tmp_path, environment=ServerEnvironment(tcp=True)) as server:
+        assert server.port and server.port != 3306
+        with server.endpoint.connect() as conn:
+            bind, port = query(conn, "SELECT @@bind_address, @@port")[0]
+    assert (bind, port) == ("127.0.0.1", server.port)
