@@ -174,3 +174,26 @@ def test_mariadbd_killed_mid_point_gives_one_failed_point_and_the_sweep_goes_on(
     failed = points[1]
     assert "mariadbd died during the point" in failed["error"]
     assert "Failed points:" in stdout
+
+
+def test_ctrl_c_stops_the_server_cleanly_and_keeps_finished_points(shared_lab, tmp_path):
+    plan = write_plan(tmp_path / "int.toml", "interrupted", configs=ONE_CONFIG,
+                      threads=(1, 2, 4), repeats=2, run_seconds=2)
+    proc = subprocess.Popen([*PERFLAB, "run", str(plan), "--lab", str(shared_lab.root)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(lambda: len(stored_points(shared_lab, "interrupted")) >= 1, 120, "a point")
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130
+    assert "interrupted; finished points are stored" in stderr
+    assert "Traceback" not in stderr
+    assert not mariadbd_under(shared_lab.root)  # stopped before perflab exited
+    assert all(p["status"] == "ok" for p in stored_points(shared_lab, "interrupted"))
+    report = json.loads(run_cli("report", str(shared_lab.root), "--study", "interrupted",
+                                "--format", "json").stdout)
+    assert report["sessions"][-1]["outcome"] == "interrupted"

@@ -46,11 +46,63 @@ def validate(plan: Plan, catalog: Catalog) -> dict[str, dict[str, str]]:
     catalog.require_engine(plan.dataset.engine, "dataset.engine")
     checked = {}
     for config in plan.configs:
+        where = f"configs.{config.name}"
         checked[config.name] = {
-            name: catalog.check(name, value, f"configs.{config.name}")
-            for name, value in config.variables
+            name: catalog.check(name, value, where) for name, value in config.variables
         }
+        limit = int(checked[config.name].get("max_connections")
+                    or catalog.variables["max_connections"].startup_value)
+        needed = max(plan.run.threads + (plan.run.effective_warmup_threads,))
+        if needed + 2 > limit:  # perflab's own status connection needs one more
+            raise PerflabError(
+                f"{where}: max_connections = {limit} is too small for {needed} threads",
+                hint=f"set max_connections to at least {needed + 2} in [server]",
+            )
     return checked
+
+
+def measure(
+    server: ManagedServer, spec: WorkloadSpec, plan: Plan, threads: int, seconds: int
+) -> tuple[sysbench.LoadResult, dict[str, float]]:
+    """One measured sysbench run on a running server, with the status counters' delta.
+
+    The status snapshots are taken outside sysbench's timed window, so they cost the figures
+    nothing. Raises LoadFailed or a connection error when the run fails.
+    """
+    with server.connect() as conn:
+        before = global_status(conn)
+    argv = sysbench.command(
+        spec, plan.workload, plan.dataset, server.endpoint, threads, seconds
+    )
+    result = sysbench.run(argv, sysbench.environment(spec), seconds, threads)
+    with server.connect() as conn:
+        after = global_status(conn)
+    return result, delta(before, after)
+
+
+def point_metrics(result: sysbench.LoadResult, status_delta: dict[str, float]) -> dict:
+    seconds = result.seconds
+    return {
+        "seconds": seconds,
+        "events": result.events,
+        "queries": result.queries,
+        "reads": result.reads,
+        "writes": result.writes,
+        "other": result.other,
+        "errors": result.errors,
+        "reconnects": result.reconnects,
+        "tps": result.tps,
+        "qps": result.qps,
+        "reads_ps": result.reads / seconds,
+        "writes_ps": result.writes / seconds,
+        "other_ps": result.other / seconds,
+        "latency_min_ms": result.latency_min_ms,
+        "latency_avg_ms": result.latency_avg_ms,
+        "latency_p95_ms": result.latency_p95_ms,
+        "latency_p99_ms": result.latency_p99_ms,
+        "latency_max_ms": result.latency_max_ms,
+        "rows_per_query": rows_per_query(status_delta, result.reads + result.writes),
+    }
 
 
 class Runner:
@@ -127,47 +179,17 @@ class Runner:
         return self._measure(point, started)
 
     def _measure(self, point: Point, started: float) -> PointRecord:
-        server = self.server
-        with server.connect() as conn:
-            before = global_status(conn)
-        argv = sysbench.command(
-            self.spec, point.workload, self.plan.dataset, server.endpoint, point.threads,
-            self.plan.run.run_seconds,
-        )
         try:
-            result = sysbench.run(
-                argv, sysbench.environment(self.spec), self.plan.run.run_seconds, point.threads
+            result, status_delta = measure(
+                self.server, self.spec, self.plan, point.threads, self.plan.run.run_seconds
             )
-            with server.connect() as conn:
-                after = global_status(conn)
         except Exception as exc:  # sysbench failed, or the server went away under it
             return self._failed(point, started, exc)
         if self.spec.writes:
             self.lab.set_working_state(dirty=True)
-        status_delta = delta(before, after)
-        metrics = {
-            "seconds": result.seconds,
-            "events": result.events,
-            "queries": result.queries,
-            "reads": result.reads,
-            "writes": result.writes,
-            "other": result.other,
-            "errors": result.errors,
-            "reconnects": result.reconnects,
-            "tps": result.tps,
-            "qps": result.qps,
-            "reads_ps": result.reads / result.seconds,
-            "writes_ps": result.writes / result.seconds,
-            "other_ps": result.other / result.seconds,
-            "latency_min_ms": result.latency_min_ms,
-            "latency_avg_ms": result.latency_avg_ms,
-            "latency_p95_ms": result.latency_p95_ms,
-            "latency_p99_ms": result.latency_p99_ms,
-            "latency_max_ms": result.latency_max_ms,
-            "rows_per_query": rows_per_query(status_delta, result.reads + result.writes),
-        }
         return PointRecord(
-            point, "ok", started, time.time(), self.server_state_id, metrics,
+            point, "ok", started, time.time(), self.server_state_id,
+            point_metrics(result, status_delta),
             series=result.series, status_delta=status_delta,
             histogram={str(k): v for k, v in sorted(result.histogram.items())},
         )

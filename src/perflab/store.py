@@ -120,7 +120,7 @@ class ResultStore:
     # -- writing -------------------------------------------------------------------------------
 
     def save_plan(self, plan: Plan) -> int:
-        text = json.dumps(plan.to_json(), sort_keys=True)
+        text = json.dumps(plan.to_json())  # keeps the plan's order of configurations
         last = self.db.execute(
             "SELECT id, plan_json FROM plans WHERE study = ? ORDER BY id DESC LIMIT 1",
             (plan.name,),

@@ -119,6 +119,7 @@ class ManagedServer:
                 stderr=subprocess.STDOUT,
                 env=env,
                 preexec_fn=die_with_parent(signal.SIGTERM),
+                start_new_session=True,  # a Ctrl-C in the terminal is perflab's to handle
             )
         try:
             self._wait_ready(timeout)
