@@ -32,19 +32,24 @@ local function now_ms()
    return tonumber(clock.tv_sec) * 1000 + tonumber(clock.tv_nsec) / 1e6
 end
 
+local log, floor = math.log, math.floor
 local counts = {}
+for i = 0, BUCKETS - 1 do
+   counts[i] = 0  -- preallocated, so that counting an event never grows the table
+end
 
 local workload_event = event
-function event(...)
+-- A fixed signature, not varargs: LuaJIT compiles this, it would not compile a vararg wrapper.
+function event(thread_id)
    local started = now_ms()
-   local ret = workload_event(...)
+   local ret = workload_event(thread_id)
    local elapsed = now_ms() - started
    local i = 0
    if elapsed > 0 then
-      i = math.floor((math.log(elapsed) - LOG_MIN) * MULT + 0.5)
+      i = floor((log(elapsed) - LOG_MIN) * MULT + 0.5)
       if i < 0 then i = 0 elseif i >= BUCKETS then i = BUCKETS - 1 end
    end
-   counts[i] = (counts[i] or 0) + 1
+   counts[i] = counts[i] + 1
    return ret
 end
 
@@ -60,8 +65,10 @@ function thread_done(...)
       workload_thread_done(...)
    end
    local parts = {}
-   for i, n in pairs(counts) do
-      parts[#parts + 1] = string.format('"%d":%d', i, n)
+   for i = 0, BUCKETS - 1 do
+      if counts[i] > 0 then
+         parts[#parts + 1] = string.format('"%d":%d', i, counts[i])
+      end
    end
    emit(string.format('{"type":"histogram","thread":%d,"log_min":%.17g,"mult":%.17g,"buckets":{%s}}',
                       sysbench.tid, LOG_MIN, MULT, table.concat(parts, ",")))
