@@ -10,7 +10,18 @@ import time
 from pathlib import Path
 
 from perflab import __version__
-from perflab.analysis.report import load_results, render_json, render_text
+from perflab.analysis import charts
+from perflab.analysis.compare import compare_labs
+from perflab.analysis.html import render_html
+from perflab.analysis.report import (
+    ReportOptions,
+    load_results,
+    render_csv,
+    render_json,
+    render_markdown,
+    render_text,
+    series_point,
+)
 from perflab.errors import PerflabError
 from perflab.lab import Lab
 from perflab.plan import load_plan
@@ -63,8 +74,24 @@ def build_parser() -> argparse.ArgumentParser:
     report = sub.add_parser("report", help="print a lab's tables from its results database")
     report.add_argument("lab", type=Path)
     report.add_argument("--study", help="which study of the lab (default: the latest)")
-    report.add_argument("--format", choices=("text", "json"), default="text")
+    report.add_argument("--format", choices=FORMATS, default="text")
+    report.add_argument("--html", type=Path, metavar="FILE",
+                        help="also write a self-contained HTML report to FILE")
+    report.add_argument("--charts", type=Path, metavar="DIR",
+                        help="also write every chart as PNG and SVG into DIR")
+    report.add_argument("--series", metavar="CONFIG:THREADS[:REPEAT]",
+                        help="the point whose per-second series is charted")
+    _statistics_options(report)
     report.set_defaults(func=cmd_report)
+
+    compare = sub.add_parser("compare", help="two labs side by side, with verdicts (B vs A)")
+    compare.add_argument("lab_a", type=Path, help="the reference lab")
+    compare.add_argument("lab_b", type=Path)
+    compare.add_argument("--study-a", help="study of lab A (default: its latest)")
+    compare.add_argument("--study-b", help="study of lab B (default: its latest)")
+    compare.add_argument("--format", choices=("text", "md", "csv"), default="text")
+    _statistics_options(compare)
+    compare.set_defaults(func=cmd_compare)
 
     studies = sub.add_parser("studies", help="list the built-in studies")
     studies.set_defaults(func=cmd_studies)
@@ -94,9 +121,42 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 1 if summary.failed else 0
 
 
+FORMATS = ("text", "md", "csv", "json", "html")
+RENDERERS = {"text": render_text, "md": render_markdown, "csv": render_csv,
+             "json": render_json, "html": render_html}
+
+
+def _statistics_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--min-effect", type=float, default=0.02, metavar="FRACTION",
+                        help="smallest change called faster/slower (default 0.02 = 2%%)")
+    parser.add_argument("--cv-threshold", type=float, default=0.05, metavar="FRACTION",
+                        help="flag points whose CV over repeats exceeds this (default 0.05)")
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     results = load_results(Lab(args.lab), args.study)
-    print(render_json(results) if args.format == "json" else render_text(results))
+    options = ReportOptions(args.min_effect, args.cv_threshold, args.series)
+    print(RENDERERS[args.format](results, options))
+    if args.html:
+        args.html.write_text(render_html(results, options))
+        print(f"wrote {args.html}", file=sys.stderr)
+    if args.charts:
+        args.charts.mkdir(parents=True, exist_ok=True)
+        figures = charts.study_charts(results.plan, results.points, options.min_effect,
+                                      series_point(results, options.series))
+        for name, fig in figures.items():
+            png, svg = charts.render(fig)
+            (args.charts / f"{name}.png").write_bytes(png)
+            (args.charts / f"{name}.svg").write_text(svg)
+        print(f"wrote {len(figures)} charts (PNG and SVG) into {args.charts}", file=sys.stderr)
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    a = load_results(Lab(args.lab_a), args.study_a)
+    b = load_results(Lab(args.lab_b), args.study_b)
+    table = compare_labs(a, b, args.min_effect)
+    print({"text": table.render, "md": table.markdown, "csv": table.csv}[args.format]())
     return 0
 
 

@@ -24,9 +24,10 @@ SECTION_KEYS: dict[str, tuple[str, ...]] = {
     "study": ("name", "description", "baseline", "source"),
     "dataset": ("engine", "tables", "rows"),
     "workload": ("name", "options"),
-    "run": ("threads", "warmup_seconds", "run_seconds", "repeats", "warmup_threads"),
+    "run": ("threads", "warmup_seconds", "run_seconds", "repeats", "warmup_threads",
+            "target_interval", "max_repeats"),
 }
-TOP_KEYS = (*SECTION_KEYS, "server", "configs")
+TOP_KEYS = (*SECTION_KEYS, "server", "configs", "steps")
 
 Scalar = int | float | bool | str
 
@@ -69,6 +70,10 @@ class RunSettings:
     run_seconds: int = 10
     repeats: int = 3
     warmup_threads: int = 0  # 0: the largest thread count of the plan, capped at 16
+    # Adaptive repeats: after `repeats`, repeat a (config, threads) until the 95% interval of
+    # its mean queries/s is within ±target_interval (0.02 = ±2%), or max_repeats is reached.
+    target_interval: float = 0.0
+    max_repeats: int = 0
 
     @property
     def effective_warmup_threads(self) -> int:
@@ -85,6 +90,10 @@ class Plan:
     dataset: Dataset
     run: RunSettings
     source: str = ""
+    # A ladder applies its steps cumulatively: step i runs with the changes of steps 1..i.
+    # `changes` maps each step (configuration) name to what that step itself changed.
+    ladder: bool = False
+    changes: tuple[tuple[str, str], ...] = ()
 
     def config(self, name: str) -> ServerConfig:
         for config in self.configs:
@@ -103,6 +112,8 @@ class Plan:
             "dataset": vars(self.dataset),
             "run": {**vars(self.run), "threads": list(self.run.threads)},
             "definitions": {c.name: self.definition(c) for c in self.configs},
+            "ladder": self.ladder,
+            "changes": dict(self.changes),
         }
 
     def definition(self, config: ServerConfig) -> str:
@@ -215,22 +226,19 @@ def _build(data: dict[str, Any], origin: str) -> Plan:
     source = _string(study, "source", f"{origin}: study.source") or ""
 
     shared = _variables(data.get("server", {}), "server", origin)
-    configs_table = data.get("configs")
-    if not isinstance(configs_table, dict) or not configs_table:
-        raise PerflabError(
-            f"{origin}: the plan has no server configurations",
-            hint="add at least one [configs.NAME] table, e.g. [configs.default]",
-        )
-    configs = []
-    for config_name, own in configs_table.items():
-        variables = {**shared, **_variables(own, f"configs.{config_name}", origin)}
-        configs.append(ServerConfig(config_name, tuple(sorted(variables.items()))))
+    if "steps" in data:
+        if "configs" in data:
+            raise PerflabError(f"{origin}: a plan has either [configs.NAME] or [[steps]], not both")
+        configs, changes = _ladder(data["steps"], shared, origin)
+    else:
+        configs, changes = _configs(data.get("configs"), shared, origin), ()
+    names = [c.name for c in configs]
 
-    baseline = _string(study, "baseline", f"{origin}: study.baseline") or configs[0].name
-    if baseline not in configs_table:
+    baseline = _string(study, "baseline", f"{origin}: study.baseline") or names[0]
+    if baseline not in names:
         raise PerflabError(
             f"{origin}: study.baseline = {baseline!r} names no configuration",
-            hint=f"configurations: {', '.join(configs_table)}",
+            hint=f"configurations: {', '.join(names)}",
         )
 
     workload_table = sections["workload"]
@@ -269,8 +277,51 @@ def _build(data: dict[str, Any], origin: str) -> Plan:
         run_seconds=run_int("run_seconds", RunSettings.run_seconds, 1),
         repeats=run_int("repeats", RunSettings.repeats, 1),
         warmup_threads=run_int("warmup_threads", 0, 0),
+        target_interval=_fraction(run_table, "target_interval", f"{origin}: run.target_interval"),
+        max_repeats=run_int("max_repeats", 0, 0),
     )
-    return Plan(name, description, baseline, tuple(configs), workload, dataset, run, source)
+    if run.max_repeats and run.max_repeats < run.repeats:
+        raise PerflabError(f"{origin}: run.max_repeats must be at least run.repeats")
+    if run.target_interval and not run.max_repeats:
+        raise PerflabError(
+            f"{origin}: run.target_interval needs run.max_repeats, the cap on repeats"
+        )
+    return Plan(name, description, baseline, tuple(configs), workload, dataset, run, source,
+                ladder=bool(changes), changes=changes)
+
+
+def _configs(table: Any, shared: dict[str, Scalar], origin: str) -> list[ServerConfig]:
+    if not isinstance(table, dict) or not table:
+        raise PerflabError(
+            f"{origin}: the plan has no server configurations",
+            hint="add at least one [configs.NAME] table (or [[steps]] for a ladder)",
+        )
+    configs = []
+    for config_name, own in table.items():
+        variables = {**shared, **_variables(own, f"configs.{config_name}", origin)}
+        configs.append(ServerConfig(config_name, tuple(sorted(variables.items()))))
+    return configs
+
+
+def _ladder(steps: Any, shared: dict[str, Scalar], origin: str
+            ) -> tuple[list[ServerConfig], tuple[tuple[str, str], ...]]:
+    """[[steps]] tables, each `name = "..."` plus the variables that step changes."""
+    if not isinstance(steps, list) or not steps or not all(isinstance(s, dict) for s in steps):
+        raise PerflabError(f"{origin}: steps must be an array of tables ([[steps]])")
+    configs, changes, applied = [], [], dict(shared)
+    for number, step in enumerate(steps, 1):
+        where = f"steps[{number}]"
+        step = dict(step)
+        name = step.pop("name", None)
+        if not isinstance(name, str) or not name.strip():
+            raise PerflabError(f"{origin}: {where}.name is required (what this step changes)")
+        if name in (c.name for c in configs):
+            raise PerflabError(f"{origin}: {where}.name = {name!r} is used twice")
+        own = _variables(step, where, origin)
+        applied.update(own)
+        configs.append(ServerConfig(name, tuple(sorted(applied.items()))))
+        changes.append((name, ", ".join(f"{k}={_show(v)}" for k, v in own.items()) or "-"))
+    return configs, tuple(changes)
 
 
 def normalize_variable_name(name: str) -> str:
@@ -321,6 +372,13 @@ def _int(table: dict[str, Any], key: str, default: int, where: str, minimum: int
     if value < minimum:
         raise PerflabError(f"{where} must be at least {minimum}, got {value}")
     return value
+
+
+def _fraction(table: dict[str, Any], key: str, where: str) -> float:
+    value = table.get(key, 0.0)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < 1:
+        raise PerflabError(f"{where} must be a fraction such as 0.02 (for ±2%), got {value!r}")
+    return float(value)
 
 
 def _positive(where: str, value: int) -> int:

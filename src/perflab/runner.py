@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from perflab.analysis.stats import summarize
 from perflab.errors import PerflabError
 from perflab.lab import Lab
 from perflab.load import sysbench
@@ -147,18 +148,42 @@ class Runner:
         progress = Progress(len(todo), self.say)
         outcome = "interrupted"
         try:
-            for point in todo:
-                record = self._point(store, session, key, point)
-                store.save_point(session, self.plan.name, record)
-                summary.measured += 1
-                summary.failed += record.status == "failed"
-                progress.done(point, record)
+            while todo:
+                for point in todo:
+                    record = self._point(store, session, key, point)
+                    store.save_point(session, self.plan.name, record)
+                    summary.measured += 1
+                    summary.failed += record.status == "failed"
+                    progress.done(point, record)
+                todo = self._more_repeats(store, progress.rounds)
+                progress.extend(len(todo), "adaptive repeats: " + _wide(todo))
             outcome = "complete"
         finally:
             self._stop()
             store.end_session(session, outcome)
             summary.seconds = time.monotonic() - started
         return summary
+
+    def _more_repeats(self, store: ResultStore, round_number: int) -> list[Point]:
+        """One more repeat of every (config, threads) whose interval is still too wide."""
+        run = self.plan.run
+        if not run.target_interval:
+            return []
+        configs = list(self.plan.configs)
+        shift = round_number % len(configs)
+        extra = []
+        for config in configs[shift:] + configs[:shift]:
+            definition = self.plan.definition(config)
+            for threads in run.threads:
+                stored = store.repeats(self.plan.name, definition, threads)
+                ok = [qps for _, status, qps in stored if status == "ok"]
+                if len(stored) >= run.max_repeats:
+                    continue
+                if len(ok) >= 2 and summarize(ok).half_width <= run.target_interval:
+                    continue
+                repeat = max((r for r, _, _ in stored), default=0) + 1
+                extra.append(Point(config, self.plan.workload, threads, repeat, definition))
+        return extra
 
     def _load(self, server: ManagedServer) -> dict:
         report = load_sbtest(server.endpoint, self.plan.dataset)
@@ -278,7 +303,15 @@ class Progress:
         self.total = total
         self.say = say
         self.count = 0
+        self.rounds = 0
         self.started = time.monotonic()
+
+    def extend(self, more: int, why: str) -> None:
+        """Adaptive repeats add points once the planned ones are done."""
+        self.rounds += 1
+        if more:
+            self.total += more
+            self.say(why)
 
     def done(self, point: Point, record: PointRecord) -> None:
         self.count += 1
@@ -299,6 +332,11 @@ class Progress:
             f"threads={point.threads:<4} repeat={point.repeat}  {figures}  "
             f"ETA {_duration(eta)}"
         )
+
+
+def _wide(points: list[Point]) -> str:
+    cells = ", ".join(f"{p.config.name}@{p.threads}" for p in points)
+    return f"{len(points)} more point(s) whose 95% interval is still too wide ({cells})"
 
 
 def _pairs(options: dict[str, str]) -> str:

@@ -199,6 +199,15 @@ class ResultStore:
         ).fetchone()
         return row is not None
 
+    def repeats(self, study: str, definition: str, threads: int) -> list[tuple[int, str, float]]:
+        """(repeat, status, qps) of every stored repeat of one configuration and thread count."""
+        rows = self.db.execute(
+            "SELECT repeat, status, qps FROM points WHERE study = ? AND definition = ? "
+            "AND threads = ? ORDER BY repeat",
+            (study, definition, threads),
+        )
+        return [(row["repeat"], row["status"], row["qps"]) for row in rows]
+
     def studies(self) -> list[str]:
         rows = self.db.execute("SELECT study FROM plans GROUP BY study ORDER BY MAX(id) DESC")
         return [row["study"] for row in rows]

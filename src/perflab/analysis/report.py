@@ -1,11 +1,27 @@
-"""Reports of a lab's study, rebuilt from the results database alone: text and JSON."""
+"""Reports of a lab's study, rebuilt from the results database alone.
+
+One list of tables (`tables()`) feeds every format: text for the terminal, Markdown, CSV, JSON
+(every point plus the statistics) and a self-contained HTML page (html.py).
+"""
 
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 
-from perflab.analysis.tables import absolute_table, relative_table
+from perflab.analysis import quality
+from perflab.analysis.stats import summarize
+from perflab.analysis.tables import (
+    Table,
+    absolute_table,
+    comparisons,
+    groups,
+    ladder_tables,
+    relative_table,
+    stats_table,
+    verdict_table,
+)
 from perflab.errors import PerflabError
 from perflab.lab import Lab
 
@@ -18,8 +34,19 @@ POINT_FIELDS = (
 )
 
 
+@dataclass(frozen=True)
+class ReportOptions:
+    min_effect: float = 0.02  # smallest change called faster/slower
+    cv_threshold: float = 0.05  # a point noisier than this is flagged
+    series: str | None = None  # CONFIG:THREADS[:REPEAT] for the per-second chart
+
+
+DEFAULT_OPTIONS = ReportOptions()
+
+
 @dataclass
 class StudyResults:
+    lab: str
     plan: dict
     points: list[dict]
     sessions: list[dict]
@@ -39,39 +66,48 @@ def load_results(lab: Lab, study: str | None = None) -> StudyResults:
             raise PerflabError(f"{lab.root} holds no study yet")
         name = study or studies[0]
         if name not in studies:
-            raise PerflabError(f"no study {name!r} in {lab.root}", hint=f"studies: {studies}")
+            raise PerflabError(f"no study {name!r} in {lab.root}",
+                               hint=f"studies: {', '.join(studies)}")
         plan = store.latest_plan(name)
         points = store.points(name, list(plan["definitions"].values()))
         sessions = store.sessions(name)
         states = store.server_states([s["id"] for s in sessions]) if sessions else []
     finally:
         store.close()
-    return StudyResults(plan, points, sessions, states)
+    return StudyResults(str(lab.root), plan, points, sessions, states)
 
 
-def render_text(results: StudyResults) -> str:
+def tables(results: StudyResults, options: ReportOptions) -> list[Table]:
     plan, points = results.plan, results.points
-    ok = [p for p in points if p["status"] == "ok"]
-    failed = [p for p in points if p["status"] == "failed"]
-    expected = len(plan["configs"]) * len(plan["run"]["threads"]) * plan["run"]["repeats"]
+    out = [absolute_table(plan, points)]
+    if len(plan["configs"]) > 1:
+        out += [relative_table(plan, points), verdict_table(plan, points, options.min_effect)]
+    if plan.get("ladder"):
+        out += ladder_tables(plan, points)
+    out += [
+        stats_table(plan, points, options.cv_threshold),
+        absolute_table(plan, points, "latency_p95_ms", "p95 latency, ms", 2),
+        absolute_table(plan, points, "rows_per_query", "Rows read per query", 1),
+    ]
+    return out
+
+
+def headline(results: StudyResults) -> list[str]:
+    plan, points = results.plan, results.points
+    ok = sum(p["status"] == "ok" for p in points)
+    failed = sum(p["status"] == "failed" for p in points)
     ds, run = plan["dataset"], plan["run"]
     workload = points[0]["workload"] if points else plan["workload"]["name"]
-    lines = [
+    repeats = f"{run['repeats']} repeats"
+    if run.get("target_interval"):
+        repeats += f" (adaptive to ±{run['target_interval']:.0%}, at most {run['max_repeats']})"
+    return [
         f"Study {plan['name']}: {plan['description']}".rstrip(": "),
         f"Workload {workload}; dataset {ds['engine']} {ds['tables']} table(s) x {ds['rows']} rows;"
-        f" warm-up {run['warmup_seconds']} s, run {run['run_seconds']} s, baseline "
+        f" warm-up {run['warmup_seconds']} s, run {run['run_seconds']} s, {repeats}; baseline "
         f"{plan['baseline']}",
-        f"Points: {len(ok)} ok, {len(failed)} failed, {expected} planned",
+        f"Points: {ok} ok, {failed} failed",
     ]
-    lines += environment_lines(results)
-    lines += ["", absolute_table(plan, points).render(), "", relative_table(plan, points).render()]
-    lines += ["", absolute_table(plan, points, "rows_per_query", "Rows read per query", 1).render()]
-    if failed:
-        lines += ["", "Failed points:"]
-        for p in failed:
-            first = (p["error"] or "").splitlines()[0] if p["error"] else "unknown error"
-            lines.append(f"  {p['config']} threads={p['threads']} repeat={p['repeat']}: {first}")
-    return "\n".join(lines)
 
 
 def environment_lines(results: StudyResults) -> list[str]:
@@ -95,7 +131,73 @@ def environment_lines(results: StudyResults) -> list[str]:
     return lines
 
 
-def render_json(results: StudyResults) -> str:
+def failures(results: StudyResults) -> list[str]:
+    lines = []
+    for p in results.points:
+        if p["status"] == "failed":
+            first = (p["error"] or "unknown error").splitlines()[0]
+            lines.append(f"{p['config']} threads={p['threads']} repeat={p['repeat']}: {first}")
+    return lines
+
+
+def render_text(results: StudyResults, options: ReportOptions = DEFAULT_OPTIONS) -> str:
+    lines = headline(results) + environment_lines(results)
+    for table in tables(results, options):
+        lines += ["", table.render()]
+    return "\n".join(lines + _flag_lines(results, options))
+
+
+def render_markdown(results: StudyResults, options: ReportOptions = DEFAULT_OPTIONS) -> str:
+    lines = [f"# {results.plan['name']}", ""] + [f"- {line}" for line in
+                                                 headline(results) + environment_lines(results)]
+    for table in tables(results, options):
+        lines += ["", table.markdown()]
+    return "\n".join(lines + _flag_lines(results, options, bullet="- "))
+
+
+def render_csv(results: StudyResults, options: ReportOptions = DEFAULT_OPTIONS) -> str:
+    return "\n".join(table.csv() for table in tables(results, options))
+
+
+def _flag_lines(results: StudyResults, options: ReportOptions, bullet: str = "  ") -> list[str]:
+    lines = []
+    found = quality.flags(results.plan, results.points, options.cv_threshold)
+    if found:
+        lines += ["", "Flags:"] + [f"{bullet}{flag}" for flag in found]
+    failed = failures(results)
+    if failed:
+        lines += ["", "Failed points:"] + [f"{bullet}{line}" for line in failed]
+    return lines
+
+
+def analysis(results: StudyResults, options: ReportOptions) -> dict:
+    """Statistics per (config, threads) and every comparison with the baseline."""
+    summaries = []
+    for (config, threads), values in groups(results.points, "qps").items():
+        s = summarize(values)
+        summaries.append({
+            "config": config, "threads": threads, "n": s.n, "median": s.median,
+            "mean": s.mean, "stdev": _finite(s.stdev), "cv": _finite(s.cv),
+            "ci95": [_finite(s.ci_low), _finite(s.ci_high)],
+            "outliers": [values[i] for i in s.outliers],
+        })
+    compared = [
+        {"config": config, "threads": threads, "change": c.change,
+         "ci95": [_finite(c.ci_low), _finite(c.ci_high)], "p_value": _finite(c.p_value),
+         "verdict": c.verdict}
+        for (config, threads), c in comparisons(results.plan, results.points,
+                                                options.min_effect).items()
+    ]
+    return {
+        "min_effect": options.min_effect,
+        "cv_threshold": options.cv_threshold,
+        "qps": summaries,
+        "vs_baseline": compared,
+        "flags": quality.flags(results.plan, results.points, options.cv_threshold),
+    }
+
+
+def render_json(results: StudyResults, options: ReportOptions = DEFAULT_OPTIONS) -> str:
     points = []
     for p in results.points:
         item = {name: p[name] for name in POINT_FIELDS}
@@ -116,7 +218,32 @@ def render_json(results: StudyResults) -> str:
         "study": results.plan["name"],
         "plan": results.plan,
         "points": points,
+        "analysis": analysis(results, options),
         "sessions": sessions,
         "server_states": states,
     }
     return json.dumps(document, indent=2)
+
+
+def series_point(results: StudyResults, choice: str | None) -> dict | None:
+    """The point whose per-second series is charted: CONFIG:THREADS[:REPEAT], or by default
+    the baseline's first repeat at the largest thread count."""
+    ok = [p for p in results.points if p["status"] == "ok" and p["series_json"]]
+    if choice:
+        parts = choice.split(":")
+        if len(parts) not in (2, 3) or not all(x.isdigit() for x in parts[1:]):
+            raise PerflabError(f"--series {choice!r}: expected CONFIG:THREADS or "
+                               "CONFIG:THREADS:REPEAT")
+        wanted = [p for p in ok if p["config"] == parts[0] and p["threads"] == int(parts[1])
+                  and (len(parts) == 2 or p["repeat"] == int(parts[2]))]
+        if not wanted:
+            raise PerflabError(f"--series {choice!r}: no such successful point")
+        return min(wanted, key=lambda p: p["repeat"])
+    base = [p for p in ok if p["config"] == results.plan["baseline"]]
+    if not base:
+        return None
+    return min(base, key=lambda p: (-p["threads"], p["repeat"]))
+
+
+def _finite(value: float) -> float | None:
+    return None if value is None or math.isnan(value) else value

@@ -1,14 +1,25 @@
-"""The tables engineers publish: absolute figures per configuration x thread count, and the
-relative table of the key-cache page, `(32/off)` = QPS(32) / QPS(off) - 1 per thread count.
+"""The tables engineers publish, plus the statistics that say which differences are real.
 
-Every figure is the median over the repeats that succeeded; a cell with no successful repeat
-shows `-`.
+- absolute: a metric per configuration x thread count (median over repeats);
+- relative: the key-cache page's `(32/off)` rows, QPS(config) / QPS(baseline) - 1, in its
+  percent format;
+- verdicts: every relative number with its 95% interval, Welch's p-value and a verdict;
+- per-point statistics: n, median, mean, sd, CV, interval, outliers;
+- ladder: step, change, throughput, gain over the previous step and over the start (seed 003).
+
+A cell with no successful repeat shows `-`.
 """
 
 from __future__ import annotations
 
+import csv
+import html
+import io
+import math
 import statistics
 from dataclasses import dataclass
+
+from perflab.analysis.stats import Comparison, compare, summarize
 
 
 @dataclass
@@ -16,6 +27,7 @@ class Table:
     title: str
     header: list[str]
     rows: list[list[str]]
+    note: str = ""
 
     def render(self) -> str:
         widths = [
@@ -27,16 +39,48 @@ class Table:
             first = row[0].ljust(widths[0])
             rest = [cell.rjust(widths[i + 1]) for i, cell in enumerate(row[1:])]
             lines.append("  ".join([first, *rest]).rstrip())
+        if self.note:
+            lines.append(self.note)
         return "\n".join(lines)
+
+    def markdown(self) -> str:
+        lines = [f"**{self.title}**", "", "| " + " | ".join(self.header) + " |",
+                 "|" + "|".join("---" for _ in self.header) + "|"]
+        lines += ["| " + " | ".join(row) + " |" for row in self.rows]
+        if self.note:
+            lines += ["", f"_{self.note}_"]
+        return "\n".join(lines)
+
+    def csv(self) -> str:
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow([f"# {self.title}"])
+        writer.writerow(self.header)
+        writer.writerows(self.rows)
+        return out.getvalue()
+
+    def html(self) -> str:
+        head = "".join(f"<th>{html.escape(h)}</th>" for h in self.header)
+        body = "".join(
+            "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>"
+            for row in self.rows
+        )
+        note = f"<p class='note'>{html.escape(self.note)}</p>" if self.note else ""
+        return (f"<h3>{html.escape(self.title)}</h3><table><thead><tr>{head}</tr></thead>"
+                f"<tbody>{body}</tbody></table>{note}")
+
+
+def groups(points: list[dict], metric: str = "qps") -> dict[tuple[str, int], list[float]]:
+    """The ok repeats' values of `metric` per (config, threads), in repeat order."""
+    out: dict[tuple[str, int], list[float]] = {}
+    for point in sorted(points, key=lambda p: p["repeat"]):
+        if point["status"] == "ok" and point.get(metric) is not None:
+            out.setdefault((point["config"], point["threads"]), []).append(point[metric])
+    return out
 
 
 def medians(points: list[dict], metric: str) -> dict[tuple[str, int], float]:
-    """Median of `metric` over the ok repeats of each (config, threads)."""
-    groups: dict[tuple[str, int], list[float]] = {}
-    for point in points:
-        if point["status"] == "ok" and point.get(metric) is not None:
-            groups.setdefault((point["config"], point["threads"]), []).append(point[metric])
-    return {key: statistics.median(values) for key, values in groups.items()}
+    return {key: statistics.median(v) for key, v in groups(points, metric).items()}
 
 
 def absolute_table(plan: dict, points: list[dict], metric: str = "qps",
@@ -47,41 +91,107 @@ def absolute_table(plan: dict, points: list[dict], metric: str = "qps",
     for config in plan["configs"]:
         cells = [_number(values.get((config, t)), digits) for t in threads]
         rows.append([config, *cells])
-    repeats = plan["run"]["repeats"]
     return Table(
-        f"{title} (median of {repeats} repeat{'s' if repeats != 1 else ''})",
+        f"{title} (median over repeats)",
         ["Threads", *[str(t) for t in threads]],
         rows,
     )
 
 
-def relative_values(plan: dict, points: list[dict], metric: str = "qps"
-                    ) -> dict[tuple[str, int], float]:
-    """(config, threads) -> median(config) / median(baseline) - 1, for non-baseline configs."""
+def comparisons(plan: dict, points: list[dict], min_effect: float, metric: str = "qps"
+                ) -> dict[tuple[str, int], Comparison]:
+    """(config, threads) -> the comparison against the baseline, for non-baseline configs."""
     baseline = plan["baseline"]
-    values = medians(points, metric)
+    values = groups(points, metric)
     out = {}
     for config in plan["configs"]:
         if config == baseline:
             continue
         for t in plan["run"]["threads"]:
             base, mine = values.get((baseline, t)), values.get((config, t))
-            if base and mine is not None:
-                out[(config, t)] = mine / base - 1
+            if base and mine:
+                out[(config, t)] = compare(base, mine, min_effect)
     return out
 
 
 def relative_table(plan: dict, points: list[dict], metric: str = "qps") -> Table:
+    """The seed's format: one row per non-baseline configuration, ratio of medians."""
     baseline = plan["baseline"]
     threads = plan["run"]["threads"]
-    relative = relative_values(plan, points, metric)
+    values = medians(points, metric)
     rows = []
     for config in plan["configs"]:
         if config == baseline:
             continue
-        cells = [percent(relative.get((config, t))) for t in threads]
+        cells = []
+        for t in threads:
+            base, mine = values.get((baseline, t)), values.get((config, t))
+            cells.append(percent(mine / base - 1) if base and mine is not None else "-")
         rows.append([f"({config}/{baseline})", *cells])
     return Table("In relative numbers:", ["Threads", *[str(t) for t in threads]], rows)
+
+
+def verdict_table(plan: dict, points: list[dict], min_effect: float) -> Table:
+    rows = []
+    for (config, threads), c in comparisons(plan, points, min_effect).items():
+        interval = "-" if math.isnan(c.ci_low) else f"[{c.ci_low:+.1%}, {c.ci_high:+.1%}]"
+        p_value = "-" if math.isnan(c.p_value) else f"{c.p_value:.3f}"
+        rows.append([config, str(threads), f"{c.change:+.1%}", interval, p_value, c.verdict])
+    return Table(
+        f"Change vs {plan['baseline']} (mean queries/s, 95% interval, Welch's t-test)",
+        ["Config", "Threads", "Change", "95% interval", "p", "Verdict"],
+        rows,
+        note=f"faster/slower: p < 0.05 and |change| >= {min_effect:.0%}; otherwise noise",
+    )
+
+
+def stats_table(plan: dict, points: list[dict], cv_threshold: float) -> Table:
+    values = groups(points, "qps")
+    rows = []
+    for config in plan["configs"]:
+        for t in plan["run"]["threads"]:
+            samples = values.get((config, t))
+            if not samples:
+                continue
+            s = summarize(samples)
+            flags = []
+            if s.n >= 2 and s.cv > cv_threshold:
+                flags.append(f"CV>{cv_threshold:.0%}")
+            if s.outliers:
+                flags.append("outlier " + ",".join(f"{samples[i]:.0f}" for i in s.outliers))
+            interval = "-" if s.n < 2 else f"[{s.ci_low:.0f}, {s.ci_high:.0f}]"
+            cv = "-" if s.n < 2 else f"{s.cv:.1%}"
+            sd = "-" if s.n < 2 else f"{s.stdev:.0f}"
+            rows.append([config, str(t), str(s.n), f"{s.median:.0f}", f"{s.mean:.0f}", sd, cv,
+                         interval, " ".join(flags)])
+    return Table(
+        "Queries per second over repeats",
+        ["Config", "Threads", "n", "Median", "Mean", "SD", "CV", "95% interval", "Flags"],
+        rows,
+    )
+
+
+def ladder_tables(plan: dict, points: list[dict]) -> list[Table]:
+    """Seed 003's progression: one table per thread count."""
+    values = medians(points, "qps")
+    changes = plan.get("changes", {})
+    steps = list(plan["configs"])
+    tables = []
+    for t in plan["run"]["threads"]:
+        rows, previous, start = [], None, values.get((steps[0], t))
+        for step in steps:
+            qps = values.get((step, t))
+            rows.append([
+                step,
+                changes.get(step, "-"),
+                _number(qps, 1),
+                percent(qps / previous - 1) if qps and previous else "-",
+                percent(qps / start - 1) if qps and start else "-",
+            ])
+            previous = qps
+        tables.append(Table(f"Ladder at {t} thread(s): each step keeps the changes above it",
+                            ["Step", "Change", "Queries/s", "vs previous", "vs start"], rows))
+    return tables
 
 
 def percent(ratio: float | None) -> str:

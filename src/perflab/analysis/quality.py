@@ -1,0 +1,56 @@
+"""Flags on the quality of a study's measurements: noisy points, outliers, drift, warm-up.
+
+Each flag is a sentence a reader can act on; nothing is dropped from the data because of it.
+"""
+
+from __future__ import annotations
+
+import json
+
+from perflab.analysis.stats import summarize, trend
+from perflab.analysis.tables import groups
+
+DRIFT_THRESHOLD = 0.05  # a fitted change of 5% or more over the measured window
+
+
+def flags(plan: dict, points: list[dict], cv_threshold: float) -> list[str]:
+    out = []
+    for (config, threads), values in groups(points, "qps").items():
+        s = summarize(values)
+        if s.n >= 2 and s.cv > cv_threshold:
+            out.append(f"{config} at {threads} threads: CV {s.cv:.1%} over {s.n} repeats exceeds "
+                       f"{cv_threshold:.0%}; more repeats or a quieter machine would help")
+        for i in s.outliers:
+            out.append(f"{config} at {threads} threads: repeat value {values[i]:.0f} is an "
+                       f"outlier (median {s.median:.0f}); kept in the data")
+    out += drift_flags(points)
+    failed = [p for p in points if p["status"] == "failed"]
+    if failed:
+        out.append(f"{len(failed)} failed point(s); see the failed points list")
+    return out
+
+
+def drift_flags(points: list[dict]) -> list[str]:
+    """Points whose per-second throughput trends within the window.
+
+    A rising trend in the first point after a server start or configuration change (the
+    points right after a warm-up) means the warm-up was too short.
+    """
+    out, previous_state = [], None
+    for p in sorted(points, key=lambda p: p["started_at"]):
+        first_after_warmup = p["server_state_id"] != previous_state
+        previous_state = p["server_state_id"]
+        if p["status"] != "ok" or not p.get("series_json"):
+            continue
+        series = [s["qps"] for s in json.loads(p["series_json"])]
+        fitted = trend(series)
+        if fitted is None or not fitted.significant(DRIFT_THRESHOLD):
+            continue
+        where = f"{p['config']} at {p['threads']} threads, repeat {p['repeat']}"
+        if first_after_warmup and fitted.drift > 0:
+            out.append(f"{where}: throughput still rising {fitted.drift:+.0%} over the window "
+                       "right after the warm-up: the warm-up is too short")
+        else:
+            out.append(f"{where}: throughput drifts {fitted.drift:+.0%} over the window "
+                       f"(p={fitted.p_value:.3f}); not a steady state")
+    return out
