@@ -56,17 +56,18 @@ threads = [{args.threads}]
                                 args.threads, args.seconds)
         # The peer: the same command line, with sysbench's own script instead of perflab.lua.
         peer = [ours[0], spec.script, *ours[2:]]
-        measure(server, spec, plan, args.threads, args.seconds)  # warm-up, not counted
+        def measured_qps() -> float:
+            result, _ = measure(server, spec, plan.workload, plan.dataset, args.threads,
+                                args.seconds)
+            return result.qps
+
+        measured_qps()  # warm-up, not counted
         ratios, perflab_qps, peer_qps = [], [], []
         for pair in range(args.pairs):
             order = ("perflab", "plain") if pair % 2 == 0 else ("plain", "perflab")
             figures = {}
             for side in order:
-                if side == "perflab":
-                    result, _ = measure(server, spec, plan, args.threads, args.seconds)
-                    figures[side] = result.qps
-                else:
-                    figures[side] = plain_qps(peer)
+                figures[side] = measured_qps() if side == "perflab" else plain_qps(peer)
             perflab_qps.append(figures["perflab"])
             peer_qps.append(figures["plain"])
             ratios.append(figures["perflab"] / figures["plain"])

@@ -119,3 +119,43 @@ def test_unknown_study_name_is_a_user_error(tmp_path: Path):
         resolve_plan("no-such-study")
     with pytest.raises(PerflabError, match="does not exist"):
         resolve_plan(str(tmp_path / "missing.toml"))
+
+
+def test_builtin_studies_of_seeds_001_to_003_parse():
+    assert {"myisam-scalability", "runtime-environment", "ladder-innodb"} <= set(builtin_names())
+    scalability = resolve_plan("myisam-scalability")
+    assert [(c.name, c.engine) for c in scalability.configs] == [
+        ("MyISAM", "MyISAM"), ("MyISAM key_buffer_size=0", "MyISAM"), ("InnoDB", "InnoDB"),
+        ("Aria", "Aria")]
+    assert scalability.config("MyISAM key_buffer_size=0").as_dict()["key_buffer_size"] == 0
+    runtime = resolve_plan("runtime-environment")
+    assert len(runtime.configs) == 12
+    pinned = runtime.config("tcmalloc pin 0/1 tcp").environment
+    assert (pinned.allocator, pinned.server_cpus, pinned.client_cpus, pinned.connection) == (
+        "tcmalloc", "0", "1", "tcp")
+    ladder = resolve_plan("ladder-innodb")
+    assert ladder.ladder and ladder.config("flush log at commit 2").as_dict()[
+        "innodb_doublewrite"] == "OFF"
+
+
+def test_axes_cross_every_configuration():
+    plan = parse_plan(PLAN.replace("[configs.a]", '[axes]\nengine = ["MyISAM", "InnoDB"]\n'
+                                   'connection = ["socket", "tcp"]\n[configs.a]')
+                      .replace('baseline = "a"', 'baseline = "a MyISAM socket"'))
+    assert len(plan.configs) == 3 * 2 * 2
+    config = plan.config("b InnoDB tcp")
+    assert config.engine == "InnoDB" and config.environment.connection == "tcp"
+    assert plan.dataset_for(config).engine == "InnoDB"
+    assert plan.definition(config) != plan.definition(plan.config("b MyISAM tcp"))
+
+
+@pytest.mark.parametrize(("edit", "message"), [
+    (("[configs.a]", "[configs.a]\nallocator = \"hoard\""), "allocator = 'hoard' is not supported"),
+    (("[configs.a]", "[configs.a]\nconnection = \"pipe\""), "connection = 'pipe' is not supported"),
+    (("[configs.a]", "[axes]\npinning = [\"0\"]\n[configs.a]"), "is not 'none' or"),
+    (("[configs.a]", "[axes]\ncolour = [\"red\"]\n[configs.a]"), "unknown key axes.colour"),
+])
+def test_bad_environment_settings_are_one_line(edit, message):
+    with pytest.raises(PerflabError) as err:
+        parse_plan(PLAN.replace(*edit, 1))
+    assert message in err.value.message

@@ -23,7 +23,12 @@ from pathlib import Path
 
 from perflab.errors import PerflabError
 from perflab.server.connection import query
-from perflab.server.managed import ManagedServer, install_datadir, server_version
+from perflab.server.managed import (
+    ManagedServer,
+    ServerEnvironment,
+    install_datadir,
+    server_version,
+)
 from perflab.server.variables import CATALOG_QUERY, Catalog
 from perflab.store import ResultStore
 
@@ -61,9 +66,10 @@ class Lab:
                 ) from None
             yield
 
-    def server(self, options: dict[str, str] | None = None, environment=None) -> ManagedServer:
-        kwargs = {"environment": environment} if environment is not None else {}
-        return ManagedServer(self.datadir, self.server_dir, options, **kwargs)
+    def server(self, options: dict[str, str] | None = None,
+               environment: ServerEnvironment | None = None) -> ManagedServer:
+        return ManagedServer(self.datadir, self.server_dir, options,
+                             environment or ServerEnvironment())
 
     # -- catalog -------------------------------------------------------------------------------
 

@@ -18,16 +18,21 @@ from typing import Any
 
 from perflab.errors import PerflabError
 
-ENGINES = ("InnoDB", "MyISAM", "Aria", "MEMORY")
+ENGINES = ("InnoDB", "MyISAM", "Aria", "MEMORY", "RocksDB")
 
 SECTION_KEYS: dict[str, tuple[str, ...]] = {
-    "study": ("name", "description", "baseline", "source"),
+    "study": ("name", "description", "baseline", "source", "layout"),
     "dataset": ("engine", "tables", "rows"),
     "workload": ("name", "options"),
     "run": ("threads", "warmup_seconds", "run_seconds", "repeats", "warmup_threads",
-            "target_interval", "max_repeats"),
+            "target_interval", "max_repeats", "profile"),
 }
-TOP_KEYS = (*SECTION_KEYS, "server", "configs", "steps")
+TOP_KEYS = (*SECTION_KEYS, "server", "configs", "steps", "axes")
+# Keys of [server], [configs.NAME] and [[steps]] that are perflab's, not server variables.
+ENVIRONMENT_KEYS = ("engine", "allocator", "server_cpus", "client_cpus", "connection")
+ALLOCATORS = ("glibc", "jemalloc", "tcmalloc")
+CONNECTIONS = ("socket", "tcp")
+AXES = ("engine", "allocator", "connection", "pinning")
 
 Scalar = int | float | bool | str
 
@@ -53,11 +58,32 @@ class Workload:
 
 
 @dataclass(frozen=True)
+class Environment:
+    """How the server and the client run, apart from server variables (seed 002's dimensions).
+
+    allocator: malloc of mariadbd (glibc, or jemalloc/tcmalloc through LD_PRELOAD);
+    server_cpus / client_cpus: taskset CPU lists for mariadbd and sysbench;
+    connection: Unix socket or TCP on 127.0.0.1.
+    """
+
+    allocator: str = "glibc"
+    server_cpus: str | None = None
+    client_cpus: str | None = None
+    connection: str = "socket"
+
+    def describe(self) -> dict[str, str | None]:
+        return vars(self)
+
+
+@dataclass(frozen=True)
 class ServerConfig:
-    """A named set of server variables: the plan's shared [server] ones plus its own."""
+    """A named set of server variables (the plan's shared [server] ones plus its own), the
+    environment the server runs in, and the dataset engine when the configuration sets one."""
 
     name: str
     variables: tuple[tuple[str, Scalar], ...] = ()
+    environment: Environment = Environment()
+    engine: str | None = None
 
     def as_dict(self) -> dict[str, Scalar]:
         return dict(self.variables)
@@ -74,6 +100,7 @@ class RunSettings:
     # its mean queries/s is within ±target_interval (0.02 = ±2%), or max_repeats is reached.
     target_interval: float = 0.0
     max_repeats: int = 0
+    profile: bool = False  # perf record mariadbd during every point, when perf works here
 
     @property
     def effective_warmup_threads(self) -> int:
@@ -94,6 +121,9 @@ class Plan:
     # `changes` maps each step (configuration) name to what that step itself changed.
     ladder: bool = False
     changes: tuple[tuple[str, str], ...] = ()
+    # "configs-down": one row per configuration (the key-cache page); "threads-down": one row
+    # per thread count, one column per configuration (the MyISAM scalability page).
+    layout: str = "configs-down"
 
     def config(self, name: str) -> ServerConfig:
         for config in self.configs:
@@ -108,11 +138,14 @@ class Plan:
             "baseline": self.baseline,
             "source": self.source,
             "configs": {c.name: c.as_dict() for c in self.configs},
+            "environments": {c.name: c.environment.describe() for c in self.configs},
+            "engines": {c.name: self.dataset_for(c).engine for c in self.configs},
             "workload": {"name": self.workload.name, "options": dict(self.workload.options)},
             "dataset": vars(self.dataset),
             "run": {**vars(self.run), "threads": list(self.run.threads)},
             "definitions": {c.name: self.definition(c) for c in self.configs},
             "ladder": self.ladder,
+            "layout": self.layout,
             "changes": dict(self.changes),
         }
 
@@ -125,13 +158,21 @@ class Plan:
         payload = {
             "config": [config.name, list(config.variables)],
             "workload": [self.workload.name, list(self.workload.options)],
-            "dataset": vars(self.dataset),
+            "dataset": vars(self.dataset_for(config)),
             "warmup_seconds": self.run.warmup_seconds,
             "warmup_threads": self.run.effective_warmup_threads,
             "run_seconds": self.run.run_seconds,
         }
+        if config.environment != Environment():
+            payload["environment"] = config.environment.describe()
         text = json.dumps(payload, sort_keys=True, default=str)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    def dataset_for(self, config: ServerConfig) -> Dataset:
+        """The plan's dataset, on the configuration's own engine when it names one."""
+        if config.engine and config.engine != self.dataset.engine:
+            return replace(self.dataset, engine=config.engine)
+        return self.dataset
 
     def with_overrides(
         self,
@@ -225,13 +266,14 @@ def _build(data: dict[str, Any], origin: str) -> Plan:
     description = _string(study, "description", f"{origin}: study.description") or ""
     source = _string(study, "source", f"{origin}: study.source") or ""
 
-    shared = _variables(data.get("server", {}), "server", origin)
+    shared = _settings(data.get("server", {}), "server", origin)
     if "steps" in data:
         if "configs" in data:
             raise PerflabError(f"{origin}: a plan has either [configs.NAME] or [[steps]], not both")
         configs, changes = _ladder(data["steps"], shared, origin)
     else:
         configs, changes = _configs(data.get("configs"), shared, origin), ()
+    configs = _cross(configs, data.get("axes", {}), origin)
     names = [c.name for c in configs]
 
     baseline = _string(study, "baseline", f"{origin}: study.baseline") or names[0]
@@ -253,14 +295,8 @@ def _build(data: dict[str, Any], origin: str) -> Plan:
 
     ds = sections["dataset"]
     engine = _string(ds, "engine", f"{origin}: dataset.engine") or Dataset.engine
-    canonical = {e.lower(): e for e in ENGINES}
-    if engine.lower() not in canonical:
-        raise PerflabError(
-            f"{origin}: dataset.engine = {engine!r} is not supported",
-            hint=f"allowed: {', '.join(ENGINES)}",
-        )
     dataset = Dataset(
-        engine=canonical[engine.lower()],
+        engine=_engine(engine, f"{origin}: dataset.engine"),
         tables=_int(ds, "tables", Dataset.tables, f"{origin}: dataset.tables", minimum=1),
         rows=_int(ds, "rows", Dataset.rows, f"{origin}: dataset.rows", minimum=1),
     )
@@ -279,6 +315,7 @@ def _build(data: dict[str, Any], origin: str) -> Plan:
         warmup_threads=run_int("warmup_threads", 0, 0),
         target_interval=_fraction(run_table, "target_interval", f"{origin}: run.target_interval"),
         max_repeats=run_int("max_repeats", 0, 0),
+        profile=_bool(run_table, "profile", f"{origin}: run.profile"),
     )
     if run.max_repeats and run.max_repeats < run.repeats:
         raise PerflabError(f"{origin}: run.max_repeats must be at least run.repeats")
@@ -286,8 +323,12 @@ def _build(data: dict[str, Any], origin: str) -> Plan:
         raise PerflabError(
             f"{origin}: run.target_interval needs run.max_repeats, the cap on repeats"
         )
+    layout = _string(study, "layout", f"{origin}: study.layout") or "configs-down"
+    if layout not in ("configs-down", "threads-down"):
+        raise PerflabError(f"{origin}: study.layout = {layout!r} is not allowed "
+                           "(allowed: configs-down, threads-down)")
     return Plan(name, description, baseline, tuple(configs), workload, dataset, run, source,
-                ladder=bool(changes), changes=changes)
+                ladder=bool(changes), changes=changes, layout=layout)
 
 
 def _configs(table: Any, shared: dict[str, Scalar], origin: str) -> list[ServerConfig]:
@@ -298,9 +339,96 @@ def _configs(table: Any, shared: dict[str, Scalar], origin: str) -> list[ServerC
         )
     configs = []
     for config_name, own in table.items():
-        variables = {**shared, **_variables(own, f"configs.{config_name}", origin)}
-        configs.append(ServerConfig(config_name, tuple(sorted(variables.items()))))
+        settings = {**shared, **_settings(own, f"configs.{config_name}", origin)}
+        configs.append(_config(config_name, settings, f"configs.{config_name}", origin))
     return configs
+
+
+def _config(name: str, settings: dict[str, Scalar], where: str, origin: str) -> ServerConfig:
+    """Split a table's settings into server variables and perflab's environment keys."""
+    variables = {k: v for k, v in settings.items() if k not in ENVIRONMENT_KEYS}
+    env = {k: v for k, v in settings.items() if k in ENVIRONMENT_KEYS}
+    for key, value in env.items():
+        if not isinstance(value, str) or not value.strip():
+            raise PerflabError(f"{origin}: {where}.{key} must be a non-empty string")
+    engine = _engine(env.pop("engine"), f"{origin}: {where}.engine") if "engine" in env else None
+    allocator = env.get("allocator", "glibc")
+    if allocator not in ALLOCATORS:
+        raise PerflabError(f"{origin}: {where}.allocator = {allocator!r} is not supported "
+                           f"(allowed: {', '.join(ALLOCATORS)})")
+    connection = env.get("connection", "socket")
+    if connection not in CONNECTIONS:
+        raise PerflabError(f"{origin}: {where}.connection = {connection!r} is not supported "
+                           f"(allowed: {', '.join(CONNECTIONS)})")
+    environment = Environment(allocator, env.get("server_cpus"), env.get("client_cpus"),
+                              connection)
+    return ServerConfig(name, tuple(sorted(variables.items())), environment, engine)
+
+
+def _cross(configs: list[ServerConfig], axes: Any, origin: str) -> list[ServerConfig]:
+    """Every configuration crossed with every value of every [axes] entry.
+
+    [axes] allocator = ["glibc", "jemalloc"], connection = ["socket", "tcp"],
+    pinning = ["none", "0/1"] (server CPUs / client CPUs), engine = ["MyISAM", "InnoDB"].
+    """
+    if not isinstance(axes, dict):
+        raise PerflabError(f"{origin}: [axes] must be a table of axis = [values]")
+    _known(axes, AXES, "axes.", origin)
+    for axis, values in axes.items():
+        if not isinstance(values, list) or not values or not all(
+            isinstance(v, str) and v for v in values
+        ):
+            raise PerflabError(f"{origin}: axes.{axis} must be a non-empty list of strings")
+        if len(set(values)) != len(values):
+            raise PerflabError(f"{origin}: axes.{axis} lists a value twice: {values}")
+        crossed = []
+        for config in configs:
+            for value in values:
+                crossed.append(_apply_axis(config, axis, value, len(configs) == 1, origin))
+        configs = crossed
+    return configs
+
+
+def _apply_axis(config: ServerConfig, axis: str, value: str, alone: bool, origin: str
+                ) -> ServerConfig:
+    where = f"{origin}: axes.{axis}"
+    env = config.environment
+    if axis == "engine":
+        changed = replace(config, engine=_engine(value, where))
+    elif axis == "allocator":
+        if value not in ALLOCATORS:
+            raise PerflabError(f"{where}: {value!r} is not an allocator "
+                               f"(allowed: {', '.join(ALLOCATORS)})")
+        changed = replace(config, environment=replace(env, allocator=value))
+    elif axis == "connection":
+        if value not in CONNECTIONS:
+            raise PerflabError(f"{where}: {value!r} is not a connection "
+                               f"(allowed: {', '.join(CONNECTIONS)})")
+        changed = replace(config, environment=replace(env, connection=value))
+    else:  # pinning: "none" or "SERVER_CPUS/CLIENT_CPUS", either side may be empty
+        if value == "none":
+            server, client = None, None
+        elif value.count("/") == 1:
+            server, client = (part or None for part in value.split("/"))
+        else:
+            raise PerflabError(f"{where}: {value!r} is not 'none' or 'SERVER_CPUS/CLIENT_CPUS' "
+                               "(e.g. '0/1' or '0-2/3')")
+        changed = replace(config, environment=replace(env, server_cpus=server,
+                                                      client_cpus=client))
+    if axis == "pinning":
+        label = "nopin" if value == "none" else f"pin {value}"
+    else:
+        label = value
+    name = label if alone and config.name == "default" else f"{config.name} {label}"
+    return replace(changed, name=name)
+
+
+def _engine(value: str, where: str) -> str:
+    canonical = {e.lower(): e for e in ENGINES}
+    if value.lower() not in canonical:
+        raise PerflabError(f"{where} = {value!r} is not supported",
+                           hint=f"allowed: {', '.join(ENGINES)}")
+    return canonical[value.lower()]
 
 
 def _ladder(steps: Any, shared: dict[str, Scalar], origin: str
@@ -317,9 +445,9 @@ def _ladder(steps: Any, shared: dict[str, Scalar], origin: str
             raise PerflabError(f"{origin}: {where}.name is required (what this step changes)")
         if name in (c.name for c in configs):
             raise PerflabError(f"{origin}: {where}.name = {name!r} is used twice")
-        own = _variables(step, where, origin)
+        own = _settings(step, where, origin)
         applied.update(own)
-        configs.append(ServerConfig(name, tuple(sorted(applied.items()))))
+        configs.append(_config(name, applied, where, origin))
         changes.append((name, ", ".join(f"{k}={_show(v)}" for k, v in own.items()) or "-"))
     return configs, tuple(changes)
 
@@ -328,7 +456,7 @@ def normalize_variable_name(name: str) -> str:
     return name.strip().lower().replace("-", "_")
 
 
-def _variables(table: Any, where: str, origin: str) -> dict[str, Scalar]:
+def _settings(table: Any, where: str, origin: str) -> dict[str, Scalar]:
     if not isinstance(table, dict):
         raise PerflabError(f"{origin}: [{where}] must be a table of variable = value")
     out: dict[str, Scalar] = {}
@@ -371,6 +499,13 @@ def _int(table: dict[str, Any], key: str, default: int, where: str, minimum: int
         raise PerflabError(f"{where} must be an integer, got {value!r}")
     if value < minimum:
         raise PerflabError(f"{where} must be at least {minimum}, got {value}")
+    return value
+
+
+def _bool(table: dict[str, Any], key: str, where: str) -> bool:
+    value = table.get(key, False)
+    if not isinstance(value, bool):
+        raise PerflabError(f"{where} must be true or false, got {value!r}")
     return value
 
 

@@ -17,11 +17,13 @@ from perflab.analysis.stats import summarize
 from perflab.errors import PerflabError
 from perflab.lab import Lab
 from perflab.load import sysbench
-from perflab.load.datasets import LOADER_OPTIONS, dataset_key, load_sbtest
+from perflab.load.datasets import LOADER_OPTIONS, dataset_key, load_dataset
 from perflab.load.workloads import WorkloadSpec, resolve
-from perflab.plan import Plan, Point, ServerConfig, expand
+from perflab.plan import Dataset, Plan, Point, ServerConfig, Workload, expand
+from perflab.probes.profile import Profiler
 from perflab.probes.status import delta, global_status, rows_per_query
 from perflab.probes.system import host_facts, process_facts
+from perflab.server import environment as env
 from perflab.server.connection import query
 from perflab.server.managed import ManagedServer
 from perflab.server.variables import Catalog
@@ -44,12 +46,17 @@ def validate(plan: Plan, catalog: Catalog) -> dict[str, dict[str, str]]:
     """Every configuration's variables as command-line strings; a PerflabError on the first bad
     one. Nothing has started when this raises."""
     resolve(plan.workload)
-    catalog.require_engine(plan.dataset.engine, "dataset.engine")
     checked = {}
     for config in plan.configs:
         where = f"configs.{config.name}"
+        engine = plan.dataset_for(config).engine
+        plugin = env.engine_options(engine, f"{where}: dataset engine")
+        if not plugin:
+            catalog.require_engine(engine, f"{where}: dataset engine")
+        env.check(config.environment, where)
         checked[config.name] = {
-            name: catalog.check(name, value, where) for name, value in config.variables
+            **plugin,
+            **{name: catalog.check(name, value, where) for name, value in config.variables},
         }
         limit = int(checked[config.name].get("max_connections")
                     or catalog.variables["max_connections"].startup_value)
@@ -63,19 +70,20 @@ def validate(plan: Plan, catalog: Catalog) -> dict[str, dict[str, str]]:
 
 
 def measure(
-    server: ManagedServer, spec: WorkloadSpec, plan: Plan, threads: int, seconds: int
+    server: ManagedServer, spec: WorkloadSpec, workload: Workload, dataset: Dataset,
+    threads: int, seconds: int, client: list[str] | None = None,
 ) -> tuple[sysbench.LoadResult, dict[str, float]]:
     """One measured sysbench run on a running server, with the status counters' delta.
 
     The status snapshots are taken outside sysbench's timed window, so they cost the figures
-    nothing. Raises LoadFailed or a connection error when the run fails.
+    nothing. `client` prefixes sysbench's command (taskset for a pinned client). Raises
+    LoadFailed or a connection error when the run fails.
     """
     with server.connect() as conn:
         before = global_status(conn)
-    argv = sysbench.command(
-        spec, plan.workload, plan.dataset, server.endpoint, threads, seconds
-    )
-    result = sysbench.run(argv, sysbench.environment(spec), seconds, threads)
+    argv = sysbench.command(spec, workload, dataset, server.endpoint, threads, seconds)
+    result = sysbench.run([*(client or []), *argv], sysbench.environment(spec, workload),
+                          seconds, threads)
     with server.connect() as conn:
         after = global_status(conn)
     return result, delta(before, after)
@@ -116,6 +124,7 @@ class Runner:
         self.active: str | None = None  # name of the configuration the server runs
         self.server_state_id: int | None = None
         self.version = ""
+        self.profiler = Profiler(say)
 
     def run(self) -> RunSummary:
         started = time.monotonic()
@@ -142,15 +151,15 @@ class Runner:
         if summary.already_stored:
             self.say(f"resuming: {summary.already_stored} of {len(points)} points already stored")
 
-        key = dataset_key(self.plan.dataset)
-        self.lab.ensure_dataset(key, self._load, LOADER_OPTIONS, self.say)
+        for config in dict.fromkeys(p.config for p in todo):
+            self._ensure_dataset(config)
         session = store.begin_session(self.plan.name, plan_id, host_facts(self.lab.root))
         progress = Progress(len(todo), self.say)
         outcome = "interrupted"
         try:
             while todo:
                 for point in todo:
-                    record = self._point(store, session, key, point)
+                    record = self._point(store, session, point)
                     store.save_point(session, self.plan.name, record)
                     summary.measured += 1
                     summary.failed += record.status == "failed"
@@ -185,17 +194,29 @@ class Runner:
                 extra.append(Point(config, self.plan.workload, threads, repeat, definition))
         return extra
 
-    def _load(self, server: ManagedServer) -> dict:
-        report = load_sbtest(server.endpoint, self.plan.dataset)
-        self.say(f"loaded {report.rows} rows in {report.seconds:.1f} s")
-        return {"dataset": vars(self.plan.dataset), "load_seconds": report.seconds}
+    def _dataset_key(self, config: ServerConfig) -> str:
+        return dataset_key(self.plan.dataset_for(config), self.spec.schema,
+                           self.spec.dataset_settings(self.plan.workload))
+
+    def _ensure_dataset(self, config: ServerConfig) -> None:
+        dataset = self.plan.dataset_for(config)
+        settings = self.spec.dataset_settings(self.plan.workload)
+
+        def load(server: ManagedServer) -> dict:
+            report = load_dataset(server.endpoint, dataset, self.spec, self.plan.workload)
+            self.say(f"loaded {report.rows} rows in {report.seconds:.1f} s")
+            return {"dataset": vars(dataset), "schema": self.spec.schema,
+                    "settings": settings, "load_seconds": report.seconds}
+
+        options = {**LOADER_OPTIONS, **env.engine_options(dataset.engine)}
+        self.lab.ensure_dataset(self._dataset_key(config), load, options, self.say)
 
     # -- one point -----------------------------------------------------------------------------
 
-    def _point(self, store: ResultStore, session: int, key: str, point: Point) -> PointRecord:
+    def _point(self, store: ResultStore, session: int, point: Point) -> PointRecord:
         started = time.time()
         try:
-            self._activate(store, session, key, point.config)
+            self._activate(store, session, point.config)
         except (PerflabError, sysbench.LoadFailed) as exc:
             self._stop()
             detail = getattr(exc, "detail", None)
@@ -204,12 +225,19 @@ class Runner:
         return self._measure(point, started)
 
     def _measure(self, point: Point, started: float) -> PointRecord:
+        config, seconds = point.config, self.plan.run.run_seconds
+        profile_data = self.lab.root / "profile.data"
+        recorder = (self.profiler.start(self.server.pid, seconds, profile_data)
+                    if self.plan.run.profile else None)
         try:
             result, status_delta = measure(
-                self.server, self.spec, self.plan, point.threads, self.plan.run.run_seconds
+                self.server, self.spec, self.plan.workload, self.plan.dataset_for(config),
+                point.threads, seconds, env.client_prefix(config.environment),
             )
         except Exception as exc:  # sysbench failed, or the server went away under it
+            Profiler.finish(recorder, profile_data)
             return self._failed(point, started, exc)
+        profile = Profiler.finish(recorder, profile_data) if recorder else None
         if self.spec.writes:
             self.lab.set_working_state(dirty=True)
         return PointRecord(
@@ -217,6 +245,7 @@ class Runner:
             point_metrics(result, status_delta),
             series=result.series, status_delta=status_delta,
             histogram={str(k): v for k, v in sorted(result.histogram.items())},
+            profile=profile,
         )
 
     def _failed(self, point: Point, started: float, exc: Exception) -> PointRecord:
@@ -235,12 +264,14 @@ class Runner:
 
     # -- server configuration ------------------------------------------------------------------
 
-    def _activate(self, store: ResultStore, session: int, key: str, config: ServerConfig) -> None:
+    def _activate(self, store: ResultStore, session: int, config: ServerConfig) -> None:
         """Make the server run `config`, then warm it up if anything changed."""
         wanted = self.options[config.name]
         if self.server is not None and self.server.alive() and self.active == config.name:
             return
-        if self._can_set_live(wanted):
+        key = self._dataset_key(config)
+        environment = env.server_environment(config.environment)
+        if self._can_set_live(wanted, key, environment):
             changed = {k: v for k, v in wanted.items() if self.server.options.get(k) != v}
             self.say(f"configuration {config.name}: SET GLOBAL {_pairs(changed)}")
             self.server.set_global(changed)
@@ -249,28 +280,36 @@ class Runner:
             self._stop()
             self.lab.checkout(key, self.say)
             self.say(f"configuration {config.name}: starting mariadbd {_pairs(wanted)}")
-            self.server = self.lab.server(wanted)
+            self.server = self.lab.server(wanted, environment)
             self.server.start()
             how = "start"
         self.active = config.name
-        self.server_state_id = self._record_state(store, session, config.name, how)
+        self.server_state_id = self._record_state(store, session, config, how)
         self._warm_up(config)
 
-    def _can_set_live(self, wanted: dict[str, str]) -> bool:
+    def _can_set_live(self, wanted: dict[str, str], key: str, environment) -> bool:
         server = self.server
         if server is None or not server.alive() or self.spec.writes:
             return False  # writing workloads restart on a restored datadir for equal footing
+        if self.lab.working_state().get("dataset") != key or server.environment != environment:
+            return False  # another dataset, allocator, pinning or connection: restart
         if set(server.options) != set(wanted):
             return False  # a variable would have to return to its default: restart
         changed = [k for k, v in wanted.items() if server.options.get(k) != v]
         return all(name in self.dynamic for name in changed)
 
-    def _record_state(self, store: ResultStore, session: int, config: str, how: str) -> int:
+    def _record_state(self, store: ResultStore, session: int, config: ServerConfig,
+                      how: str) -> int:
         with self.server.connect() as conn:
             variables = dict(query(conn, "SHOW GLOBAL VARIABLES"))
         process = process_facts(self.server.pid)
         process["argv"] = self.server.argv()
-        return store.save_server_state(session, config, how, self.version, variables, process)
+        process["environment"] = config.environment.describe()
+        port = self.server.port
+        process["connection"] = f"tcp 127.0.0.1:{port}" if port else f"socket {self.server.socket}"
+        process["dataset"] = self._dataset_key(config)
+        return store.save_server_state(session, config.name, how, self.version, variables,
+                                       process)
 
     def _warm_up(self, config: ServerConfig) -> None:
         run = self.plan.run
@@ -281,10 +320,11 @@ class Runner:
             f"{run.effective_warmup_threads} threads"
         )
         argv = sysbench.command(
-            self.spec, self.plan.workload, self.plan.dataset, self.server.endpoint,
+            self.spec, self.plan.workload, self.plan.dataset_for(config), self.server.endpoint,
             run.effective_warmup_threads, run.warmup_seconds,
         )
-        sysbench.run(argv, sysbench.environment(self.spec), run.warmup_seconds,
+        sysbench.run([*env.client_prefix(config.environment), *argv],
+                     sysbench.environment(self.spec, self.plan.workload), run.warmup_seconds,
                      run.effective_warmup_threads)
         if self.spec.writes:
             self.lab.set_working_state(dirty=True)

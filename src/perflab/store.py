@@ -76,6 +76,7 @@ CREATE TABLE IF NOT EXISTS points (
     series_json TEXT,
     status_delta_json TEXT,
     histogram_json TEXT,
+    profile_json TEXT,
     error TEXT,
     UNIQUE (study, definition, threads, repeat)
 );
@@ -101,6 +102,7 @@ class PointRecord:
     series: list | None = None
     status_delta: dict | None = None
     histogram: dict | None = None
+    profile: list | None = None
     error: str | None = None
 
 
@@ -113,6 +115,9 @@ class ResultStore:
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.execute("PRAGMA foreign_keys=ON")
         self.db.executescript(SCHEMA)
+        columns = {row["name"] for row in self.db.execute("PRAGMA table_info(points)")}
+        if "profile_json" not in columns:  # results databases made before profiles existed
+            self.db.execute("ALTER TABLE points ADD COLUMN profile_json TEXT")
 
     def close(self) -> None:
         self.db.close()
@@ -176,6 +181,7 @@ class ResultStore:
             "series_json": _json(record.series),
             "status_delta_json": _json(record.status_delta),
             "histogram_json": _json(record.histogram),
+            "profile_json": _json(record.profile),
             "error": record.error,
         }
         names = ", ".join(columns)

@@ -14,10 +14,12 @@ from perflab.analysis import quality
 from perflab.analysis.stats import summarize
 from perflab.analysis.tables import (
     Table,
+    absolute_by_threads,
     absolute_table,
     comparisons,
     groups,
     ladder_tables,
+    profile_table,
     relative_table,
     stats_table,
     verdict_table,
@@ -79,11 +81,17 @@ def load_results(lab: Lab, study: str | None = None) -> StudyResults:
 
 def tables(results: StudyResults, options: ReportOptions) -> list[Table]:
     plan, points = results.plan, results.points
-    out = [absolute_table(plan, points)]
+    if plan.get("layout") == "threads-down":
+        out = [absolute_by_threads(plan, points)]
+    else:
+        out = [absolute_table(plan, points)]
     if len(plan["configs"]) > 1:
         out += [relative_table(plan, points), verdict_table(plan, points, options.min_effect)]
     if plan.get("ladder"):
         out += ladder_tables(plan, points)
+    profile = profile_table(plan, points)
+    if profile is not None:
+        out.append(profile)
     out += [
         stats_table(plan, points, options.cv_threshold),
         absolute_table(plan, points, "latency_p95_ms", "p95 latency, ms", 2),
@@ -203,6 +211,7 @@ def render_json(results: StudyResults, options: ReportOptions = DEFAULT_OPTIONS)
         item = {name: p[name] for name in POINT_FIELDS}
         item["series"] = json.loads(p["series_json"]) if p["series_json"] else []
         item["status_delta"] = json.loads(p["status_delta_json"]) if p["status_delta_json"] else {}
+        item["profile"] = json.loads(p["profile_json"]) if p.get("profile_json") else []
         points.append(item)
     sessions = [
         {**{k: s[k] for k in ("id", "started_at", "finished_at", "outcome")},

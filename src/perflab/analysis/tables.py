@@ -15,6 +15,7 @@ from __future__ import annotations
 import csv
 import html
 import io
+import json
 import math
 import statistics
 from dataclasses import dataclass
@@ -96,6 +97,15 @@ def absolute_table(plan: dict, points: list[dict], metric: str = "qps",
         ["Threads", *[str(t) for t in threads]],
         rows,
     )
+
+
+def absolute_by_threads(plan: dict, points: list[dict]) -> Table:
+    """Queries/s with one row per thread count and one column per configuration."""
+    values = medians(points, "qps")
+    configs = list(plan["configs"])
+    rows = [[str(t), *[_number(values.get((c, t)), 0) for c in configs]]
+            for t in plan["run"]["threads"]]
+    return Table("Queries per second (median over repeats)", ["Threads", *configs], rows)
 
 
 def comparisons(plan: dict, points: list[dict], min_effect: float, metric: str = "qps"
@@ -192,6 +202,25 @@ def ladder_tables(plan: dict, points: list[dict]) -> list[Table]:
         tables.append(Table(f"Ladder at {t} thread(s): each step keeps the changes above it",
                             ["Step", "Change", "Queries/s", "vs previous", "vs start"], rows))
     return tables
+
+
+def profile_table(plan: dict, points: list[dict], top: int = 5) -> Table | None:
+    """Where mariadbd's CPU went: per configuration, its first profiled point at the most
+    threads, with the top symbols and their share of samples (seed 001's oprofile table)."""
+    rows = []
+    for config in plan["configs"]:
+        profiled = [p for p in points if p["config"] == config and p["status"] == "ok"
+                    and p.get("profile_json") and json.loads(p["profile_json"])]
+        if not profiled:
+            continue
+        point = min(profiled, key=lambda p: (-p["threads"], p["repeat"]))
+        symbols = json.loads(point["profile_json"])[:top]
+        rows.append([config, str(point["threads"]),
+                     "; ".join(f"{s['share']:.0%} {s['symbol']}" for s in symbols)])
+    if not rows:
+        return None
+    return Table("Where mariadbd's CPU goes (perf, share of samples)",
+                 ["Config", "Threads", f"Top {top} symbols"], rows)
 
 
 def percent(ratio: float | None) -> str:

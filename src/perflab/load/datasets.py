@@ -26,10 +26,14 @@ from pathlib import Path
 import numpy as np
 
 from perflab.errors import PerflabError
-from perflab.plan import Dataset
+from perflab.load.sqlworkload import SCHEMA as SQL_SCHEMA
+from perflab.load.sqlworkload import load_sql_dataset, load_sql_workload
+from perflab.load.workloads import WorkloadSpec
+from perflab.plan import Dataset, Workload
 from perflab.server.connection import Endpoint, query
 
 SCHEMA = "sbtest"
+JOIN_SCHEMA = "joinlimit"
 F_SETPIPE_SZ = 1031
 PIPE_BYTES = 1 << 20
 CHUNK_ROWS = 50_000
@@ -64,8 +68,63 @@ class LoadReport:
     seconds: float
 
 
-def dataset_key(dataset: Dataset) -> str:
-    return f"sbtest-{dataset.engine.lower()}-{dataset.tables}x{dataset.rows}"
+def dataset_key(dataset: Dataset, schema: str = SCHEMA, settings: dict | None = None) -> str:
+    """The name of a prepared dataset: schema, engine, size and the workload's dataset options."""
+    key = f"{schema}-{dataset.engine.lower()}-{dataset.tables}x{dataset.rows}"
+    for name, value in sorted((settings or {}).items()):
+        key += f"-{name}{value}"
+    return key
+
+
+def load_dataset(endpoint: Endpoint, dataset: Dataset, spec: WorkloadSpec,
+                 workload: Workload) -> LoadReport:
+    """Create and fill the schema a workload reads."""
+    if spec.schema == SCHEMA:
+        return load_sbtest(endpoint, dataset)
+    if spec.schema == JOIN_SCHEMA:
+        return load_join_limit(endpoint, dataset, **spec.dataset_settings(workload))
+    if spec.schema == SQL_SCHEMA:
+        started = time.monotonic()
+        user = load_sql_workload(dict(workload.options)["file"])
+        rows = load_sql_dataset(endpoint, user, dataset.engine)
+        return LoadReport(rows, len(user.data), time.monotonic() - started)
+    raise PerflabError(f"no loader for dataset schema {spec.schema!r}")
+
+
+def load_join_limit(endpoint: Endpoint, dataset: Dataset, t2_rows: int = 4000) -> LoadReport:
+    """Seed 001's tables, as printed, with its data distribution.
+
+    t1 holds dataset.rows rows (the page: about 260,000), all with stat=1; t2 holds t2_rows
+    rows (the page: 4,000), all with val=5, each pointing at a different random t1 row.
+    """
+    if t2_rows > dataset.rows:
+        raise PerflabError(f"join-limit: t2_rows = {t2_rows} exceeds t1's {dataset.rows} rows, "
+                           "but every t2 row needs its own t1_id")
+    started = time.monotonic()
+    engine = dataset.engine
+    with endpoint.connect() as conn:
+        query(conn, f"DROP DATABASE IF EXISTS {JOIN_SCHEMA}")
+        query(conn, f"CREATE DATABASE {JOIN_SCHEMA}")
+        query(conn, f"USE {JOIN_SCHEMA}")
+        query(conn, "CREATE TABLE t1 (id int(11) UNSIGNED NOT NULL AUTO_INCREMENT, "
+                    "stat int(11) UNSIGNED NOT NULL, PRIMARY KEY (id), KEY id (id, stat)) "
+                    f"ENGINE={engine}")
+        query(conn, "CREATE TABLE t2 (id int(11) UNSIGNED NOT NULL AUTO_INCREMENT, "
+                    "val int(11) UNSIGNED NOT NULL, name varchar(100) NOT NULL, "
+                    "t1_id int(10) UNSIGNED NOT NULL, PRIMARY KEY (id), KEY val (val)) "
+                    f"ENGINE={engine}")
+        query(conn, f"INSERT INTO t1 (id, stat) SELECT seq, 1 FROM seq_1_to_{dataset.rows}")
+        # distinct random t1 ids: the first t2_rows of a seeded shuffle of t1's ids
+        query(conn, "INSERT INTO t2 (val, name, t1_id) "
+                    "SELECT 5, CONCAT('name-', MD5(seq)), seq FROM "
+                    f"(SELECT seq FROM seq_1_to_{dataset.rows} ORDER BY RAND(1) "
+                    f"LIMIT {t2_rows}) AS picked")
+        counts = query(conn, "SELECT (SELECT COUNT(*) FROM t1), (SELECT COUNT(*) FROM t2), "
+                             "(SELECT COUNT(DISTINCT t1_id) FROM t2)")[0]
+    if tuple(counts) != (dataset.rows, t2_rows, t2_rows):
+        raise PerflabError(f"join-limit dataset came out as {counts}, not "
+                           f"({dataset.rows}, {t2_rows}, {t2_rows})")
+    return LoadReport(dataset.rows + t2_rows, 2, time.monotonic() - started)
 
 
 def table_ddl(number: int, engine: str, secondary: bool) -> str:

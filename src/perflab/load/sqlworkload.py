@@ -1,0 +1,176 @@
+"""The `sql` workload: the user's own statements, schema and data, from one TOML file.
+
+    [schema]
+    sql = ["CREATE TABLE items (id INT PRIMARY KEY, name VARCHAR(40), price INT, KEY (price))"]
+
+    [[data]]                          # rows made server-side from a sequence
+    table = "items"
+    rows = 100000
+    columns = { id = "seq", name = "str:8:32", price = "int:1:1000" }
+
+    [[statements]]                    # picked at random by weight, one per event
+    sql = "SELECT name FROM items WHERE id = {int:1:100000}"
+    weight = 10
+
+Placeholders in statements: {int:LO:HI} (a uniform integer) and {str:MIN:MAX} (a quoted random
+string of MIN to MAX letters). Column generators: seq (1, 2, 3, ...), int:LO:HI, str:MIN:MAX.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import tempfile
+import time
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from perflab.errors import PerflabError
+from perflab.server.connection import Endpoint, query
+
+SCHEMA = "perflab_sql"
+PLACEHOLDER = re.compile(r"\{(int|str):(-?\d+):(-?\d+)\}")
+GENERATOR = re.compile(r"^(seq|int:(-?\d+):(-?\d+)|str:(\d+):(\d+))$")
+IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+@dataclass(frozen=True)
+class DataSpec:
+    table: str
+    rows: int
+    columns: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
+class SqlWorkload:
+    path: Path
+    digest: str  # of the file's text: part of the dataset key
+    schema: tuple[str, ...]
+    data: tuple[DataSpec, ...]
+    statements: tuple[tuple[int, str], ...]  # (weight, template)
+
+    def statements_file(self) -> Path:
+        """The statements as `weight<TAB>template` lines for lua/perflab_sql.lua."""
+        path = Path(tempfile.gettempdir()) / f"perflab-sql-{self.digest}.txt"
+        if not path.exists():
+            text = "".join(f"{w}\t{' '.join(sql.split())}\n" for w, sql in self.statements)
+            partial = path.with_suffix(".partial")
+            partial.write_text(text)
+            partial.rename(path)
+        return path
+
+
+def load_sql_workload(path: str | Path, where: str = "workload.options.file") -> SqlWorkload:
+    path = Path(path)
+    try:
+        text = path.read_text()
+        data = tomllib.loads(text)
+    except OSError as exc:
+        raise PerflabError(f"{where}: cannot read {path}: {exc.strerror}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise PerflabError(f"{where}: {path} is not valid TOML: {exc}") from None
+    unknown = set(data) - {"schema", "data", "statements"}
+    if unknown:
+        raise PerflabError(f"{path}: unknown key {sorted(unknown)[0]} "
+                           "(allowed: schema, data, statements)")
+    schema = data.get("schema", {}).get("sql", [])
+    if isinstance(schema, str):
+        schema = [schema]
+    if not isinstance(schema, list) or not all(isinstance(s, str) for s in schema):
+        raise PerflabError(f"{path}: schema.sql must be a string or a list of strings")
+    specs = tuple(_data(item, n, path) for n, item in enumerate(data.get("data", []), 1))
+    statements = tuple(
+        _statement(item, n, path) for n, item in enumerate(data.get("statements", []), 1)
+    )
+    if not statements:
+        raise PerflabError(f"{path}: no [[statements]]: a workload needs at least one")
+    digest = hashlib.sha256(text.encode()).hexdigest()[:12]
+    return SqlWorkload(path.resolve(), digest, tuple(schema), specs, statements)
+
+
+def load_sql_dataset(endpoint: Endpoint, workload: SqlWorkload, engine: str) -> int:
+    """Create schema perflab_sql with the file's tables and rows; returns the rows made.
+
+    Tables without an ENGINE clause get the dataset's engine."""
+    rows = 0
+    with endpoint.connect() as conn:
+        query(conn, f"DROP DATABASE IF EXISTS {SCHEMA}")
+        query(conn, f"CREATE DATABASE {SCHEMA}")
+        query(conn, f"USE {SCHEMA}")
+        query(conn, "SET SESSION default_storage_engine = %s", (engine,))
+        for statement in workload.schema:
+            _run(conn, statement, workload.path)
+        for n, spec in enumerate(workload.data, 1):
+            columns = ", ".join(name for name, _ in spec.columns)
+            values = ", ".join(_expression(gen, seed=n * 100 + i)
+                               for i, (_, gen) in enumerate(spec.columns))
+            _run(conn, f"INSERT INTO {spec.table} ({columns}) SELECT {values} "
+                       f"FROM seq_1_to_{spec.rows}", workload.path)
+            rows += spec.rows
+    return rows
+
+
+def _run(conn, statement: str, path: Path) -> None:
+    started = time.monotonic()
+    try:
+        query(conn, statement)
+    except Exception as exc:  # the user's SQL: report it as theirs
+        raise PerflabError(f"{path}: statement failed after {time.monotonic() - started:.1f} s:"
+                           f" {' '.join(statement.split())[:120]}", detail=str(exc)) from None
+
+
+def _expression(generator: str, seed: int) -> str:
+    if generator == "seq":
+        return "seq"
+    kind, low, high = generator.split(":")
+    if kind == "int":
+        return f"{low} + FLOOR(RAND({seed}) * ({high} - {low} + 1))"
+    # letters from two MD5s, cut to a random length between low and high
+    return (f"SUBSTRING(CONCAT(MD5(RAND({seed})), MD5(RAND())), 1, "
+            f"{low} + FLOOR(RAND() * ({high} - {low} + 1)))")
+
+
+def _data(item, n: int, path: Path) -> DataSpec:
+    where = f"{path}: data[{n}]"
+    if not isinstance(item, dict) or set(item) - {"table", "rows", "columns"}:
+        raise PerflabError(f"{where} must be a table with table, rows and columns")
+    table, rows, columns = item.get("table"), item.get("rows"), item.get("columns")
+    if not isinstance(table, str) or not IDENTIFIER.match(table):
+        raise PerflabError(f"{where}.table must be a table name")
+    if isinstance(rows, bool) or not isinstance(rows, int) or rows < 1:
+        raise PerflabError(f"{where}.rows must be a positive integer")
+    if not isinstance(columns, dict) or not columns:
+        raise PerflabError(f"{where}.columns must map column names to generators")
+    for name, generator in columns.items():
+        if not IDENTIFIER.match(name):
+            raise PerflabError(f"{where}.columns: {name!r} is not a column name")
+        match = GENERATOR.match(str(generator))
+        if not match:
+            raise PerflabError(f"{where}.columns.{name} = {generator!r} is not a generator "
+                               "(allowed: seq, int:LO:HI, str:MIN:MAX)")
+        bounds = [int(x) for x in match.groups()[1:] if x is not None]
+        if bounds and bounds[0] > bounds[1]:
+            raise PerflabError(f"{where}.columns.{name} = {generator!r}: low above high")
+        if generator.startswith("str") and bounds[1] > 64:
+            raise PerflabError(f"{where}.columns.{name} = {generator!r}: at most 64 letters")
+    return DataSpec(table, rows, tuple(columns.items()))
+
+
+def _statement(item, n: int, path: Path) -> tuple[int, str]:
+    where = f"{path}: statements[{n}]"
+    if not isinstance(item, dict) or set(item) - {"sql", "weight"}:
+        raise PerflabError(f"{where} must be a table with sql and weight")
+    sql, weight = item.get("sql"), item.get("weight", 1)
+    if not isinstance(sql, str) or not sql.strip():
+        raise PerflabError(f"{where}.sql must be a statement")
+    if isinstance(weight, bool) or not isinstance(weight, int) or weight < 1:
+        raise PerflabError(f"{where}.weight must be a positive integer")
+    for kind, low, high in PLACEHOLDER.findall(sql):
+        if int(low) > int(high):
+            raise PerflabError(f"{where}: placeholder {{{kind}:{low}:{high}}} has low above high")
+    leftover = PLACEHOLDER.sub("", sql)
+    if re.search(r"\{(int|str)[^}]*\}", leftover):
+        raise PerflabError(f"{where}: a placeholder is malformed (use {{int:LO:HI}} or "
+                           "{str:MIN:MAX})")
+    return weight, sql

@@ -1,0 +1,59 @@
+"""The user's own workload file: parsing and its errors (no server needed)."""
+
+import pytest
+
+from perflab.errors import PerflabError
+from perflab.load.sqlworkload import load_sql_workload
+from perflab.load.workloads import resolve
+from perflab.plan import Workload
+
+GOOD = """
+[schema]
+sql = "CREATE TABLE t (id INT PRIMARY KEY, v INT)"
+[[data]]
+table = "t"
+rows = 10
+columns = { id = "seq", v = "int:1:9" }
+[[statements]]
+sql = "SELECT v FROM t WHERE id = {int:1:10}"
+weight = 3
+[[statements]]
+sql = '''UPDATE t
+         SET v = {int:1:9} WHERE id = {int:1:10}'''
+"""
+
+
+def test_a_workload_file_parses_and_writes_its_statements(tmp_path):
+    path = tmp_path / "w.toml"
+    path.write_text(GOOD)
+    workload = load_sql_workload(path)
+    assert workload.schema == ("CREATE TABLE t (id INT PRIMARY KEY, v INT)",)
+    assert workload.data[0].columns == (("id", "seq"), ("v", "int:1:9"))
+    assert [w for w, _ in workload.statements] == [3, 1]
+    lines = workload.statements_file().read_text().splitlines()
+    assert lines == ["3\tSELECT v FROM t WHERE id = {int:1:10}",
+                     "1\tUPDATE t SET v = {int:1:9} WHERE id = {int:1:10}"]
+    assert resolve(Workload("sql", (("file", str(path)),))).name == "sql"
+
+
+@pytest.mark.parametrize(("edit", "message"), [
+    (("weight = 3", "weight = 0"), "weight must be a positive integer"),
+    (("{int:1:10}\"\nweight", "{int:10:1}\"\nweight"), "low above high"),
+    (("{int:1:10}\"\nweight", "{int:1}\"\nweight"), "placeholder is malformed"),
+    (('v = "int:1:9"', 'v = "float:1:9"'), "is not a generator"),
+    (("rows = 10", "rows = 0"), "rows must be a positive integer"),
+    (("[schema]", "[schemas]"), "unknown key schemas"),
+])
+def test_mistakes_in_a_workload_file_are_one_line(tmp_path, edit, message):
+    path = tmp_path / "w.toml"
+    path.write_text(GOOD.replace(*edit, 1))
+    with pytest.raises(PerflabError) as err:
+        load_sql_workload(path)
+    assert message in err.value.message
+
+
+def test_the_sql_workload_needs_its_file(tmp_path):
+    with pytest.raises(PerflabError, match="options.file is required"):
+        resolve(Workload("sql"))
+    with pytest.raises(PerflabError, match="cannot read"):
+        resolve(Workload("sql", (("file", str(tmp_path / "missing.toml")),)))
