@@ -147,11 +147,12 @@ query_cache_size = "16M"
 
 def test_adaptive_repeats_stop_at_the_target_or_the_cap(shared_lab, tmp_path):
     loose = write_plan(tmp_path / "loose.toml", "adaptive-loose", configs=CONFIGS,
-                       threads=(1,), repeats=2, run_seconds=1)
+                       threads=(1,), repeats=3, run_seconds=1)
     loose.write_text(loose.read_text().replace(
-        "repeats = 2", "repeats = 2\ntarget_interval = 0.9\nmax_repeats = 5"))
+        "repeats = 3", "repeats = 3\ntarget_interval = 0.9\nmax_repeats = 6"))
     assert run_cli("run", str(loose), "--lab", str(shared_lab.root)).returncode == 0
-    assert len(stored_points(shared_lab, "adaptive-loose")) == 4  # ±90% met at 2 repeats
+    # ±90% is met at 3 repeats unless a cell's CV exceeds 36%
+    assert len(stored_points(shared_lab, "adaptive-loose")) == 6
 
     tight = write_plan(tmp_path / "tight.toml", "adaptive-tight", configs=CONFIGS,
                        threads=(1,), repeats=2, run_seconds=1)

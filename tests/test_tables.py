@@ -8,7 +8,7 @@ PLAN = {
 
 
 def point(config, threads, qps, status="ok"):
-    return {"config": config, "threads": threads, "qps": qps, "status": status}
+    return {"config": config, "threads": threads, "qps": qps, "status": status, "repeat": 1}
 
 
 def test_percent_matches_the_key_cache_page():
