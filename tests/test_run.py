@@ -197,3 +197,17 @@ def test_ctrl_c_stops_the_server_cleanly_and_keeps_finished_points(shared_lab, t
     report = json.loads(run_cli("report", str(shared_lab.root), "--study", "interrupted",
                                 "--format", "json").stdout)
     assert report["sessions"][-1]["outcome"] == "interrupted"
+
+
+def test_a_refused_set_global_falls_back_to_a_restart(shared_lab, tmp_path):
+    plan = write_plan(tmp_path / "kb0.toml", "kb0", configs="""
+[configs.kb16]
+key_buffer_size = "16M"
+[configs.kb0]
+key_buffer_size = 0
+""", threads=(1,), repeats=1, run_seconds=1)
+    out = run_cli("run", str(plan), "--lab", str(shared_lab.root))
+    assert out.returncode == 0, out.stderr
+    assert "SET GLOBAL refused (Cannot drop default keycache): restarting instead" in out.stderr
+    points = stored_points(shared_lab, "kb0")
+    assert [(p["config"], p["status"]) for p in points] == [("kb16", "ok"), ("kb0", "ok")]

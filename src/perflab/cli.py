@@ -28,6 +28,8 @@ from perflab.plan import load_plan
 from perflab.probes.system import host_facts
 from perflab.runner import Runner
 from perflab.studies import builtin_names, builtin_path, resolve_plan
+from perflab.tune import report as tune_report
+from perflab.tune.search import Tuner, TuneSettings
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -93,6 +95,22 @@ def build_parser() -> argparse.ArgumentParser:
     _statistics_options(compare)
     compare.set_defaults(func=cmd_compare)
 
+    tune = sub.add_parser("tune", help="search server settings for a plan's workload")
+    tune.add_argument("study", help="built-in study name or plan .toml (its [tune] section)")
+    tune.add_argument("--lab", required=True, type=Path)
+    tune.add_argument("--method", choices=("ofat", "bayes", "random"), default="bayes")
+    tune.add_argument("--budget", type=int, help="number of trials")
+    tune.add_argument("--time", type=float, metavar="SECONDS", help="or a time budget")
+    tune.add_argument("--sampler", default="tpe", help="Optuna sampler for bayes: "
+                      "tpe, gp, cmaes, qmc, random (default tpe)")
+    tune.add_argument("--storage", help="Optuna storage URL (default: the lab's SQLite), so "
+                      "workers on several hosts can join one study")
+    tune.add_argument("--seed", type=int, default=0)
+    tune.add_argument("--allow-unsafe", action="store_true",
+                      help="also search knobs that trade durability for speed")
+    tune.add_argument("--html", type=Path, metavar="FILE", help="also write an HTML report")
+    tune.set_defaults(func=cmd_tune)
+
     studies = sub.add_parser("studies", help="list the built-in studies")
     studies.set_defaults(func=cmd_studies)
 
@@ -157,6 +175,21 @@ def cmd_compare(args: argparse.Namespace) -> int:
     b = load_results(Lab(args.lab_b), args.study_b)
     table = compare_labs(a, b, args.min_effect)
     print({"text": table.render, "md": table.markdown, "csv": table.csv}[args.format]())
+    return 0
+
+
+def cmd_tune(args: argparse.Namespace) -> int:
+    plan = resolve_plan(args.study)
+    settings = TuneSettings.from_plan(dict(plan.tune))
+    tuner = Tuner(plan, Lab(args.lab), settings, args.method, budget=args.budget,
+                  seconds=args.time, storage=args.storage, sampler=args.sampler,
+                  seed=args.seed, allow_unsafe=args.allow_unsafe, say=_say)
+    result = tuner.run()
+    print(tune_report.render_text(result, settings.objective))
+    if args.html:
+        args.html.write_text(tune_report.render_html(result, settings.objective,
+                                                     settings.direction))
+        print(f"wrote {args.html}", file=sys.stderr)
     return 0
 
 

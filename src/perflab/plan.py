@@ -27,7 +27,7 @@ SECTION_KEYS: dict[str, tuple[str, ...]] = {
     "run": ("threads", "warmup_seconds", "run_seconds", "repeats", "warmup_threads",
             "target_interval", "max_repeats", "profile"),
 }
-TOP_KEYS = (*SECTION_KEYS, "server", "configs", "steps", "axes")
+TOP_KEYS = (*SECTION_KEYS, "server", "configs", "steps", "axes", "tune")
 # Keys of [server], [configs.NAME] and [[steps]] that are perflab's, not server variables.
 ENVIRONMENT_KEYS = ("engine", "allocator", "server_cpus", "client_cpus", "connection")
 ALLOCATORS = ("glibc", "jemalloc", "tcmalloc")
@@ -124,6 +124,8 @@ class Plan:
     # "configs-down": one row per configuration (the key-cache page); "threads-down": one row
     # per thread count, one column per configuration (the MyISAM scalability page).
     layout: str = "configs-down"
+    # The [tune] section, checked by perflab.tune when the plan is tuned.
+    tune: tuple[tuple[str, Any], ...] = ()
 
     def config(self, name: str) -> ServerConfig:
         for config in self.configs:
@@ -327,8 +329,12 @@ def _build(data: dict[str, Any], origin: str) -> Plan:
     if layout not in ("configs-down", "threads-down"):
         raise PerflabError(f"{origin}: study.layout = {layout!r} is not allowed "
                            "(allowed: configs-down, threads-down)")
+    tune = data.get("tune", {})
+    if not isinstance(tune, dict):
+        raise PerflabError(f"{origin}: [tune] must be a table")
+    tune_items = tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in tune.items())
     return Plan(name, description, baseline, tuple(configs), workload, dataset, run, source,
-                ladder=bool(changes), changes=changes, layout=layout)
+                ladder=bool(changes), changes=changes, layout=layout, tune=tune_items)
 
 
 def _configs(table: Any, shared: dict[str, Scalar], origin: str) -> list[ServerConfig]:

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+
+import pymysql
 
 from perflab.analysis.stats import summarize
 from perflab.errors import PerflabError
@@ -127,21 +129,17 @@ class Runner:
         self.profiler = Profiler(say)
 
     def run(self) -> RunSummary:
-        started = time.monotonic()
-        sysbench.sysbench_version()
         with self.lab.locked():
             store = self.lab.store()
             try:
-                return self._run(store, started)
+                return self.run_in(store)
             finally:
                 store.close()
 
-    def _run(self, store: ResultStore, started: float) -> RunSummary:
-        catalog = self.lab.catalog()
-        self.version = catalog.version
-        self.options = validate(self.plan, catalog)
-        self.dynamic = {name for name, spec in catalog.variables.items() if spec.dynamic}
-        plan_id = store.save_plan(self.plan)
+    def run_in(self, store: ResultStore) -> RunSummary:
+        """The whole study, in a lab the caller has locked."""
+        started = time.monotonic()
+        self.begin(store)
         points = expand(self.plan)
         todo = [p for p in points if not store.done(self.plan.name, p)]
         summary = RunSummary(self.plan.name, len(points), len(points) - len(todo), 0, 0, 0.0)
@@ -153,14 +151,13 @@ class Runner:
 
         for config in dict.fromkeys(p.config for p in todo):
             self._ensure_dataset(config)
-        session = store.begin_session(self.plan.name, plan_id, host_facts(self.lab.root))
+        session = self.open_session(store)
         progress = Progress(len(todo), self.say)
         outcome = "interrupted"
         try:
             while todo:
                 for point in todo:
-                    record = self._point(store, session, point)
-                    store.save_point(session, self.plan.name, record)
+                    record = self.measure_point(store, session, point)
                     summary.measured += 1
                     summary.failed += record.status == "failed"
                     progress.done(point, record)
@@ -168,10 +165,39 @@ class Runner:
                 progress.extend(len(todo), "adaptive repeats: " + _wide(todo))
             outcome = "complete"
         finally:
-            self._stop()
-            store.end_session(session, outcome)
+            self.close_session(store, session, outcome)
             summary.seconds = time.monotonic() - started
         return summary
+
+    # -- the pieces, also used by tune ---------------------------------------------------------
+
+    def begin(self, store: ResultStore) -> None:
+        """Read the catalog and check every configuration of the plan; nothing starts."""
+        sysbench.sysbench_version()
+        self.catalog = self.lab.catalog()
+        self.version = self.catalog.version
+        self.options = validate(self.plan, self.catalog)
+        self.dynamic = {name for name, spec in self.catalog.variables.items() if spec.dynamic}
+        self.plan_id = store.save_plan(self.plan)
+
+    def add_config(self, config: ServerConfig) -> None:
+        """A configuration made after begin() (a tuning trial): checked, its dataset ready."""
+        single = replace(self.plan, configs=(config,), baseline=config.name)
+        self.options[config.name] = validate(single, self.catalog)[config.name]
+        self._ensure_dataset(config)
+
+    def open_session(self, store: ResultStore) -> int:
+        return store.begin_session(self.plan.name, self.plan_id, host_facts(self.lab.root))
+
+    def measure_point(self, store: ResultStore, session: int, point: Point) -> PointRecord:
+        """Run one point (starting or reconfiguring the server as needed) and store it."""
+        record = self._point(store, session, point)
+        store.save_point(session, self.plan.name, record)
+        return record
+
+    def close_session(self, store: ResultStore, session: int, outcome: str) -> None:
+        self._stop()
+        store.end_session(session, outcome)
 
     def _more_repeats(self, store: ResultStore, round_number: int) -> list[Point]:
         """One more repeat of every (config, threads) whose interval is still too wide."""
@@ -217,7 +243,7 @@ class Runner:
         started = time.time()
         try:
             self._activate(store, session, point.config)
-        except (PerflabError, sysbench.LoadFailed) as exc:
+        except (PerflabError, sysbench.LoadFailed, pymysql.MySQLError) as exc:
             self._stop()
             detail = getattr(exc, "detail", None)
             error = f"{exc}\n{detail}" if detail else str(exc)
@@ -271,18 +297,21 @@ class Runner:
             return
         key = self._dataset_key(config)
         environment = env.server_environment(config.environment)
+        how = "start"
         if self._can_set_live(wanted, key, environment):
             changed = {k: v for k, v in wanted.items() if self.server.options.get(k) != v}
             self.say(f"configuration {config.name}: SET GLOBAL {_pairs(changed)}")
-            self.server.set_global(changed)
-            how = "set"
-        else:
+            try:
+                self.server.set_global(changed)
+                how = "set"
+            except pymysql.MySQLError as exc:  # e.g. key_buffer_size=0 on the default cache
+                self.say(f"SET GLOBAL refused ({exc.args[-1]}): restarting instead")
+        if how == "start":
             self._stop()
             self.lab.checkout(key, self.say)
             self.say(f"configuration {config.name}: starting mariadbd {_pairs(wanted)}")
             self.server = self.lab.server(wanted, environment)
             self.server.start()
-            how = "start"
         self.active = config.name
         self.server_state_id = self._record_state(store, session, config, how)
         self._warm_up(config)

@@ -1,0 +1,96 @@
+"""What `perflab tune` prints and writes: trials, the honest re-measure, a my.cnf fragment,
+knob importance and the convergence chart (best so far against trials)."""
+
+from __future__ import annotations
+
+import base64
+import html
+import math
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from perflab.analysis.charts import render  # noqa: E402
+from perflab.analysis.stats import Comparison, summarize  # noqa: E402
+from perflab.analysis.tables import Table  # noqa: E402
+from perflab.tune.search import TuneResult, best_so_far  # noqa: E402
+
+
+def tables(result: TuneResult, objective: str) -> list[Table]:
+    out = [Table(
+        f"Trials of {result.study} ({result.method}), objective {objective}",
+        ["Trial", "State", objective.capitalize(), "Knobs"],
+        [[str(t.number), t.state, "-" if t.value is None else f"{t.value:.2f}",
+          " ".join(f"{k}={v}" for k, v in sorted(t.params.items())) if t.state == "ok"
+          else (t.error or "").splitlines()[0][:90] if t.error else "-"]
+         for t in result.trials],
+    )]
+    if result.final:
+        rows = []
+        for config, values in result.final.items():
+            s = summarize(values)
+            interval = "-" if s.n < 2 else f"[{s.ci_low:.1f}, {s.ci_high:.1f}]"
+            rows.append([config, str(s.n), f"{s.median:.1f}", interval])
+        out.append(Table("Re-measured, interleaved (the gain below comes from these)",
+                         ["Config", "n", "Median", "95% interval"], rows))
+        gains = [[name, *_gain_cells(c)] for name, c in (
+            ("best vs default", result.gain_vs_default),
+            ("best vs baseline", result.gain_vs_baseline)) if c is not None]
+        out.append(Table("Gain of the best configuration (Welch's t-test, 95%)",
+                         ["Comparison", "Gain", "95% interval", "p", "Verdict"], gains))
+    if result.importance:
+        out.append(Table("Knob importance (Optuna, fANOVA)", ["Knob", "Importance"],
+                         [[k, f"{v:.2f}"] for k, v in result.importance.items()]))
+    return out
+
+
+def render_text(result: TuneResult, objective: str) -> str:
+    parts = [t.render() for t in tables(result, objective)]
+    unsafe = [k.name for k in result.knobs if k.durability]
+    if unsafe:
+        parts.append("Durability knobs were searched (--allow-unsafe): " + ", ".join(unsafe))
+    if result.best is not None:
+        parts.append(f"Best my.cnf fragment (trial {result.best.number}):\n{result.mycnf()}")
+    else:
+        parts.append("No trial succeeded: nothing to recommend.")
+    return "\n\n".join(parts)
+
+
+def convergence(result: TuneResult, direction: str):
+    fig, ax = plt.subplots(figsize=(7.5, 4.2))
+    ys = best_so_far(result.trials, direction)
+    xs = [i for i, y in enumerate(ys, 1) if y is not None]
+    ax.step(xs, [y for y in ys if y is not None], where="post", label="best so far")
+    ok = [(i, t.value) for i, t in enumerate(result.trials, 1) if t.value is not None]
+    ax.scatter([i for i, _ in ok], [v for _, v in ok], s=12, alpha=0.6, label="trial")
+    failed = [i for i, t in enumerate(result.trials, 1) if t.value is None]
+    if failed and ok:
+        ax.scatter(failed, [min(v for _, v in ok)] * len(failed), marker="x", color="red",
+                   label="failed / refused")
+    ax.set_title(f"{result.study}: convergence ({result.method})")
+    ax.set_xlabel("trial")
+    ax.set_ylabel("objective")
+    ax.grid(True, alpha=0.3)
+    ax.legend()
+    return fig
+
+
+def render_html(result: TuneResult, objective: str, direction: str) -> str:
+    png, _ = render(convergence(result, direction))
+    image = base64.b64encode(png).decode()
+    body = [f"<h1>perflab tune: {html.escape(result.study)} ({html.escape(result.method)})</h1>",
+            f"<figure><img alt='convergence chart' src='data:image/png;base64,{image}'>"
+            "<figcaption>best so far against trials</figcaption></figure>"]
+    body += [t.html() for t in tables(result, objective)]
+    body.append(f"<h2>my.cnf</h2><pre>{html.escape(result.mycnf() or 'none')}</pre>")
+    return ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+            f"<title>perflab tune: {html.escape(result.study)}</title></head><body>"
+            + "\n".join(body) + "</body></html>")
+
+
+def _gain_cells(c: Comparison) -> list[str]:
+    interval = "-" if math.isnan(c.ci_low) else f"[{c.ci_low:+.1%}, {c.ci_high:+.1%}]"
+    p = "-" if math.isnan(c.p_value) else f"{c.p_value:.3f}"
+    return [f"{c.change:+.1%}", interval, p, c.verdict]

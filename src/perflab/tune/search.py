@@ -1,0 +1,430 @@
+"""`perflab tune`: search server settings safely, frugally and honestly.
+
+- Safe: every proposal is checked against a memory budget (global buffers + max_connections x
+  per-connection buffers) before a server starts; durability knobs are left out unless allowed;
+  a trial whose server fails to start or crashes is recorded with its error and scored failed,
+  never retried.
+- Frugal: the study lives in an Optuna storage (the lab's by default, or --storage URL so
+  workers on several hosts join it) and resumes where it stopped; dynamic knobs are applied with
+  SET GLOBAL by the runner when possible.
+- Honest: the best trial is measured again at the end, interleaved with the server defaults and
+  the plan's baseline over several repeats, and its gain is reported with an interval and a
+  verdict instead of the lucky trial's figure.
+
+Methods: `ofat` (seed 002's one-factor-at-a-time: vary each knob from the baseline, adopt the
+most important change, repeat with the knobs that mattered), `bayes` (Optuna, TPE by default or
+another sampler by name) and `random` (the control).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+
+import optuna
+from optuna.distributions import CategoricalDistribution, IntDistribution
+from optuna.trial import TrialState
+
+from perflab.analysis.stats import Comparison, compare
+from perflab.errors import PerflabError
+from perflab.lab import Lab
+from perflab.plan import Plan, Point
+from perflab.runner import Runner
+from perflab.store import ResultStore
+from perflab.tune.space import Knob, knob_space, memory_budget, memory_estimate
+
+OBJECTIVES = ("throughput", "p95", "p99")
+SAMPLERS = {
+    "tpe": lambda seed: optuna.samplers.TPESampler(seed=seed),
+    "random": lambda seed: optuna.samplers.RandomSampler(seed=seed),
+    "cmaes": lambda seed: optuna.samplers.CmaEsSampler(seed=seed),
+    "qmc": lambda seed: optuna.samplers.QMCSampler(seed=seed),
+    "gp": lambda seed: optuna.samplers.GPSampler(seed=seed),
+}
+MIN_EFFECT = 0.02  # OFAT adopts a change only when it beats the baseline by this much
+Say = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class TuneSettings:
+    """The [tune] section of a plan."""
+
+    objective: str = "throughput"
+    min_qps: float = 0.0  # for latency objectives: trials below this throughput fail
+    knobs: tuple[str, ...] = ()  # empty: the curated set
+    memory_share: float = 0.5  # of this machine's RAM
+    final_repeats: int = 3
+
+    @classmethod
+    def from_plan(cls, raw: dict) -> TuneSettings:
+        allowed = {"objective", "min_qps", "knobs", "memory_share", "final_repeats"}
+        unknown = set(raw) - allowed
+        if unknown:
+            raise PerflabError(f"tune: unknown key tune.{sorted(unknown)[0]} "
+                               f"(allowed: {', '.join(sorted(allowed))})")
+        settings = cls(**{k: tuple(v) if k == "knobs" else v for k, v in raw.items()})
+        if settings.objective not in OBJECTIVES:
+            raise PerflabError(f"tune.objective = {settings.objective!r} is not allowed "
+                               f"(allowed: {', '.join(OBJECTIVES)})")
+        if not 0 < settings.memory_share <= 1:
+            raise PerflabError("tune.memory_share must be a fraction of RAM, e.g. 0.5")
+        if settings.final_repeats < 2:
+            raise PerflabError("tune.final_repeats must be at least 2 (an interval needs two)")
+        return settings
+
+    @property
+    def direction(self) -> str:
+        return "maximize" if self.objective == "throughput" else "minimize"
+
+
+@dataclass
+class TrialOutcome:
+    number: int
+    params: dict[str, str]
+    state: str  # "ok", "failed" or "refused"
+    value: float | None
+    error: str | None = None
+
+
+@dataclass
+class TuneResult:
+    study: str
+    method: str
+    knobs: list[Knob]
+    trials: list[TrialOutcome]
+    best: TrialOutcome | None
+    final: dict[str, list[float]] = field(default_factory=dict)  # config -> objective values
+    gain_vs_default: Comparison | None = None
+    gain_vs_baseline: Comparison | None = None
+    importance: dict[str, float] = field(default_factory=dict)
+    defaults: dict[str, str] = field(default_factory=dict)  # the server's startup values
+    seconds: float = 0.0
+
+    def mycnf(self) -> str:
+        """The best trial's knobs that differ from the server's defaults."""
+        if self.best is None:
+            return ""
+        lines = ["[mariadbd]"]
+        for name, value in sorted(self.best.params.items()):
+            if self.defaults.get(name) == value:
+                continue
+            unsafe = "  # trades durability for speed" if name in _durability(self.knobs) else ""
+            lines.append(f"{name} = {value}{unsafe}")
+        if len(lines) == 1:
+            lines.append("# the defaults were best: nothing to change")
+        return "\n".join(lines)
+
+    def trials_to_reach(self, target: float, direction: str) -> int | None:
+        """How many trials it took for the best-so-far to reach `target` (None: never)."""
+        for i, best in enumerate(best_so_far(self.trials, direction), 1):
+            if best is not None and (best >= target if direction == "maximize" else best <= target):
+                return i
+        return None
+
+
+class Tuner:
+    def __init__(self, plan: Plan, lab: Lab, settings: TuneSettings, method: str, *,
+                 budget: int | None = None, seconds: float | None = None,
+                 storage: str | None = None, sampler: str = "tpe", seed: int = 0,
+                 allow_unsafe: bool = False, say: Say = print):
+        if method not in ("ofat", "bayes", "random"):
+            raise PerflabError(f"--method {method!r}: use ofat, bayes or random")
+        if method == "bayes" and sampler not in SAMPLERS:
+            raise PerflabError(f"--sampler {sampler!r} is not known",
+                               hint=f"samplers: {', '.join(SAMPLERS)}")
+        if not budget and not seconds:
+            raise PerflabError("give the search a --budget (trials) or a --time (seconds)")
+        self.plan, self.lab, self.settings, self.method = plan, lab, settings, method
+        self.budget, self.seconds, self.seed, self.say = budget, seconds, seed, say
+        self.sampler_name = {"random": "random", "ofat": "random"}.get(method, sampler)
+        self.storage = storage or f"sqlite:///{lab.root / 'optuna.sqlite'}"
+        self.allow_unsafe = allow_unsafe
+        self.baseline = plan.config(plan.baseline)
+        self.runner = Runner(plan, lab, say)
+
+    # -- the search ----------------------------------------------------------------------------
+
+    def run(self) -> TuneResult:
+        started = time.monotonic()
+        with self.lab.locked():
+            store = self.lab.store()
+            try:
+                return self._run(store, started)
+            finally:
+                store.close()
+
+    def _run(self, store: ResultStore, started: float) -> TuneResult:
+        self.lab.root.mkdir(parents=True, exist_ok=True)
+        self.runner.begin(store)
+        catalog = self.runner.catalog
+        self.knobs = knob_space(catalog, list(self.settings.knobs), self.allow_unsafe)
+        self.budget_bytes = memory_budget(self.settings.memory_share)
+        self.catalog = catalog
+        study = self._study()
+        session = self.runner.open_session(store)
+        outcome = "interrupted"
+        try:
+            while not self._spent(study, started):
+                params = self._next(study)
+                if params is None:
+                    self.say("ofat: no knob left that mattered; stopping early")
+                    break
+                self._trial(study, store, session, params)
+            outcome = "complete"
+        finally:
+            self.runner.close_session(store, session, outcome)
+        result = self._result(study)
+        if result.best is not None:
+            self._final(store, result)
+        result.seconds = time.monotonic() - started
+        return result
+
+    def _study(self) -> optuna.Study:
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        sampler = SAMPLERS[self.sampler_name](self.seed)
+        study = optuna.create_study(
+            study_name=f"{self.plan.name}:{self.method}", storage=self.storage,
+            direction=self.settings.direction, sampler=sampler, load_if_exists=True,
+        )
+        for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+            # left running by a perflab that was killed: its server never finished the trial
+            storage = study._storage  # Optuna has no public call to annotate another's trial
+            storage.set_trial_user_attr(trial._trial_id, "state", "failed")
+            storage.set_trial_user_attr(trial._trial_id, "error",
+                                        "interrupted before the trial finished")
+            study.tell(trial.number, state=TrialState.FAIL)
+        done = len(_finished(study))
+        if done:
+            self.say(f"resuming study {study.study_name}: {done} trial(s) already done")
+        return study
+
+    def _spent(self, study: optuna.Study, started: float) -> bool:
+        if self.budget and len(_finished(study)) >= self.budget:
+            return True
+        return bool(self.seconds) and time.monotonic() - started >= self.seconds
+
+    def _distributions(self) -> dict:
+        out = {}
+        for knob in self.knobs:
+            if knob.kind == "choice":
+                out[knob.name] = CategoricalDistribution(knob.choices)
+            else:
+                out[knob.name] = IntDistribution(knob.low, knob.high, log=knob.log)
+        return out
+
+    def _next(self, study: optuna.Study) -> dict | None:
+        """Fixed parameters for the next trial (OFAT, or the defaults first), or {} to let
+        the sampler choose, or None when OFAT has nothing left to try."""
+        finished = _finished(study)
+        if not finished:
+            return self._defaults()  # every method starts from the server's defaults
+        if self.method != "ofat":
+            return {}
+        return ofat_next(self.knobs, finished, self._defaults(), self.settings.direction)
+
+    def _defaults(self) -> dict:
+        """Each knob at the server's startup value, clamped into its search range."""
+        values = {}
+        for knob in self.knobs:
+            value = self.catalog.variables[knob.name].startup_value
+            if knob.kind == "choice":
+                values[knob.name] = value if value in knob.choices else knob.choices[0]
+            else:
+                values[knob.name] = min(max(int(value), knob.low), knob.high)
+        return values
+
+    def _trial(self, study: optuna.Study, store: ResultStore, session: int,
+               params: dict) -> None:
+        if params:
+            study.enqueue_trial(params, skip_if_exists=False)
+        trial = study.ask(self._distributions())
+        values = {name: str(value) for name, value in trial.params.items()}
+        number = trial.number
+        label = " ".join(f"{k}={v}" for k, v in values.items())
+        estimate = memory_estimate(self.catalog, {**self.runner.options[self.baseline.name],
+                                                  **values})
+        if estimate > self.budget_bytes:
+            reason = (f"worst-case memory {estimate / 2**30:.1f} GiB exceeds the budget of "
+                      f"{self.budget_bytes / 2**30:.1f} GiB")
+            self.say(f"trial {number}: refused before start: {reason}")
+            self._tell(study, trial, "refused", None, reason)
+            return
+        config = replace(
+            self.baseline, name=f"{self.method}-trial-{number}",
+            variables=tuple(sorted({**self.baseline.as_dict(), **values}.items())),
+        )
+        try:
+            self.runner.add_config(config)
+        except PerflabError as exc:
+            self._tell(study, trial, "failed", None, exc.message)
+            return
+        records = []
+        for threads in self.plan.run.threads:
+            point = Point(config, self.plan.workload, threads, 1, self.plan.definition(config))
+            records.append(self.runner.measure_point(store, session, point))
+        failed = [r for r in records if r.status != "ok"]
+        if failed:
+            error = (failed[0].error or "failed").splitlines()[0]
+            self.say(f"trial {number}: failed ({error}) with {label}")
+            self._tell(study, trial, "failed", None, failed[0].error)
+            return
+        value = self._objective([r.metrics for r in records])
+        if value is None:
+            self._tell(study, trial, "failed", None,
+                       f"throughput under the floor of {self.settings.min_qps} qps")
+            return
+        self.say(f"trial {number}: {self.settings.objective} {value:.2f} with {label}")
+        self._tell(study, trial, "ok", value, None)
+
+    def _objective(self, metrics: list[dict]) -> float | None:
+        """Throughput: geometric mean of qps over the thread counts; latency: mean p95/p99."""
+        qps = [m["qps"] for m in metrics]
+        if self.settings.objective == "throughput":
+            return math.exp(statistics.fmean(math.log(q) for q in qps))
+        if self.settings.min_qps and min(qps) < self.settings.min_qps:
+            return None
+        key = f"latency_{self.settings.objective}_ms"
+        return statistics.fmean(m[key] for m in metrics)
+
+    @staticmethod
+    def _tell(study: optuna.Study, trial: optuna.Trial, state: str, value: float | None,
+              error: str | None) -> None:
+        trial.set_user_attr("state", state)
+        if error:
+            trial.set_user_attr("error", error[:2000])
+        if state == "ok":
+            study.tell(trial, value)
+        else:
+            study.tell(trial, state=TrialState.FAIL)
+
+    # -- the honest result ---------------------------------------------------------------------
+
+    def _result(self, study: optuna.Study) -> TuneResult:
+        trials = [
+            TrialOutcome(t.number, {k: str(v) for k, v in t.params.items()},
+                         t.user_attrs.get("state", "failed"),
+                         t.value if t.state == TrialState.COMPLETE else None,
+                         t.user_attrs.get("error"))
+            for t in _finished(study)
+        ]
+        ok = [t for t in trials if t.state == "ok"]
+        best = None
+        if ok:
+            pick = max if self.settings.direction == "maximize" else min
+            best = pick(ok, key=lambda t: t.value)
+        importance = {}
+        if len(ok) >= 4:
+            try:
+                importance = dict(optuna.importance.get_param_importances(study))
+            except (RuntimeError, ValueError) as exc:  # too little variety to tell
+                self.say(f"knob importance not available: {exc}")
+        defaults = {name: str(value) for name, value in self._defaults().items()}
+        return TuneResult(self.plan.name, self.method, self.knobs, trials, best,
+                          importance=importance, defaults=defaults)
+
+    def _final(self, store: ResultStore, result: TuneResult) -> None:
+        """Measure default, baseline and best again, interleaved, and compare them."""
+        best_vars = {**self.baseline.as_dict(), **result.best.params}
+        configs = [replace(self.baseline, name="default", variables=()),
+                   replace(self.baseline, name="baseline"),
+                   replace(self.baseline, name="best", variables=tuple(sorted(best_vars.items())))]
+        if not self.baseline.variables:
+            configs.pop(1)  # the baseline is the defaults
+        final_plan = replace(
+            self.plan, name=f"{self.plan.name}:{self.method}:final", configs=tuple(configs),
+            baseline="default", run=replace(self.plan.run, repeats=self.settings.final_repeats,
+                                            target_interval=0.0, max_repeats=0),
+        )
+        self.say(f"re-measuring default, baseline and best: {self.settings.final_repeats} "
+                 "interleaved repeats each")
+        runner = Runner(final_plan, self.lab, self.say)
+        runner.run_in(store)
+        values: dict[str, dict[int, list[float]]] = {}
+        for point in store.points(final_plan.name, list(final_plan.to_json()["definitions"]
+                                                        .values())):
+            if point["status"] == "ok":
+                values.setdefault(point["config"], {}).setdefault(point["repeat"], []).append(
+                    point)
+        for config, by_repeat in values.items():
+            result.final[config] = [self._objective(points) for points in by_repeat.values()]
+        better = self.settings.direction == "maximize"
+        if "default" in result.final and "best" in result.final:
+            result.gain_vs_default = _gain(result.final["default"], result.final["best"], better)
+        if "baseline" in result.final and "best" in result.final:
+            result.gain_vs_baseline = _gain(result.final["baseline"], result.final["best"],
+                                            better)
+
+
+def ofat_next(knobs: list[Knob], finished: list, defaults: dict, direction: str) -> dict | None:
+    """Seed 002's method, replayed from the trials so far (so a resumed study goes on).
+
+    Round 1 varies every knob alone from the defaults; each later round starts from the
+    baseline plus the most important change found so far and varies the knobs that mattered.
+    """
+    better = (lambda a, b: a > b * (1 + MIN_EFFECT)) if direction == "maximize" \
+        else (lambda a, b: a < b * (1 - MIN_EFFECT))
+    tried = {tuple(sorted((k, str(v)) for k, v in t.params.items())) for t in finished}
+    scores = {tuple(sorted((k, str(v)) for k, v in t.params.items())): t.value
+              for t in finished if t.state == TrialState.COMPLETE}
+    baseline, active = dict(defaults), [k.name for k in knobs]
+    while active:
+        base_key = tuple(sorted((k, str(v)) for k, v in baseline.items()))
+        base_score = scores.get(base_key)
+        mattered, best_change = [], None
+        for knob in knobs:
+            if knob.name not in active:
+                continue
+            for value in candidates(knob, baseline[knob.name]):
+                params = {**baseline, knob.name: value}
+                key = tuple(sorted((k, str(v)) for k, v in params.items()))
+                if key not in tried:
+                    return params
+                score = scores.get(key)
+                if score is not None and base_score is not None and better(score, base_score):
+                    mattered.append(knob.name)
+                    if best_change is None or better(score, best_change[0]):
+                        best_change = (score, knob.name, value)
+        if best_change is None:
+            return None
+        baseline[best_change[1]] = best_change[2]
+        active = sorted(set(mattered) - {best_change[1]})
+    return None
+
+
+def candidates(knob: Knob, current) -> list:
+    """The values OFAT tries for a knob: every other choice, or 3 points across the range."""
+    if knob.kind == "choice":
+        return [c for c in knob.choices if c != current]
+    if knob.log:
+        lo, hi = math.log(knob.low), math.log(knob.high)
+        points = [round(math.exp(lo + f * (hi - lo))) for f in (0.1, 0.5, 0.9)]
+    else:
+        points = [round(knob.low + f * (knob.high - knob.low)) for f in (0.1, 0.5, 0.9)]
+    return [p for p in dict.fromkeys(points) if p != int(current)]
+
+
+def best_so_far(trials: list[TrialOutcome], direction: str) -> list[float | None]:
+    out, best = [], None
+    for t in trials:
+        if t.value is not None and (best is None or (t.value > best if direction == "maximize"
+                                                     else t.value < best)):
+            best = t.value
+        out.append(best)
+    return out
+
+
+def _gain(base: list[float], other: list[float], higher_is_better: bool) -> Comparison:
+    if higher_is_better:
+        return compare(base, other)
+    return compare(other, base)  # for latency a gain is a drop: compare the other way round
+
+
+def _finished(study: optuna.Study) -> list:
+    return study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.FAIL))
+
+
+def _durability(knobs: list[Knob]) -> set[str]:
+    return {k.name for k in knobs if k.durability}

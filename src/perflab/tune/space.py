@@ -1,0 +1,140 @@
+"""The knob space of `perflab tune`, read from the server itself, and its safety rules.
+
+Types, limits, enum values and whether a knob needs a restart come from
+information_schema.SYSTEM_VARIABLES (server/variables.py). perflab adds only what the server
+cannot say: a sensible search range for the curated knobs (seed 002's list and seed 004's
+buffers, in their MariaDB 10.11 form), which sizes are searched on a log scale, and which knobs
+trade durability for speed.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from perflab.errors import PerflabError
+from perflab.server.variables import INTEGER_TYPES, Catalog, parse_integer
+
+K, M, G = 1 << 10, 1 << 20, 1 << 30
+
+# name: (low, high, log scale) for numbers; None for ENUM/BOOLEAN (choices from the server).
+CURATED: dict[str, tuple[int, int, bool] | None] = {
+    "innodb_buffer_pool_size": (32 * M, 4 * G, True),
+    "innodb_log_file_size": (16 * M, 2 * G, True),
+    "innodb_log_buffer_size": (2 * M, 256 * M, True),
+    "innodb_io_capacity": (100, 20000, True),
+    "innodb_read_io_threads": (1, 16, False),
+    "innodb_write_io_threads": (1, 16, False),
+    "innodb_flush_method": None,
+    "innodb_adaptive_hash_index": None,
+    "innodb_change_buffering": None,
+    "innodb_spin_wait_delay": (0, 100, False),
+    "innodb_purge_threads": (1, 32, False),
+    "table_open_cache": (64, 16384, True),
+    "table_definition_cache": (400, 16384, True),
+    "thread_cache_size": (0, 1024, False),
+    "thread_handling": None,
+    "query_cache_type": None,
+    "query_cache_size": (0, 256 * M, False),
+    "key_buffer_size": (8 * M, 1 * G, True),
+    "sort_buffer_size": (32 * K, 16 * M, True),
+    "join_buffer_size": (128 * K, 16 * M, True),
+    "read_buffer_size": (8 * K, 8 * M, True),
+    "read_rnd_buffer_size": (8 * K, 16 * M, True),
+    "tmp_table_size": (1 * M, 256 * M, True),
+    "max_heap_table_size": (1 * M, 256 * M, True),
+}
+
+# Knobs that buy speed with the safety of committed data: excluded unless allowed explicitly.
+DURABILITY = {
+    "innodb_flush_log_at_trx_commit", "innodb_doublewrite", "sync_binlog",
+    "innodb_flush_log_at_timeout", "sync_frm", "sync_master_info", "sync_relay_log",
+    "sync_relay_log_info", "innodb_flush_method_nosync",
+}
+# Enum values that are unsafe in the same sense.
+UNSAFE_CHOICES = {"innodb_flush_method": {"nosync", "littlesync", "O_DIRECT_NO_FSYNC"}}
+
+# Memory: buffers allocated once, and per connection (the worst case multiplies by
+# max_connections, as MySQLTuner and the server's own docs count it).
+GLOBAL_BUFFERS = ("innodb_buffer_pool_size", "innodb_log_buffer_size", "key_buffer_size",
+                  "query_cache_size", "aria_pagecache_buffer_size")
+PER_CONNECTION = ("sort_buffer_size", "join_buffer_size", "read_buffer_size",
+                  "read_rnd_buffer_size", "thread_stack", "binlog_cache_size")
+
+
+@dataclass(frozen=True)
+class Knob:
+    name: str
+    kind: str  # "int" or "choice"
+    low: int = 0
+    high: int = 0
+    log: bool = False
+    choices: tuple[str, ...] = ()
+    dynamic: bool = False
+    durability: bool = False
+
+    def describe(self) -> str:
+        if self.kind == "choice":
+            return f"{self.name} in {{{', '.join(self.choices)}}}"
+        scale = "log" if self.log else "linear"
+        return f"{self.name} in [{self.low}, {self.high}] ({scale})"
+
+
+def knob_space(catalog: Catalog, names: list[str] | None = None,
+               allow_unsafe: bool = False) -> list[Knob]:
+    """The knobs to search: the user's names, or the curated set the server has."""
+    wanted = names or [n for n in CURATED if n in catalog.variables]
+    knobs = []
+    for name in wanted:
+        spec = catalog.spec(name, "tune.knobs")
+        durability = name in DURABILITY
+        if durability and not allow_unsafe:
+            if names:
+                raise PerflabError(
+                    f"tune.knobs: {name} trades durability for speed",
+                    hint="pass --allow-unsafe to search it anyway; the report will mark it",
+                )
+            continue
+        knobs.append(_knob(name, spec, CURATED.get(name), allow_unsafe, durability))
+    if not knobs:
+        raise PerflabError("tune: no knob to search")
+    return knobs
+
+
+def _knob(name, spec, curated, allow_unsafe: bool, durability: bool) -> Knob:
+    dynamic = spec.dynamic
+    if spec.type in ("ENUM", "BOOLEAN"):
+        unsafe = set() if allow_unsafe else UNSAFE_CHOICES.get(name, set())
+        choices = tuple(v for v in spec.values if v not in unsafe)
+        if name == "thread_handling":
+            choices = tuple(v for v in choices if v != "no-threads")  # one connection only
+        return Knob(name, "choice", choices=choices, dynamic=dynamic, durability=durability)
+    if spec.type not in INTEGER_TYPES:
+        raise PerflabError(f"tune.knobs: {name} is a {spec.type}; perflab tunes integers, "
+                           "booleans and enums")
+    low, high = int(spec.minimum), int(spec.maximum)
+    log = False
+    if curated:
+        low, high, log = max(low, curated[0]), min(high, curated[1]), curated[2]
+    elif high > 1 << 32:
+        raise PerflabError(f"tune.knobs: {name} ranges up to {high}; give it a curated range")
+    return Knob(name, "int", low, high, log and low > 0, (), dynamic, durability)
+
+
+def memory_estimate(catalog: Catalog, values: dict[str, str]) -> int:
+    """Worst-case bytes: global buffers + max_connections x per-connection buffers."""
+
+    def size(name: str) -> int:
+        if name in values:
+            return parse_integer(values[name]) or 0
+        spec = catalog.variables.get(name)
+        return int(spec.startup_value) if spec and spec.startup_value else 0
+
+    per_connection = sum(size(n) for n in PER_CONNECTION)
+    per_connection += max(size("tmp_table_size"), size("max_heap_table_size"))
+    return sum(size(n) for n in GLOBAL_BUFFERS) + size("max_connections") * per_connection
+
+
+def memory_budget(share: float = 0.5) -> int:
+    """A share of this machine's RAM."""
+    return int(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") * share)

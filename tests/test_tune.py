@@ -1,0 +1,135 @@
+"""perflab tune against a real server: knob space, safety, failed starts, resume."""
+
+import signal
+import subprocess
+import time
+
+import optuna
+import pytest
+
+from conftest import PERFLAB, run_cli, stored_points
+from perflab.errors import PerflabError
+from perflab.plan import parse_plan
+from perflab.tune.search import Tuner, TuneSettings
+from perflab.tune.space import DURABILITY, knob_space, memory_estimate
+
+PLAN = """
+[study]
+name = "{name}"
+[dataset]
+engine = "InnoDB"
+rows = 5000
+[workload]
+name = "oltp_point_select"
+[run]
+threads = [2]
+warmup_seconds = 0
+run_seconds = 1
+repeats = 1
+[configs.default]
+[tune]
+knobs = {knobs}
+final_repeats = 2
+{extra}
+"""
+
+
+def plan_file(tmp_path, name, knobs, extra=""):
+    path = tmp_path / f"{name}.toml"
+    path.write_text(PLAN.format(name=name, knobs=knobs, extra=extra))
+    return path
+
+
+@pytest.fixture(scope="module")
+def catalog(shared_lab):
+    return shared_lab.catalog()
+
+
+def test_knob_space_has_the_servers_types_and_sensible_ranges(catalog):
+    knobs = {k.name: k for k in knob_space(catalog)}
+    pool = knobs["innodb_buffer_pool_size"]
+    assert (pool.kind, pool.log, pool.dynamic) == ("int", True, True)
+    assert pool.low == 32 << 20 and pool.high == 4 << 30
+    assert knobs["innodb_flush_method"].kind == "choice"
+    assert "O_DIRECT" in knobs["innodb_flush_method"].choices
+    assert "nosync" not in knobs["innodb_flush_method"].choices  # unsafe unless allowed
+    assert not knobs["innodb_flush_method"].dynamic  # needs a restart
+    assert knobs["table_open_cache"].dynamic and knobs["table_open_cache"].log
+    assert knobs["innodb_read_io_threads"].high <= 64  # capped by the server's own maximum
+    assert not DURABILITY & set(knobs)
+    unsafe = {k.name for k in knob_space(catalog, ["innodb_flush_log_at_trx_commit"],
+                                         allow_unsafe=True)}
+    assert unsafe == {"innodb_flush_log_at_trx_commit"}
+    with pytest.raises(PerflabError, match="trades durability"):
+        knob_space(catalog, ["innodb_doublewrite"])
+    with pytest.raises(PerflabError, match="unknown server variable"):
+        knob_space(catalog, ["innodb_bufer_pool_size"])
+
+
+def test_memory_estimate_counts_per_connection_buffers(catalog):
+    small = memory_estimate(catalog, {"max_connections": "10", "sort_buffer_size": str(1 << 20)})
+    large = memory_estimate(catalog, {"max_connections": "1000",
+                                      "sort_buffer_size": str(1 << 20)})
+    assert large - small > 990 * (1 << 20)
+
+
+def test_memory_busting_proposal_is_refused_before_any_server_starts(shared_lab, tmp_path):
+    plan = parse_plan(plan_file(tmp_path, "tune-refused", '["table_open_cache"]',
+                                "memory_share = 0.00001").read_text())
+    settings = TuneSettings.from_plan(dict(plan.tune))
+    result = Tuner(plan, shared_lab, settings, "random", budget=2, say=lambda _: None).run()
+    assert [t.state for t in result.trials] == ["refused", "refused"]
+    assert "exceeds the budget" in result.trials[0].error
+    assert result.best is None
+    assert stored_points(shared_lab, "tune-refused") == []  # nothing was measured
+
+
+def test_trial_whose_server_fails_to_start_is_recorded_and_the_study_goes_on(
+    shared_lab, tmp_path
+):
+    plan = parse_plan(plan_file(tmp_path, "tune-startfail", '["innodb_page_size"]').read_text())
+    settings = TuneSettings.from_plan(dict(plan.tune))
+    result = Tuner(plan, shared_lab, settings, "ofat", budget=3, say=lambda _: None).run()
+    # trial 0 is the default page size; OFAT's next values are sizes InnoDB refuses
+    assert [t.state for t in result.trials] == ["ok", "failed", "failed"]
+    assert "mariadbd exited during start-up" in result.trials[1].error
+    assert result.best.number == 0
+    assert result.gain_vs_default is not None  # the honest re-measure ran
+    assert len(result.final["default"]) == 2 and len(result.final["best"]) == 2
+    assert "the defaults were best" in result.mycnf()
+
+
+def test_interrupted_study_resumes_to_its_budget(shared_lab, tmp_path):
+    plan = plan_file(tmp_path, "tune-resume", '["table_open_cache", "thread_cache_size"]')
+    argv = [*PERFLAB, "tune", str(plan), "--lab", str(shared_lab.root), "--method", "random",
+            "--budget", "5"]
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while len(stored_points(shared_lab, "tune-resume")) < 2:
+            assert time.monotonic() < deadline, "no trial finished in time"
+            time.sleep(0.1)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    out = run_cli("tune", str(plan), "--lab", str(shared_lab.root), "--method", "random",
+                  "--budget", "5")
+    assert out.returncode == 0, out.stderr
+    assert "resuming study tune-resume:random" in out.stderr
+    study = optuna.load_study(study_name="tune-resume:random",
+                              storage=f"sqlite:///{shared_lab.root / 'optuna.sqlite'}")
+    states = [t.state for t in study.trials]
+    assert len(states) == 5 and optuna.trial.TrialState.RUNNING not in states
+    assert "Gain of the best configuration" in out.stdout
+    assert "[mariadbd]" in out.stdout
+
+
+def test_tune_plan_mistakes_are_one_line(tmp_path):
+    bad = plan_file(tmp_path, "bad", '["table_open_cache"]', 'objective = "fastest"')
+    out = run_cli("tune", str(bad), "--lab", str(tmp_path / "lab"), "--budget", "1")
+    assert out.returncode == 2
+    assert "tune.objective = 'fastest' is not allowed" in out.stderr
+    good = plan_file(tmp_path, "good", '["table_open_cache"]')
+    missing = run_cli("tune", str(good), "--lab", str(tmp_path / "lab"))
+    assert missing.returncode == 2
+    assert "give the search a --budget (trials) or a --time (seconds)" in missing.stderr
