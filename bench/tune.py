@@ -22,7 +22,7 @@ KNOBS = ["innodb_buffer_pool_size", "innodb_log_file_size", "innodb_flush_method
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--budget", type=int, default=8)
+    parser.add_argument("--budget", type=int, default=12)
     parser.add_argument("--tables", type=int, default=4)
     parser.add_argument("--rows", type=int, default=500_000)
     parser.add_argument("--threads", type=int, default=8)
@@ -49,9 +49,9 @@ final_repeats = {args.final_repeats}
 """)
     settings = TuneSettings.from_plan(dict(plan.tune))
     results = {}
-    for method in ("ofat", "bayes", "random"):
+    for seed, method in enumerate(("ofat", "bayes", "random"), 1):
         lab = bench_lab(f"tune-{method}")
-        results[method] = Tuner(plan, lab, settings, method, budget=args.budget,
+        results[method] = Tuner(plan, lab, settings, method, budget=args.budget, seed=seed,
                                 say=lambda m, method=method: print(f"[{method}] {m}")).run()
 
     def trial_gains(result) -> list[float | None]:

@@ -70,3 +70,14 @@ def test_trend_detects_drift_and_ignores_flat_noise():
     flat = trend([100, 101, 99, 100, 101, 99])
     assert not flat.significant()
     assert trend([1, 2, 3]) is None
+
+
+def test_no_verdict_beside_an_interval_that_holds_zero():
+    # Welch's p is 0.029 here, but the ratio's delta-method interval, which scales the
+    # baseline's wide spread by the ratio, still reaches below zero: that is noise.
+    base = [111.6, 91.2, 82.4, 104.5]
+    other = [123.3, 122.9, 122.4, 124.0]
+    c = compare(base, other)
+    assert c.p_value == pytest.approx(0.0292, abs=0.001)
+    assert c.ci_low < 0 < c.ci_high
+    assert c.verdict == "noise"

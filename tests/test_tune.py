@@ -117,7 +117,7 @@ def test_interrupted_study_resumes_to_its_budget(shared_lab, tmp_path):
     assert out.returncode == 0, out.stderr
     assert "resuming study tune-resume:random" in out.stderr
     study = optuna.load_study(study_name="tune-resume:random",
-                              storage=f"sqlite:///{shared_lab.root / 'optuna.sqlite'}")
+                              storage=f"sqlite:///{shared_lab.db_path}")
     states = [t.state for t in study.trials]
     assert len(states) == 5 and optuna.trial.TrialState.RUNNING not in states
     assert "Gain of the best configuration" in out.stdout

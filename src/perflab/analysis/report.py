@@ -109,9 +109,11 @@ def headline(results: StudyResults) -> list[str]:
     repeats = f"{run['repeats']} repeats"
     if run.get("target_interval"):
         repeats += f" (adaptive to ±{run['target_interval']:.0%}, at most {run['max_repeats']})"
+    engines = sorted(set(plan.get("engines", {}).values())) or [ds["engine"]]
+    engine = engines[0] if len(engines) == 1 else "/".join(engines) + " (per configuration)"
     return [
         f"Study {plan['name']}: {plan['description']}".rstrip(": "),
-        f"Workload {workload}; dataset {ds['engine']} {ds['tables']} table(s) x {ds['rows']} rows;"
+        f"Workload {workload}; dataset {engine} {ds['tables']} table(s) x {ds['rows']} rows;"
         f" warm-up {run['warmup_seconds']} s, run {run['run_seconds']} s, {repeats}; baseline "
         f"{plan['baseline']}",
         f"Points: {ok} ok, {failed} failed",

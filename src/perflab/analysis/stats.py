@@ -97,7 +97,8 @@ def compare(
     """`other` against `base`: relative change of the means, its interval and a verdict.
 
     The verdict is "faster"/"slower" only when Welch's t-test rejects equal means at the
-    confidence level *and* the change is at least min_effect; otherwise "noise".
+    confidence level, the interval of the change excludes zero *and* the change is at least
+    min_effect; otherwise "noise".
     """
     mean_b, mean_o = statistics.fmean(base), statistics.fmean(other)
     change = mean_o / mean_b - 1 if mean_b else math.nan
@@ -117,9 +118,13 @@ def compare(
         # delta method for the ratio of two independent means
         se_ratio = ratio * math.sqrt(se_b2 / mean_b**2 + se_o2 / mean_o**2)
         half = scipy_stats.t.ppf((1 + confidence) / 2, df) * se_ratio
-    significant = p_value < 1 - confidence and abs(change) >= min_effect
+    low, high = change - half, change + half
+    # All three must agree, so that a verdict never sits beside an interval that holds zero
+    # (Welch's test and the ratio's interval can disagree at the margin).
+    significant = (p_value < 1 - confidence and (low > 0 or high < 0)
+                   and abs(change) >= min_effect)
     verdict = ("faster" if change > 0 else "slower") if significant else "noise"
-    return Comparison(change, change - half, change + half, p_value, verdict)
+    return Comparison(change, low, high, p_value, verdict)
 
 
 @dataclass(frozen=True)

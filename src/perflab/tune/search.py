@@ -38,11 +38,14 @@ from perflab.tune.space import Knob, knob_space, memory_budget, memory_estimate
 
 OBJECTIVES = ("throughput", "p95", "p99")
 SAMPLERS = {
-    "tpe": lambda seed: optuna.samplers.TPESampler(seed=seed),
-    "random": lambda seed: optuna.samplers.RandomSampler(seed=seed),
-    "cmaes": lambda seed: optuna.samplers.CmaEsSampler(seed=seed),
-    "qmc": lambda seed: optuna.samplers.QMCSampler(seed=seed),
-    "gp": lambda seed: optuna.samplers.GPSampler(seed=seed),
+    # TPE samples at random for its first n_startup_trials (10 by default); a frugal budget
+    # lets the model take over after a third of it instead.
+    "tpe": lambda seed, budget: optuna.samplers.TPESampler(
+        seed=seed, n_startup_trials=min(10, max(3, (budget or 30) // 3))),
+    "random": lambda seed, budget: optuna.samplers.RandomSampler(seed=seed),
+    "cmaes": lambda seed, budget: optuna.samplers.CmaEsSampler(seed=seed),
+    "qmc": lambda seed, budget: optuna.samplers.QMCSampler(seed=seed),
+    "gp": lambda seed, budget: optuna.samplers.GPSampler(seed=seed),
 }
 MIN_EFFECT = 0.02  # OFAT adopts a change only when it beats the baseline by this much
 Say = Callable[[str], None]
@@ -140,7 +143,8 @@ class Tuner:
         self.plan, self.lab, self.settings, self.method = plan, lab, settings, method
         self.budget, self.seconds, self.seed, self.say = budget, seconds, seed, say
         self.sampler_name = {"random": "random", "ofat": "random"}.get(method, sampler)
-        self.storage = storage or f"sqlite:///{lab.root / 'optuna.sqlite'}"
+        # the study lives in the lab's results database, beside the points of its trials
+        self.storage = storage or f"sqlite:///{lab.db_path}"
         self.allow_unsafe = allow_unsafe
         self.baseline = plan.config(plan.baseline)
         self.runner = Runner(plan, lab, say)
@@ -184,7 +188,7 @@ class Tuner:
 
     def _study(self) -> optuna.Study:
         optuna.logging.set_verbosity(optuna.logging.WARNING)
-        sampler = SAMPLERS[self.sampler_name](self.seed)
+        sampler = SAMPLERS[self.sampler_name](self.seed, self.budget)
         study = optuna.create_study(
             study_name=f"{self.plan.name}:{self.method}", storage=self.storage,
             direction=self.settings.direction, sampler=sampler, load_if_exists=True,
@@ -334,7 +338,9 @@ class Tuner:
         if not self.baseline.variables:
             configs.pop(1)  # the baseline is the defaults
         final_plan = replace(
-            self.plan, name=f"{self.plan.name}:{self.method}:final", configs=tuple(configs),
+            # named after the trial count, so a longer resumed search re-measures afresh
+            self.plan, name=f"{self.plan.name}:{self.method}:final@{len(result.trials)}",
+            configs=tuple(configs),
             baseline="default", run=replace(self.plan.run, repeats=self.settings.final_repeats,
                                             target_interval=0.0, max_repeats=0),
         )
