@@ -36,7 +36,8 @@ def compare_labs(a: StudyResults, b: StudyResults, min_effect: float) -> Table:
         ["Config", "Workload", "Threads", "A qps", "B qps", "Change", "95% interval", "p",
          "Verdict"],
         rows,
-        note=f"faster/slower: p < 0.05 and |change| >= {min_effect:.0%}; otherwise noise. "
+        note=f"faster/slower: p < 0.05, the interval excludes 0 and |change| >= "
+             f"{min_effect:.0%}; otherwise noise. "
              "Medians shown; the change compares means.",
     )
 

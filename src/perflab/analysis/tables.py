@@ -151,7 +151,8 @@ def verdict_table(plan: dict, points: list[dict], min_effect: float) -> Table:
         f"Change vs {plan['baseline']} (mean queries/s, 95% interval, Welch's t-test)",
         ["Config", "Threads", "Change", "95% interval", "p", "Verdict"],
         rows,
-        note=f"faster/slower: p < 0.05 and |change| >= {min_effect:.0%}; otherwise noise",
+        note=f"faster/slower: p < 0.05, the interval excludes 0 and |change| >= "
+             f"{min_effect:.0%}; otherwise noise",
     )
 
 
