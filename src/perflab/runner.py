@@ -83,12 +83,20 @@ def measure(
     """
     with server.connect() as conn:
         before = global_status(conn)
-    argv = sysbench.command(spec, workload, dataset, server.endpoint, threads, seconds)
-    result = sysbench.run([*(client or []), *argv], sysbench.environment(spec, workload),
-                          seconds, threads)
+    result = run_load(server, spec, workload, dataset, threads, seconds, client)
     with server.connect() as conn:
         after = global_status(conn)
     return result, delta(before, after)
+
+
+def run_load(
+    server: ManagedServer, spec: WorkloadSpec, workload: Workload, dataset: Dataset,
+    threads: int, seconds: int, client: list[str] | None = None,
+) -> sysbench.LoadResult:
+    """sysbench against a running server: the one way perflab drives load (warm-up or point)."""
+    argv = sysbench.command(spec, workload, dataset, server.endpoint, threads, seconds)
+    return sysbench.run([*(client or []), *argv], sysbench.environment(spec, workload),
+                        seconds, threads)
 
 
 def point_metrics(result: sysbench.LoadResult, status_delta: dict[str, float]) -> dict:
@@ -122,6 +130,8 @@ class Runner:
         self.lab = lab
         self.say = say
         self.spec: WorkloadSpec = resolve(plan.workload)
+        # read once: for the sql workload this parses the user's file
+        self.dataset_settings = self.spec.dataset_settings(plan.workload)
         self.server: ManagedServer | None = None
         self.active: str | None = None  # name of the configuration the server runs
         self.server_state_id: int | None = None
@@ -222,11 +232,11 @@ class Runner:
 
     def _dataset_key(self, config: ServerConfig) -> str:
         return dataset_key(self.plan.dataset_for(config), self.spec.schema,
-                           self.spec.dataset_settings(self.plan.workload))
+                           self.dataset_settings)
 
     def _ensure_dataset(self, config: ServerConfig) -> None:
         dataset = self.plan.dataset_for(config)
-        settings = self.spec.dataset_settings(self.plan.workload)
+        settings = self.dataset_settings
 
         def load(server: ManagedServer) -> dict:
             report = load_dataset(server.endpoint, dataset, self.spec, self.plan.workload)
@@ -348,13 +358,9 @@ class Runner:
             f"warming up {config.name}: {run.warmup_seconds} s at "
             f"{run.effective_warmup_threads} threads"
         )
-        argv = sysbench.command(
-            self.spec, self.plan.workload, self.plan.dataset_for(config), self.server.endpoint,
-            run.effective_warmup_threads, run.warmup_seconds,
-        )
-        sysbench.run([*env.client_prefix(config.environment), *argv],
-                     sysbench.environment(self.spec, self.plan.workload), run.warmup_seconds,
-                     run.effective_warmup_threads)
+        run_load(self.server, self.spec, self.plan.workload, self.plan.dataset_for(config),
+                 run.effective_warmup_threads, run.warmup_seconds,
+                 env.client_prefix(config.environment))
         if self.spec.writes:
             self.lab.set_working_state(dirty=True)
 

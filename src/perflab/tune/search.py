@@ -348,13 +348,13 @@ class Tuner:
                  "interleaved repeats each")
         runner = Runner(final_plan, self.lab, self.say)
         runner.run_in(store)
-        values: dict[str, dict[int, list[float]]] = {}
-        for point in store.points(final_plan.name, list(final_plan.to_json()["definitions"]
-                                                        .values())):
+        points: dict[str, dict[int, list[dict]]] = {}  # config -> repeat -> its points
+        definitions = [final_plan.definition(c) for c in final_plan.configs]
+        for point in store.points(final_plan.name, definitions):
             if point["status"] == "ok":
-                values.setdefault(point["config"], {}).setdefault(point["repeat"], []).append(
+                points.setdefault(point["config"], {}).setdefault(point["repeat"], []).append(
                     point)
-        for config, by_repeat in values.items():
+        for config, by_repeat in points.items():
             result.final[config] = [self._objective(points) for points in by_repeat.values()]
         better = self.settings.direction == "maximize"
         if "default" in result.final and "best" in result.final:
@@ -372,20 +372,18 @@ def ofat_next(knobs: list[Knob], finished: list, defaults: dict, direction: str)
     """
     better = (lambda a, b: a > b * (1 + MIN_EFFECT)) if direction == "maximize" \
         else (lambda a, b: a < b * (1 - MIN_EFFECT))
-    tried = {tuple(sorted((k, str(v)) for k, v in t.params.items())) for t in finished}
-    scores = {tuple(sorted((k, str(v)) for k, v in t.params.items())): t.value
-              for t in finished if t.state == TrialState.COMPLETE}
+    tried = {_key(t.params) for t in finished}
+    scores = {_key(t.params): t.value for t in finished if t.state == TrialState.COMPLETE}
     baseline, active = dict(defaults), [k.name for k in knobs]
     while active:
-        base_key = tuple(sorted((k, str(v)) for k, v in baseline.items()))
-        base_score = scores.get(base_key)
+        base_score = scores.get(_key(baseline))
         mattered, best_change = [], None
         for knob in knobs:
             if knob.name not in active:
                 continue
             for value in candidates(knob, baseline[knob.name]):
                 params = {**baseline, knob.name: value}
-                key = tuple(sorted((k, str(v)) for k, v in params.items()))
+                key = _key(params)
                 if key not in tried:
                     return params
                 score = scores.get(key)
@@ -398,6 +396,11 @@ def ofat_next(knobs: list[Knob], finished: list, defaults: dict, direction: str)
         baseline[best_change[1]] = best_change[2]
         active = sorted(set(mattered) - {best_change[1]})
     return None
+
+
+def _key(params: dict) -> tuple:
+    """A trial's parameters in a form that compares equal however they were typed."""
+    return tuple(sorted((k, str(v)) for k, v in params.items()))
 
 
 def candidates(knob: Knob, current) -> list:
