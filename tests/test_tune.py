@@ -11,7 +11,7 @@ from conftest import PERFLAB, run_cli, stored_points
 from perflab.errors import PerflabError
 from perflab.plan import parse_plan
 from perflab.tune.search import Tuner, TuneSettings
-from perflab.tune.space import DURABILITY, knob_space, memory_estimate
+from perflab.tune.space import DURABILITY, configured_sizes, knob_space, memory_estimate
 
 PLAN = """
 [study]
@@ -67,9 +67,10 @@ def test_knob_space_has_the_servers_types_and_sensible_ranges(catalog):
 
 
 def test_memory_estimate_counts_per_connection_buffers(catalog):
-    small = memory_estimate(catalog, {"max_connections": "10", "sort_buffer_size": str(1 << 20)})
-    large = memory_estimate(catalog, {"max_connections": "1000",
-                                      "sort_buffer_size": str(1 << 20)})
+    small = memory_estimate(configured_sizes(
+        catalog, {"max_connections": "10", "sort_buffer_size": str(1 << 20)}))
+    large = memory_estimate(configured_sizes(
+        catalog, {"max_connections": "1000", "sort_buffer_size": str(1 << 20)}))
     assert large - small > 990 * (1 << 20)
 
 

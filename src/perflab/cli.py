@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import getpass
 import json
 import signal
 import sys
@@ -23,10 +24,14 @@ from perflab.analysis.report import (
     series_point,
 )
 from perflab.errors import PerflabError
+from perflab.health import report as health_report
+from perflab.health.check import take_health
+from perflab.health.lab import lab_health
 from perflab.lab import Lab
 from perflab.plan import load_plan
 from perflab.probes.system import host_facts
 from perflab.runner import Runner
+from perflab.server.connection import Endpoint
 from perflab.studies import builtin_names, builtin_path, resolve_plan
 from perflab.tune import report as tune_report
 from perflab.tune.search import Tuner, TuneSettings
@@ -111,6 +116,33 @@ def build_parser() -> argparse.ArgumentParser:
     tune.add_argument("--html", type=Path, metavar="FILE", help="also write an HTML report")
     tune.set_defaults(func=cmd_tune)
 
+    health = sub.add_parser(
+        "health", help="judge a server's counters against acceptable ranges, since start and hot",
+        description="Read-only. Exit status 1 when a rule fails, 2 on a usage error.")
+    where = health.add_mutually_exclusive_group(required=True)
+    where.add_argument("--socket", help="Unix socket of a running server")
+    where.add_argument("--host", help="host of a running server (with --port)")
+    where.add_argument("--lab", type=Path, help="start the lab's managed server for a study's "
+                       "configuration and drive the study's workload through both views")
+    health.add_argument("--port", type=int, default=3306)
+    health.add_argument("--user", help="default: the option file's, else root")
+    health.add_argument("--defaults-file", metavar="FILE",
+                        help="option file whose [client] group holds user and password")
+    health.add_argument("--password", action="store_true",
+                        help="prompt for the password (never given on the command line)")
+    health.add_argument("--interval", type=float, default=10, metavar="SECONDS",
+                        help="hot window between the two snapshots (0: since start only); "
+                        "with --lab also the length of the cold phase (default 10)")
+    health.add_argument("--study", help="with --lab: built-in study or plan .toml "
+                        "(default: the lab's latest study)")
+    health.add_argument("--config", help="with --lab: configuration (default: the baseline)")
+    health.add_argument("--threads", type=int, help="with --lab: load threads "
+                        "(default: the plan's warm-up threads)")
+    health.add_argument("--format", choices=("text", "json"), default="text")
+    health.add_argument("--explain", action="store_true",
+                        help="also print each rule's formula, variables and threshold source")
+    health.set_defaults(func=cmd_health)
+
     studies = sub.add_parser("studies", help="list the built-in studies")
     studies.set_defaults(func=cmd_studies)
 
@@ -191,6 +223,28 @@ def cmd_tune(args: argparse.Namespace) -> int:
                                                      settings.direction))
         print(f"wrote {args.html}", file=sys.stderr)
     return 0
+
+
+def cmd_health(args: argparse.Namespace) -> int:
+    if args.lab:
+        lab = Lab(args.lab)
+        plan = resolve_plan(args.study or lab.latest_study())
+        threads = args.threads or plan.run.effective_warmup_threads
+        seconds = max(1, round(args.interval))
+        report = lab_health(lab, plan, args.config, threads, seconds, _say)
+    else:
+        user = args.user or ("" if args.defaults_file else "root")  # "": the file's user
+        password = getpass.getpass(f"password for {user or 'the user'}: ") if args.password \
+            else ""
+        endpoint = Endpoint(socket=args.socket, host=args.host or "127.0.0.1",
+                            port=None if args.socket else args.port, user=user,
+                            password=password, option_file=args.defaults_file)
+        report = take_health(endpoint, args.interval)
+    if args.format == "json":
+        print(health_report.render_json(report))
+    else:
+        print(health_report.render_text(report, args.explain))
+    return 1 if any(report.failing().values()) else 0
 
 
 def cmd_studies(args: argparse.Namespace) -> int:

@@ -52,6 +52,19 @@ class Lab:
         self.root.mkdir(parents=True, exist_ok=True)
         return ResultStore(self.db_path)
 
+    def latest_study(self) -> str:
+        """The name of the study run last in this lab."""
+        if self.exists():
+            store = self.store()
+            try:
+                studies = store.studies()
+            finally:
+                store.close()
+            if studies:
+                return studies[0]
+        raise PerflabError(f"{self.root} holds no study yet",
+                           hint="run one first, or name it with --study")
+
     @contextmanager
     def locked(self):
         """Exclusive use of the lab: two runs on one lab would share one server."""

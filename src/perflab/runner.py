@@ -205,8 +205,22 @@ class Runner:
         store.save_point(session, self.plan.name, record)
         return record
 
+    def serve(self, config: ServerConfig) -> ManagedServer:
+        """A freshly started server for `config` on its dataset (status counters from zero),
+        outside any session: for perflab health. Stop it with stop()."""
+        self._ensure_dataset(config)
+        self._start_fresh(config)
+        return self.server
+
+    def load(self, config: ServerConfig, threads: int, seconds: int) -> None:
+        """The plan's workload against the running server, unmeasured."""
+        run_load(self.server, self.spec, self.plan.workload, self.plan.dataset_for(config),
+                 threads, seconds, env.client_prefix(config.environment))
+        if self.spec.writes:
+            self.lab.set_working_state(dirty=True)
+
     def close_session(self, store: ResultStore, session: int, outcome: str) -> None:
-        self._stop()
+        self.stop()
         store.end_session(session, outcome)
 
     def _more_repeats(self, store: ResultStore, round_number: int) -> list[Point]:
@@ -254,7 +268,7 @@ class Runner:
         try:
             self._activate(store, session, point.config)
         except (PerflabError, sysbench.LoadFailed, pymysql.MySQLError) as exc:
-            self._stop()
+            self.stop()
             detail = getattr(exc, "detail", None)
             error = f"{exc}\n{detail}" if detail else str(exc)
             return PointRecord(point, "failed", started, time.time(), None, {}, error=error)
@@ -290,7 +304,7 @@ class Runner:
             code = server.process.returncode if server.process else None
             error = f"mariadbd died during the point (exit code {code})\n{server.error_log_tail()}"
             self.lab.set_working_state(dirty=True)  # tables may be marked crashed: restore
-            self._stop()
+            self.stop()
         else:
             error = str(exc)
         self.say(f"point {point.label} failed: {error.splitlines()[0]}")
@@ -317,14 +331,20 @@ class Runner:
             except pymysql.MySQLError as exc:  # e.g. key_buffer_size=0 on the default cache
                 self.say(f"SET GLOBAL refused ({exc.args[-1]}): restarting instead")
         if how == "start":
-            self._stop()
-            self.lab.checkout(key, self.say)
-            self.say(f"configuration {config.name}: starting mariadbd {_pairs(wanted)}")
-            self.server = self.lab.server(wanted, environment)
-            self.server.start()
+            self._start_fresh(config)
         self.active = config.name
         self.server_state_id = self._record_state(store, session, config, how)
         self._warm_up(config)
+
+    def _start_fresh(self, config: ServerConfig) -> None:
+        """A just-started server for `config` on a datadir restored from its dataset."""
+        self.stop()
+        self.lab.checkout(self._dataset_key(config), self.say)
+        wanted = self.options[config.name]
+        self.say(f"configuration {config.name}: starting mariadbd {_pairs(wanted)}")
+        self.server = self.lab.server(wanted, env.server_environment(config.environment))
+        self.server.start()
+        self.active = config.name
 
     def _can_set_live(self, wanted: dict[str, str], key: str, environment) -> bool:
         server = self.server
@@ -358,13 +378,9 @@ class Runner:
             f"warming up {config.name}: {run.warmup_seconds} s at "
             f"{run.effective_warmup_threads} threads"
         )
-        run_load(self.server, self.spec, self.plan.workload, self.plan.dataset_for(config),
-                 run.effective_warmup_threads, run.warmup_seconds,
-                 env.client_prefix(config.environment))
-        if self.spec.writes:
-            self.lab.set_working_state(dirty=True)
+        self.load(config, run.effective_warmup_threads, run.warmup_seconds)
 
-    def _stop(self) -> None:
+    def stop(self) -> None:
         if self.server is not None:
             self.server.stop()
         self.server = None

@@ -80,6 +80,13 @@ CREATE TABLE IF NOT EXISTS points (
     error TEXT,
     UNIQUE (study, definition, threads, repeat)
 );
+CREATE TABLE IF NOT EXISTS health_reports (
+    id INTEGER PRIMARY KEY,
+    study TEXT NOT NULL,
+    config TEXT NOT NULL,
+    report_json TEXT NOT NULL,
+    created_at REAL NOT NULL
+);
 """
 
 METRIC_COLUMNS = (
@@ -243,6 +250,18 @@ class ResultStore:
             f"SELECT * FROM server_states WHERE session_id IN ({marks}) ORDER BY id", session_ids
         )
         return [dict(row) for row in rows]
+
+    def save_health(self, study: str, config: str, report: dict) -> None:
+        self.db.execute(
+            "INSERT INTO health_reports (study, config, report_json, created_at) "
+            "VALUES (?, ?, ?, ?)", (study, config, json.dumps(report), time.time()))
+
+    def health_reports(self, study: str) -> list[dict]:
+        """The latest health report of each configuration of the study, as stored."""
+        rows = self.db.execute(
+            "SELECT config, report_json FROM health_reports WHERE id IN (SELECT MAX(id) FROM "
+            "health_reports WHERE study = ? GROUP BY config) ORDER BY id", (study,))
+        return [{"config": row["config"], **json.loads(row["report_json"])} for row in rows]
 
 
 def _json(value) -> str | None:

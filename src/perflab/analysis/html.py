@@ -21,6 +21,8 @@ from perflab.analysis.report import (
     series_point,
     tables,
 )
+from perflab.health.check import report_from_json
+from perflab.health.report import render_html_section
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1100px; color: #222; }
@@ -60,6 +62,9 @@ def render_html(results: StudyResults, options: ReportOptions = DEFAULT_OPTIONS,
     if failed:
         parts.append("<h2>Failed points</h2><ul>"
                      + "".join(f"<li>{html.escape(line)}</li>" for line in failed) + "</ul>")
+    for stored in results.health:
+        parts.append(render_html_section(report_from_json(stored),
+                                         f"Server health: configuration {stored['config']}"))
     parts += extra_sections or []
     parts.append("<h2>Plan</h2><pre>" + html.escape(json.dumps(plan, indent=2)) + "</pre>")
     parts.append(_environment(results))

@@ -53,6 +53,7 @@ class StudyResults:
     points: list[dict]
     sessions: list[dict]
     server_states: list[dict]
+    health: list[dict]  # the latest stored health report per configuration (perflab health)
 
 
 def load_results(lab: Lab, study: str | None = None) -> StudyResults:
@@ -74,9 +75,10 @@ def load_results(lab: Lab, study: str | None = None) -> StudyResults:
         points = store.points(name, list(plan["definitions"].values()))
         sessions = store.sessions(name)
         states = store.server_states([s["id"] for s in sessions]) if sessions else []
+        health = store.health_reports(name)
     finally:
         store.close()
-    return StudyResults(str(lab.root), plan, points, sessions, states)
+    return StudyResults(str(lab.root), plan, points, sessions, states, health)
 
 
 def tables(results: StudyResults, options: ReportOptions) -> list[Table]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pymysql
 
@@ -14,17 +14,21 @@ class Endpoint:
     socket: str | None = None
     host: str = "127.0.0.1"
     port: int | None = None
-    user: str = "root"
+    user: str = "root"  # "" with an option_file: the file's user
+    password: str = field(default="", repr=False)
+    option_file: str | None = None  # a my.cnf whose [client] group may hold user and password
 
     def connect(self, database: str | None = None, timeout: float = 10) -> pymysql.Connection:
         if self.socket:
             where = {"unix_socket": self.socket}
         else:
             where = {"host": self.host, "port": self.port}
+        if self.option_file:
+            where["read_default_file"] = self.option_file
         return pymysql.connect(
             **where,
             user=self.user,
-            password="",
+            password=self.password,
             database=database,
             autocommit=True,
             connect_timeout=timeout,

@@ -34,7 +34,13 @@ from perflab.lab import Lab
 from perflab.plan import Plan, Point
 from perflab.runner import Runner
 from perflab.store import ResultStore
-from perflab.tune.space import Knob, knob_space, memory_budget, memory_estimate
+from perflab.tune.space import (
+    Knob,
+    configured_sizes,
+    knob_space,
+    memory_budget,
+    memory_estimate,
+)
 
 OBJECTIVES = ("throughput", "p95", "p99")
 SAMPLERS = {
@@ -248,8 +254,8 @@ class Tuner:
         values = {name: str(value) for name, value in trial.params.items()}
         number = trial.number
         label = " ".join(f"{k}={v}" for k, v in values.items())
-        estimate = memory_estimate(self.catalog, {**self.runner.options[self.baseline.name],
-                                                  **values})
+        estimate = memory_estimate(configured_sizes(
+            self.catalog, {**self.runner.options[self.baseline.name], **values}))
         if estimate > self.budget_bytes:
             reason = (f"worst-case memory {estimate / 2**30:.1f} GiB exceeds the budget of "
                       f"{self.budget_bytes / 2**30:.1f} GiB")

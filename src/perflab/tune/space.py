@@ -10,6 +10,7 @@ trade durability for speed.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from perflab.errors import PerflabError
@@ -121,18 +122,35 @@ def _knob(name, spec, curated, allow_unsafe: bool, durability: bool) -> Knob:
     return Knob(name, "int", low, high, log and low > 0, (), dynamic, durability)
 
 
-def memory_estimate(catalog: Catalog, values: dict[str, str]) -> int:
-    """Worst-case bytes: global buffers + max_connections x per-connection buffers."""
+MEMORY_VARIABLES = (*GLOBAL_BUFFERS, *PER_CONNECTION, "tmp_table_size", "max_heap_table_size",
+                    "max_connections")
+
+
+def memory_estimate(sizes: Mapping[str, int]) -> int:
+    """Worst-case bytes: global buffers + max_connections x per-connection buffers.
+
+    An in-memory temporary table is bounded by the larger of tmp_table_size and
+    max_heap_table_size here (MySQLTuner counts the smaller, once): the worst case is a
+    connection that fills one.
+    """
 
     def size(name: str) -> int:
-        if name in values:
-            return parse_integer(values[name]) or 0
-        spec = catalog.variables.get(name)
-        return int(spec.startup_value) if spec and spec.startup_value else 0
+        return sizes.get(name, 0)
 
     per_connection = sum(size(n) for n in PER_CONNECTION)
     per_connection += max(size("tmp_table_size"), size("max_heap_table_size"))
     return sum(size(n) for n in GLOBAL_BUFFERS) + size("max_connections") * per_connection
+
+
+def configured_sizes(catalog: Catalog, values: dict[str, str]) -> dict[str, int]:
+    """The memory variables as a configuration would set them: its own values, else the
+    server's start-up defaults."""
+    sizes = {}
+    for name in MEMORY_VARIABLES:
+        spec = catalog.variables.get(name)
+        default = spec.startup_value if spec else None
+        sizes[name] = parse_integer(values.get(name, default) or 0) or 0
+    return sizes
 
 
 def memory_budget(share: float = 0.5) -> int:

@@ -1,0 +1,1 @@
+"""perflab health: a live server's counters judged against acceptable ranges, cold and hot."""

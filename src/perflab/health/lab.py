@@ -1,0 +1,47 @@
+"""perflab health on a lab's managed server: start it fresh with one configuration of a study,
+drive the study's workload through a cold phase and a hot window, judge both, keep the report.
+
+Seed 004 measured the same way: "cold" counters over a sample run just after a restart, "hot"
+deltas once the caches are full.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from perflab.errors import PerflabError
+from perflab.health.check import HealthReport, take_health
+from perflab.lab import Lab
+from perflab.plan import Plan
+from perflab.runner import Runner
+
+
+def lab_health(lab: Lab, plan: Plan, config_name: str | None, threads: int, seconds: int,
+               say: Callable[[str], None]) -> HealthReport:
+    """The health report of `plan`'s configuration (default: its baseline) under its workload
+    at `threads` threads: `seconds` of load from start, then a hot window of `seconds`."""
+    name = config_name or plan.baseline
+    try:
+        config = plan.config(name)
+    except KeyError:
+        raise PerflabError(f"study {plan.name} has no configuration {name!r}",
+                           hint="one of: " + ", ".join(c.name for c in plan.configs)) from None
+    with lab.locked():
+        store = lab.store()
+        runner = Runner(plan, lab, say)
+        try:
+            runner.begin(store)
+            server = runner.serve(config)
+            say(f"cold phase: {seconds} s of {plan.workload.label} at {threads} threads "
+                "from server start")
+            runner.load(config, threads, seconds)
+            say(f"hot window: {seconds} s more, between two status snapshots")
+            report = take_health(server.endpoint, seconds,
+                                 f"lab {lab.root}, study {plan.name}, configuration "
+                                 f"{config.name}, {threads} threads",
+                                 lambda: runner.load(config, threads, seconds))
+            store.save_health(plan.name, config.name, report.to_json())
+            return report
+        finally:
+            runner.stop()
+            store.close()

@@ -1,0 +1,106 @@
+"""A health report as seed 004 printed it: the variables, then each measured value beside its
+acceptable range, for both views, then what to change."""
+
+from __future__ import annotations
+
+import html
+import json
+
+from perflab.analysis.tables import Table
+from perflab.health.check import HealthReport
+from perflab.health.rules import Rule, Verdict
+
+MARK = {"ok": "ok", "fail": "FAIL", "info": "", "few": "(few)", "n/a": "n/a"}
+
+
+def tables(report: HealthReport, explain: bool = False) -> list[Table]:
+    variables = Table(
+        "Server global variables",
+        ["Variable name", "Config value", "Human-readable value", "Default"],
+        [[row.name, row.value, row.human, row.default] for row in report.variables],
+    )
+    names = [f"{view.name} ({_seconds(view.seconds)})" for view in report.views]
+    rows = []
+    for index, verdict in enumerate(report.views[0].verdicts):
+        per_view = [view.verdicts[index] for view in report.views]
+        rows.append([verdict.rule.title, *[_cell(v) for v in per_view],
+                     verdict.rule.range_text()])
+    parameters = Table(
+        "Performance parameters",
+        ["Parameter", *names, "Acceptable range"],
+        rows,
+        note="FAIL: outside the acceptable range; (few): too few events in the window to "
+        "judge; n/a: nothing to measure in that window",
+    )
+    out = [variables, parameters]
+    if explain:
+        out.append(Table("Rules", ["Rule", "Formula", "Governed by", "Threshold source"],
+                         [[r.title, r.formula, ", ".join(r.governs) or "-", r.source]
+                          for r in _rules(report)]))
+    return out
+
+
+def explanations(report: HealthReport) -> list[str]:
+    """The rules as text lines: too wide for a terminal table."""
+    lines = []
+    for rule in _rules(report):
+        lines.append(f"- {rule.title} = {rule.formula}; acceptable {rule.range_text()}")
+        lines.append(f"    governed by {', '.join(rule.governs) or '-'}; threshold: {rule.source}")
+    return lines
+
+
+def recommendations(report: HealthReport) -> list[str]:
+    """One line per failing rule: the figure, its range, the views it failed in, the change."""
+    lines = []
+    for index, verdict in enumerate(report.views[0].verdicts):
+        failed = [(view.name, view.verdicts[index]) for view in report.views
+                  if view.verdicts[index].status == "fail"]
+        if not failed:
+            continue
+        figures = "; ".join(f"{name} {v.value_text} ({v.detail})" for name, v in failed)
+        lines.append(f"{verdict.rule.title}: {figures}; acceptable {verdict.rule.range_text()}"
+                     f" -> {verdict.rule.advice}")
+    return lines
+
+
+def render_text(report: HealthReport, explain: bool = False) -> str:
+    head = f"perflab health: {report.server} (MariaDB {report.version})"
+    parts = [head, ""] + [t.render() + "\n" for t in tables(report)]
+    if explain:
+        parts += ["Rules", *explanations(report), ""]
+    advice = recommendations(report)
+    parts.append("Recommendations")
+    parts += [f"- {line}" for line in advice] or ["- none: every judged figure is in range"]
+    return "\n".join(parts)
+
+
+def render_json(report: HealthReport) -> str:
+    return json.dumps(report.to_json(), indent=2)
+
+
+def render_html_section(report: HealthReport, title: str = "Server health") -> str:
+    parts = [f"<h2>{html.escape(title)}</h2>",
+             f"<p>{html.escape(report.server)}, MariaDB {html.escape(report.version)}</p>"]
+    parts += [t.html() for t in tables(report, explain=True)]
+    advice = recommendations(report)
+    parts.append("<h3>Recommendations</h3>")
+    parts.append("<ul>" + "".join(f"<li class='flag'>{html.escape(a)}</li>" for a in advice)
+                 + "</ul>" if advice else "<p>None: every judged figure is in range.</p>")
+    return "\n".join(parts)
+
+
+def _rules(report: HealthReport) -> list[Rule]:
+    return [verdict.rule for verdict in report.views[0].verdicts]
+
+
+def _cell(verdict: Verdict) -> str:
+    if verdict.status == "n/a":
+        return "n/a"
+    mark = MARK[verdict.status]
+    return f"{verdict.value_text} {mark}".rstrip()
+
+
+def _seconds(seconds: float) -> str:
+    if seconds >= 3600:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds:.0f} s"
