@@ -23,6 +23,9 @@ from perflab.analysis.report import (
     render_text,
     series_point,
 )
+from perflab.digest import report as digest_report
+from perflab.digest.digest import digest_logs
+from perflab.digest.workload import write_workload
 from perflab.errors import PerflabError
 from perflab.health import report as health_report
 from perflab.health.check import take_health
@@ -143,6 +146,24 @@ def build_parser() -> argparse.ArgumentParser:
                         help="also print each rule's formula, variables and threshold source")
     health.set_defaults(func=cmd_health)
 
+    digest = sub.add_parser(
+        "digest", help="fingerprints, costs and waste findings from MariaDB query logs",
+        description="Reads general and slow query logs (plain or gzip), streaming. Groups "
+        "statements by pt-query-digest's fingerprints and flags repeated reads, needless "
+        "schema switches, constant-only SELECTs and N+1 bursts.")
+    digest.add_argument("logs", nargs="+", type=Path, metavar="LOG")
+    digest.add_argument("--log-format", choices=("general", "slow"),
+                        help="the logs' kind (default: detected from each file)")
+    digest.add_argument("--format", choices=("text", "json", "html"), default="text")
+    digest.add_argument("--top", type=int, default=20, help="fingerprints in the profile")
+    digest.add_argument("--burst", type=int, default=10,
+                        help="N+1: this many runs of one read fingerprint ... (default 10)")
+    digest.add_argument("--window", type=float, default=1.0, metavar="SECONDS",
+                        help="... by one connection within this many seconds (default 1)")
+    digest.add_argument("--workload", type=Path, metavar="FILE",
+                        help="also write the top fingerprints as a `sql` workload file")
+    digest.set_defaults(func=cmd_digest)
+
     studies = sub.add_parser("studies", help="list the built-in studies")
     studies.set_defaults(func=cmd_studies)
 
@@ -245,6 +266,21 @@ def cmd_health(args: argparse.Namespace) -> int:
     else:
         print(health_report.render_text(report, args.explain))
     return 1 if any(report.failing().values()) else 0
+
+
+def cmd_digest(args: argparse.Namespace) -> int:
+    for path in args.logs:
+        if not path.is_file():
+            raise PerflabError(f"{path} is not a file", hint="give one or more log files")
+    if args.burst < 2 or args.window <= 0 or args.top < 1:
+        raise PerflabError("--burst must be at least 2, --window and --top positive")
+    result = digest_logs(args.logs, args.log_format, args.burst, args.window, _say)
+    print({"text": digest_report.render_text, "json": digest_report.render_json,
+           "html": digest_report.render_html}[args.format](result, args.top))
+    if args.workload:
+        written = write_workload(result, args.workload, args.top)
+        print(f"wrote {args.workload}: {written} statements", file=sys.stderr)
+    return 0
 
 
 def cmd_studies(args: argparse.Namespace) -> int:

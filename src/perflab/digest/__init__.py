@@ -1,0 +1,1 @@
+"""perflab digest: fingerprints, costs and waste findings from MariaDB query logs."""

@@ -1,0 +1,207 @@
+"""Waste that pt-query-digest does not flag, found per connection while the log streams by
+(seed 004's findings, made automatic):
+
+- repeats: the same read, text for text, again on the same connection with nothing in between
+  (seed 004's `select elementID from CorrectionIDs` fourteen times in a row);
+- schema switches: `Init DB` / `USE` to the schema the connection is already on, to a schema
+  it leaves again before running anything (Geometry_ftpc, _tof, _svt, _ssd), and switches back
+  to the schema its last statement ran in (Geometry_tpc again);
+- constant-only: SELECTs that read no table (`select from_unixtime(1041811200) + 0`), which the
+  client can compute itself;
+- N+1: one read fingerprint with different literals run at least `burst` times by one
+  connection within `window` seconds (a loop that should be one query with an IN list).
+
+Each finding keeps counts, the connections involved and a few example lines. An event counts as
+removable at most once, whatever findings it is part of, so the removable share is honest.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from perflab.digest.parse import Event
+
+READS = ("select", "show", "desc", "describe", "explain")
+# SELECTs without a table that still need the server: session state, locks, sequences.
+STATEFUL = re.compile(
+    r"@|\b(?:last_insert_id|found_rows|row_count|connection_id|database|schema|user|"
+    r"current_user|session_user|system_user|sleep|get_lock|release_lock|is_free_lock|"
+    r"is_used_lock|master_pos_wait|nextval|lastval|setval|benchmark|rand|uuid|uuid_short|"
+    r"version)\s*\(|\bfor update\b|\binto\b")
+FROM = re.compile(r"\bfrom\b(?!\s+dual\b)")
+EXAMPLES = 3
+CONNECTIONS = 10
+
+
+@dataclass
+class Item:
+    """One finding about one statement (or schema): counts, connections, example lines."""
+
+    key: str
+    calls: int = 0  # events that are part of the finding
+    removable: int = 0  # of which the finding could remove
+    runs: int = 0  # runs/bursts/switches
+    longest: int = 0
+    connections: set[int] = field(default_factory=set)
+    examples: list[tuple[int, str]] = field(default_factory=list)
+
+    def add(self, event: Event, removable: bool) -> None:
+        self.calls += 1
+        self.removable += removable
+        if event.thread is not None and len(self.connections) < CONNECTIONS:
+            self.connections.add(event.thread)
+        if len(self.examples) < EXAMPLES:
+            self.examples.append((event.line, event.text[:200]))
+
+    def to_json(self) -> dict:
+        return {"key": self.key, "calls": self.calls, "removable": self.removable,
+                "runs": self.runs, "longest": self.longest,
+                "connections": sorted(self.connections),
+                "examples": [{"line": line, "text": text} for line, text in self.examples]}
+
+
+@dataclass
+class _Connection:
+    db: str | None = None
+    worked_in: str | None = None  # the schema the connection's last statement ran in
+    last_text: str | None = None  # the previous statement, if it was a read
+    run: int = 0  # length of the current run of identical reads
+    pending_switch: str | None = None  # the schema of an Init DB no statement followed yet
+    pending_event: Event | None = None
+    bursts: dict[str, list] = field(default_factory=dict)  # fingerprint -> [start, n, open]
+
+
+class Findings:
+    KINDS = ("repeats", "schema_redundant", "schema_unused", "schema_back_and_forth",
+             "constant_only", "n_plus_one")
+
+    def __init__(self, burst: int = 10, window: float = 1.0):
+        self.burst = burst
+        self.window = window
+        self.items: dict[str, dict[str, Item]] = {kind: {} for kind in self.KINDS}
+        self.connections: dict[int, _Connection] = {}
+        self.statements = 0  # Query and Init DB events: the round trips findings could save
+        self.removable = 0
+
+    def observe(self, event: Event, fingerprint: str) -> None:
+        conn = self.connections.setdefault(event.thread or 0, _Connection())
+        command = event.command
+        if command == "Query" and fingerprint == "use ?":
+            command = "Init DB"  # a USE statement is a schema switch like Init DB
+        if command == "Init DB":
+            self.statements += 1
+            self._switch(conn, event, _schema(event.text))
+        elif command == "Query":
+            self.statements += 1
+            self._statement(conn, event, fingerprint)
+        elif command in ("Quit", "Connect"):
+            self._close_switch(conn)
+            self.connections.pop(event.thread or 0, None)
+            if command == "Connect":
+                db = _connect_db(event.text)
+                self.connections[event.thread or 0] = _Connection(db=db)
+
+    def finish(self) -> None:
+        for conn in self.connections.values():
+            self._close_switch(conn)
+
+    # -- schema switches -----------------------------------------------------------------------
+
+    def _switch(self, conn: _Connection, event: Event, schema: str) -> None:
+        conn.last_text, conn.run = None, 0
+        if schema == conn.db:  # leaves a pending switch pending: that one was needed
+            self._item("schema_redundant", schema).add(event, True)
+            self.removable += 1
+            return
+        self._close_switch(conn)
+        if schema == conn.worked_in:
+            self._item("schema_back_and_forth", schema).add(event, False)
+        conn.db = schema
+        conn.pending_switch, conn.pending_event = schema, event
+
+    def _close_switch(self, conn: _Connection) -> None:
+        """The pending Init DB was followed by another switch or the end: it served nothing."""
+        if conn.pending_switch is not None:
+            self._item("schema_unused", conn.pending_switch).add(conn.pending_event, True)
+            self.removable += 1
+            conn.pending_switch = conn.pending_event = None
+
+    # -- statements ------------------------------------------------------------------------------
+
+    def _statement(self, conn: _Connection, event: Event, fingerprint: str) -> None:
+        conn.pending_switch = conn.pending_event = None
+        conn.worked_in = conn.db
+        removable = False
+        read = fingerprint.startswith(READS)
+        if read and event.text == conn.last_text:
+            conn.run += 1
+            item = self._item("repeats", fingerprint)
+            if conn.run == 2:
+                item.runs += 1
+            item.longest = max(item.longest, conn.run)
+            item.add(event, True)
+            removable = True
+        else:
+            conn.run = 1
+        conn.last_text = event.text if read else None
+        if fingerprint.startswith("select") and not FROM.search(fingerprint) \
+                and not STATEFUL.search(fingerprint):
+            self._item("constant_only", fingerprint).add(event, not removable)
+            removable = True
+        repeat = removable
+        if read and not repeat and self._in_burst(conn, event, fingerprint, removable):
+            removable = True
+        self.removable += removable
+
+    def _in_burst(self, conn: _Connection, event: Event, fingerprint: str,
+                  already: bool) -> bool:
+        """Whether this read is part of an N+1 burst; the burst's earlier events that no other
+        finding removed become removable when the burst reaches its size."""
+        now = event.time if event.time is not None else 0.0
+        state = conn.bursts.get(fingerprint)
+        if state is None or now - state[0] > self.window:
+            conn.bursts[fingerprint] = [now, 1, 0]  # start, events, not yet removable
+            return False
+        state[1] += 1
+        if state[1] < self.burst:
+            state[2] += not already
+            return False
+        item = self._item("n_plus_one", fingerprint)
+        if state[1] == self.burst:
+            item.runs += 1
+            item.calls += self.burst - 1  # the earlier events join the burst
+            item.removable += state[2]
+            self.removable += state[2]
+        item.longest = max(item.longest, state[1])
+        item.add(event, not already)
+        return True
+
+    def _item(self, kind: str, key: str) -> Item:
+        items = self.items[kind]
+        item = items.get(key)
+        if item is None:
+            item = items[key] = Item(key)
+        return item
+
+    def to_json(self) -> dict:
+        return {
+            "statements": self.statements,
+            "removable": self.removable,
+            "removable_share": self.removable / self.statements if self.statements else 0.0,
+            **{kind: [item.to_json() for item in sorted(
+                self.items[kind].values(), key=lambda i: -i.calls)] for kind in self.KINDS},
+        }
+
+
+def _schema(argument: str) -> str:
+    text = argument.strip().rstrip(";").strip()
+    if text.lower().startswith("use "):
+        text = text[4:].strip()
+    return text.strip("`")
+
+
+def _connect_db(argument: str) -> str | None:
+    """`root@localhost on shop using Socket` -> shop."""
+    match = re.search(r"\bon (\S+)", argument)
+    return match.group(1) if match and match.group(1) != "using" else None

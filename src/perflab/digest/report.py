@@ -1,0 +1,113 @@
+"""A digest as a terminal report, JSON or a self-contained HTML page."""
+
+from __future__ import annotations
+
+import html
+import json
+
+from perflab.analysis.html import STYLE
+from perflab.analysis.tables import Table
+from perflab.digest.digest import Digest
+
+FINDING_TITLES = {
+    "repeats": "Identical reads repeated back to back on one connection",
+    "schema_redundant": "Init DB / USE to the schema the connection is already on",
+    "schema_unused": "Init DB / USE followed by no statement before the next switch",
+    "schema_back_and_forth": "Switches back to the schema the connection last worked in",
+    "constant_only": "Constant-only SELECTs (no table: the client can compute them)",
+    "n_plus_one": "N+1: one read fingerprint run in bursts by one connection",
+}
+
+
+def profile_table(digest: Digest, top: int) -> Table:
+    data = digest.to_json(top)
+    timed = any(row["total_time"] is not None for row in data["profile"])
+    total_time = sum(c.total_time for c in digest.classes) or 1.0
+    header = ["Rank", "Query ID", "Calls", "Calls %"]
+    if timed:
+        header += ["Time s", "Time %", "Mean ms", "p95 ms", "Rows sent", "Rows exam."]
+    header.append("Fingerprint")
+    rows = []
+    for row in data["profile"]:
+        cells = [str(row["rank"]), row["query_id"], f"{row['calls']:,}",
+                 f"{100 * row['share']:.1f}"]
+        if timed:
+            cells += _timing(row, total_time)
+        cells.append(_short(row["fingerprint"], 70))
+        rows.append(cells)
+    order = "total query time" if timed else "calls (a general log has no times)"
+    return Table(f"Profile: top {len(rows)} of {len(digest.classes)} fingerprints by {order}",
+                 header, rows)
+
+
+def _timing(row: dict, total_time: float) -> list[str]:
+    if row["total_time"] is None:
+        return ["-"] * 6
+    return [f"{row['total_time']:.3f}", f"{100 * row['total_time'] / total_time:.1f}",
+            f"{1000 * row['mean_time']:.3f}", f"{1000 * row['p95_time']:.3f}",
+            f"{row['rows_sent']:,.0f}", f"{row['rows_examined']:,.0f}"]
+
+
+def findings_tables(digest: Digest, top: int = 10) -> list[Table]:
+    found = digest.findings.to_json()
+    out = []
+    for kind, title in FINDING_TITLES.items():
+        items = found[kind][:top]
+        if not items:
+            continue
+        rows = [[_short(i["key"], 60), f"{i['calls']:,}", f"{i['removable']:,}",
+                 f"{i['runs']:,}" if kind in ("repeats", "n_plus_one") else "-",
+                 f"{i['longest']:,}" if kind in ("repeats", "n_plus_one") else "-",
+                 ", ".join(str(c) for c in i["connections"]) or "-",
+                 ", ".join(str(e["line"]) for e in i["examples"])]
+                for i in items]
+        out.append(Table(title, ["Statement / schema", "Calls", "Removable", "Runs", "Longest",
+                                 "Connections", "Example lines"], rows))
+    return out
+
+
+def summary_lines(digest: Digest) -> list[str]:
+    found = digest.findings.to_json()
+    lines = []
+    for info in digest.files:
+        lines.append(f"{info['path']}: {info['format']} log, {info['lines']:,} lines, "
+                     f"{info['events']:,} events, {info['malformed']:,} malformed lines")
+        lines += [f"  malformed line {m['line']}: {m['text'][:100]}"
+                  for m in info["malformed_examples"]]
+    rate = digest.events / digest.seconds if digest.seconds else 0
+    lines.append(f"{digest.events:,} events in {digest.seconds:.1f} s ({rate:,.0f} events/s), "
+                 f"{len(digest.classes):,} fingerprints")
+    if found["statements"]:
+        lines.append(f"Removable: {found['removable']:,} of {found['statements']:,} statements "
+                     f"({100 * found['removable_share']:.1f}%) could be avoided by the "
+                     "findings below")
+    return lines
+
+
+def render_text(digest: Digest, top: int = 20) -> str:
+    parts = ["perflab digest", *summary_lines(digest), "", profile_table(digest, top).render(),
+             ""]
+    tables = findings_tables(digest)
+    parts += [t.render() + "\n" for t in tables] or ["No findings."]
+    return "\n".join(parts)
+
+
+def render_json(digest: Digest, top: int | None = None) -> str:
+    return json.dumps(digest.to_json(top), indent=2)
+
+
+def render_html(digest: Digest, top: int = 50) -> str:
+    parts = ["<h1>perflab digest</h1>",
+             "<ul>" + "".join(f"<li>{html.escape(line)}</li>"
+                              for line in summary_lines(digest)) + "</ul>",
+             "<h2>Profile</h2>", profile_table(digest, top).html(), "<h2>Findings</h2>"]
+    tables = findings_tables(digest, top)
+    parts += [t.html() for t in tables] or ["<p>No findings.</p>"]
+    body = "\n".join(parts)
+    return (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+            f"<title>perflab digest</title><style>{STYLE}</style></head>"
+            f"<body>{body}</body></html>")
+
+
+def _short(text: str, width: int) -> str:
+    return text if len(text) <= width else text[:width - 3] + "..."

@@ -1,0 +1,202 @@
+"""perflab digest on logs written by a real managed server while a scripted client does seed
+004's anti-patterns and some honest work; fingerprints checked against pt-query-digest."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import run_cli
+from perflab.digest.digest import digest_logs
+from perflab.digest.fingerprint import fingerprint, query_id
+from perflab.load.sqlworkload import load_sql_workload
+from perflab.server.connection import query
+from perflab.server.managed import ManagedServer, install_datadir
+
+REPEATS = 14  # seed 004: select elementID from CorrectionIDs, fourteen times in a row
+N_PLUS_ONE = 25
+CONSTANT = 6
+
+
+def scripted_client(srv: ManagedServer) -> None:
+    """Seed 004's API on one connection, honest work on another."""
+    with srv.connect() as setup:
+        for schema in ("Geometry_tpc", "Geometry_ftpc", "Geometry_tof", "Geometry_svt"):
+            query(setup, f"CREATE DATABASE {schema}")
+        query(setup, "CREATE TABLE Geometry_tpc.CorrectionIDs (elementID INT PRIMARY KEY)")
+        query(setup, "INSERT INTO Geometry_tpc.CorrectionIDs VALUES (1), (2), (3)")
+        query(setup, "CREATE TABLE Geometry_tpc.items (id INT PRIMARY KEY, name VARCHAR(20), "
+                     "price INT)")
+        query(setup, "INSERT INTO Geometry_tpc.items SELECT seq, CONCAT('item', seq), seq % 97 "
+                     "FROM Geometry_tpc.seq_1_to_200")
+    with srv.connect() as api, srv.connect() as honest:
+        api.select_db("Geometry_tpc")
+        api.select_db("Geometry_tpc")  # redundant: already there
+        for _ in range(REPEATS):
+            query(api, "select elementID from CorrectionIDs")
+        for db in ("Geometry_ftpc", "Geometry_tof", "Geometry_svt", "Geometry_tpc"):
+            api.select_db(db)  # ftpc, tof, svt unused; back to tpc
+        for n in range(CONSTANT):
+            query(api, f"select from_unixtime({1041811200 + n}) + 0 as requestTime")
+        for n in range(1, N_PLUS_ONE + 1):
+            query(api, f"SELECT name FROM items WHERE id = {n * 7}")
+        query(api, "SELECT id,\n       name\nFROM items\nWHERE price IN (1, 2, 3)\n"
+                   "ORDER BY id ASC LIMIT 5")
+        query(honest, "USE Geometry_tpc")
+        for n in range(5):
+            query(honest, f"UPDATE items SET price = {n} WHERE id = {n + 1}")
+            query(honest, f"INSERT INTO CorrectionIDs VALUES ({100 + n})")
+            query(honest, "SELECT price, COUNT(*) FROM items GROUP BY price")
+            query(honest, f"SELECT /* report */ name FROM items WHERE name = 'item{n}' "
+                          "AND price > 10")
+
+
+@pytest.fixture(scope="module")
+def logs(session_root) -> tuple[Path, Path]:
+    root = session_root / "digest-server"
+    shutil.rmtree(root, ignore_errors=True)
+    install_datadir(root / "data")
+    general, slow = root / "general.log", root / "slow.log"
+    options = {"general_log": "ON", "general_log_file": str(general),
+               "slow_query_log": "ON", "slow_query_log_file": str(slow),
+               "long_query_time": "0", "log_output": "FILE"}
+    with ManagedServer(root / "data", root, options) as srv:
+        scripted_client(srv)
+        time.sleep(0.2)
+    return general, slow
+
+
+def test_findings_on_a_general_log_have_the_right_counts(logs):
+    general, _ = logs
+    digest = digest_logs([general])
+    found = digest.findings.to_json()
+    assert digest.files[0]["format"] == "general" and digest.files[0]["malformed"] == 0
+
+    repeats = {i["key"]: i for i in found["repeats"]}
+    item = repeats["select elementid from correctionids"]
+    assert (item["calls"], item["removable"], item["runs"], item["longest"]) == \
+        (REPEATS - 1, REPEATS - 1, 1, REPEATS)
+    assert len(item["connections"]) == 1 and item["examples"]
+
+    assert [(i["key"], i["calls"]) for i in found["schema_redundant"]] == [("Geometry_tpc", 1)]
+    assert sorted((i["key"], i["calls"]) for i in found["schema_unused"]) == [
+        ("Geometry_ftpc", 1), ("Geometry_svt", 1), ("Geometry_tof", 1)]
+    assert [(i["key"], i["calls"]) for i in found["schema_back_and_forth"]] == \
+        [("Geometry_tpc", 1)]
+
+    constant = {i["key"]: i for i in found["constant_only"]}
+    key = fingerprint("select from_unixtime(1041811200) + 0 as requestTime")
+    assert key == "select from_unixtime(?) ? ? as requesttime"  # pt's rules take "+ 0" whole
+    assert constant[key]["calls"] == CONSTANT
+
+    burst = {i["key"]: i for i in found["n_plus_one"]}
+    item = burst["select name from items where id = ?"]
+    assert item["calls"] == N_PLUS_ONE and item["removable"] == N_PLUS_ONE - 1
+    assert item["runs"] == 1
+
+    removable = (REPEATS - 1) + 1 + 3 + CONSTANT + (N_PLUS_ONE - 1)
+    assert found["removable"] == removable
+    assert found["removable_share"] == pytest.approx(removable / found["statements"])
+    # honest work is flagged nowhere
+    flagged = {i["key"] for kind in ("repeats", "constant_only", "n_plus_one")
+               for i in found[kind]}
+    assert not any(key.startswith(("update", "insert")) or "group by" in key
+                   for key in flagged)
+
+
+def test_slow_log_gives_times_rows_and_the_same_classes(logs):
+    general, slow = logs
+    digest = digest_logs([slow])
+    assert digest.files[0]["format"] == "slow" and digest.files[0]["malformed"] == 0
+    classes = {c.fingerprint: c for c in digest.classes}
+    items = classes["select name from items where id = ?"]
+    assert items.calls == N_PLUS_ONE and items.timed == N_PLUS_ONE
+    assert items.rows_sent == N_PLUS_ONE and items.rows_examined == N_PLUS_ONE
+    assert 0 < items.p95() <= items.max_time and items.total_time > 0
+    group_by = classes["select price, count(*) from items group by price"]
+    assert group_by.rows_examined >= 5 * 200  # a full scan each time
+    times = [c.total_time for c in digest.classes]
+    assert times == sorted(times, reverse=True)  # ranked by total time, as pt-query-digest
+    multi = classes["select id, name from items where price in(?+) order by id limit ?"]
+    assert multi.calls == 1 and "\n" in multi.example
+
+
+def pt_classes(log: Path, kind: str) -> dict[str, int]:
+    out = subprocess.run(
+        ["pt-query-digest", "--type", kind, "--limit", "100%", "--output", "json",
+         "--no-version-check", str(log)],
+        capture_output=True, text=True, timeout=300, check=True)
+    data = json.loads(out.stdout[out.stdout.index("{"):])
+    return {c["fingerprint"]: int(c["query_count"]) for c in data["classes"]}
+
+
+@pytest.mark.parametrize("kind", ["genlog", "slowlog"])
+def test_fingerprints_and_calls_match_pt_query_digest(logs, kind):
+    log = logs[0] if kind == "genlog" else logs[1]
+    ours = {c.fingerprint: c.calls for c in digest_logs([log]).classes}
+    theirs = pt_classes(log, kind)
+    assert ours == theirs
+
+
+def test_gzip_malformed_lines_and_cli_outputs(logs, tmp_path):
+    general, _ = logs
+    packed = tmp_path / "general.log.gz"
+    text = general.read_text()
+    broken = "this line belongs to nothing\n" + text
+    with gzip.open(packed, "wt") as out:
+        out.write(broken)
+    result = run_cli("digest", str(packed), "--format", "json")
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["files"][0]["malformed"] == 1
+    assert data["files"][0]["malformed_examples"][0]["line"] == 1
+    plain = digest_logs([general]).to_json()
+    assert data["events"] == plain["events"]
+    first = data["profile"][0]
+    assert first["query_id"] == query_id(first["fingerprint"])
+
+    text_report = run_cli("digest", str(general), "--top", "5")
+    assert "Identical reads repeated back to back" in text_report.stdout
+    assert "Removable:" in text_report.stdout
+
+    page = run_cli("digest", str(general), "--format", "html")
+    assert page.stdout.startswith("<!DOCTYPE html>") and "<script" not in page.stdout
+
+    missing = run_cli("digest", str(tmp_path / "nope.log"))
+    assert missing.returncode == 2 and "Traceback" not in missing.stderr
+    garbage = tmp_path / "garbage.log"
+    garbage.write_text("hello\nworld\n")
+    unknown = run_cli("digest", str(garbage))
+    assert unknown.returncode == 2 and "neither a general query log" in unknown.stderr
+
+
+def test_workload_file_replays_the_top_fingerprints(logs, tmp_path):
+    _, slow = logs
+    target = tmp_path / "captured.toml"
+    result = run_cli("digest", str(slow), "--workload", str(target), "--top", "5")
+    assert result.returncode == 0, result.stderr
+    workload = load_sql_workload(target)
+    sqls = [sql for _, sql in workload.statements]
+    assert any(sql == "SELECT name FROM items WHERE id = {int:7:175}" for sql in sqls)
+    assert len(sqls) == 5
+    by_sql = dict((sql, weight) for weight, sql in workload.statements)
+    assert by_sql["SELECT name FROM items WHERE id = {int:7:175}"] == N_PLUS_ONE
+
+
+def test_fingerprint_rules_follow_pt_query_digest():
+    assert fingerprint("SELECT * FROM t1 WHERE a = 'x' AND b = 42") == \
+        "select * from t? where a = ? and b = ?"
+    assert fingerprint("INSERT INTO t VALUES (1, 'a'), (2, 'b')") == "insert into t values(?+)"
+    assert fingerprint("select a from t where id in (1, 2, 3) limit 10, 20") == \
+        "select a from t where id in(?+) limit ?"
+    assert fingerprint("select a from t -- comment\norder by a asc, b ASC") == \
+        "select a from t order by a, b"
+    assert fingerprint("USE shop") == "use ?"
+    assert fingerprint("call proc(1, 2)") == "call proc"
+    assert fingerprint("select null, TRUE") == "select ?, ?"
