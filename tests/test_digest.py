@@ -189,6 +189,18 @@ def test_workload_file_replays_the_top_fingerprints(logs, tmp_path):
     assert by_sql["SELECT name FROM items WHERE id = {int:7:175}"] == N_PLUS_ONE
 
 
+def test_a_log_cut_into_parts_gives_the_same_profile(logs, monkeypatch):
+    general, slow = logs
+    whole = digest_logs([general, slow])
+    monkeypatch.setattr("perflab.digest.digest.SPLIT_MIN", 0)
+    cut = digest_logs([general, slow], jobs=3)
+    assert [(c.fingerprint, c.calls, round(c.total_time, 9)) for c in cut.classes] == \
+        [(c.fingerprint, c.calls, round(c.total_time, 9)) for c in whole.classes]
+    assert cut.files == whole.files  # lines, events, malformed counted once each
+    assert cut.findings.statements == whole.findings.statements
+    assert cut.peak_rss_mib > 0
+
+
 def test_fingerprint_rules_follow_pt_query_digest():
     assert fingerprint("SELECT * FROM t1 WHERE a = 'x' AND b = 42") == \
         "select * from t? where a = ? and b = ?"

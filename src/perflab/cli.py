@@ -1,43 +1,33 @@
-"""perflab's command line: parse arguments, call one core function, render its result."""
+"""perflab's command line: parse arguments, call one core function, render its result.
+
+The statistics, chart and tuning stack (scipy, matplotlib, optuna) takes seconds and ~100 MB to
+import, so commands import it themselves: `perflab digest` and `perflab health` start fast and
+stay small without it.
+"""
 
 from __future__ import annotations
 
 import argparse
 import getpass
 import json
+import os
 import signal
 import sys
 import time
 from pathlib import Path
 
 from perflab import __version__
-from perflab.analysis import charts
-from perflab.analysis.compare import compare_labs
-from perflab.analysis.html import render_html
-from perflab.analysis.report import (
-    ReportOptions,
-    load_results,
-    render_csv,
-    render_json,
-    render_markdown,
-    render_text,
-    series_point,
-)
 from perflab.digest import report as digest_report
 from perflab.digest.digest import digest_logs
 from perflab.digest.workload import write_workload
 from perflab.errors import PerflabError
 from perflab.health import report as health_report
 from perflab.health.check import take_health
-from perflab.health.lab import lab_health
 from perflab.lab import Lab
 from perflab.plan import load_plan
 from perflab.probes.system import host_facts
-from perflab.runner import Runner
 from perflab.server.connection import Endpoint
 from perflab.studies import builtin_names, builtin_path, resolve_plan
-from perflab.tune import report as tune_report
-from perflab.tune.search import Tuner, TuneSettings
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -160,6 +150,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="N+1: this many runs of one read fingerprint ... (default 10)")
     digest.add_argument("--window", type=float, default=1.0, metavar="SECONDS",
                         help="... by one connection within this many seconds (default 1)")
+    digest.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
+                        help="processes for big plain logs (default: one per CPU; 1 for "
+                        "exact runs across the cuts)")
     digest.add_argument("--workload", type=Path, metavar="FILE",
                         help="also write the top fingerprints as a `sql` workload file")
     digest.set_defaults(func=cmd_digest)
@@ -174,6 +167,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from perflab.analysis.report import load_results, render_text
+    from perflab.runner import Runner
+
     plan = resolve_plan(args.study).with_overrides(
         scale=args.scale,
         repeats=args.repeats,
@@ -193,8 +189,6 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 FORMATS = ("text", "md", "csv", "json", "html")
-RENDERERS = {"text": render_text, "md": render_markdown, "csv": render_csv,
-             "json": render_json, "html": render_html}
 
 
 def _statistics_options(parser: argparse.ArgumentParser) -> None:
@@ -205,9 +199,23 @@ def _statistics_options(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    from perflab.analysis import charts
+    from perflab.analysis.html import render_html
+    from perflab.analysis.report import (
+        ReportOptions,
+        load_results,
+        render_csv,
+        render_json,
+        render_markdown,
+        render_text,
+        series_point,
+    )
+
+    renderers = {"text": render_text, "md": render_markdown, "csv": render_csv,
+                 "json": render_json, "html": render_html}
     results = load_results(Lab(args.lab), args.study)
     options = ReportOptions(args.min_effect, args.cv_threshold, args.series)
-    print(RENDERERS[args.format](results, options))
+    print(renderers[args.format](results, options))
     if args.html:
         args.html.write_text(render_html(results, options))
         print(f"wrote {args.html}", file=sys.stderr)
@@ -224,6 +232,9 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
+    from perflab.analysis.compare import compare_labs
+    from perflab.analysis.report import load_results
+
     a = load_results(Lab(args.lab_a), args.study_a)
     b = load_results(Lab(args.lab_b), args.study_b)
     table = compare_labs(a, b, args.min_effect)
@@ -232,6 +243,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
+    from perflab.tune import report as tune_report
+    from perflab.tune.search import Tuner, TuneSettings
+
     plan = resolve_plan(args.study)
     settings = TuneSettings.from_plan(dict(plan.tune))
     tuner = Tuner(plan, Lab(args.lab), settings, args.method, budget=args.budget,
@@ -248,6 +262,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
 
 def cmd_health(args: argparse.Namespace) -> int:
     if args.lab:
+        from perflab.health.lab import lab_health
+
         lab = Lab(args.lab)
         plan = resolve_plan(args.study or lab.latest_study())
         threads = args.threads or plan.run.effective_warmup_threads
@@ -272,9 +288,9 @@ def cmd_digest(args: argparse.Namespace) -> int:
     for path in args.logs:
         if not path.is_file():
             raise PerflabError(f"{path} is not a file", hint="give one or more log files")
-    if args.burst < 2 or args.window <= 0 or args.top < 1:
-        raise PerflabError("--burst must be at least 2, --window and --top positive")
-    result = digest_logs(args.logs, args.log_format, args.burst, args.window, _say)
+    if args.burst < 2 or args.window <= 0 or args.top < 1 or args.jobs < 1:
+        raise PerflabError("--burst must be at least 2, --window, --top and --jobs positive")
+    result = digest_logs(args.logs, args.log_format, args.burst, args.window, args.jobs, _say)
     print({"text": digest_report.render_text, "json": digest_report.render_json,
            "html": digest_report.render_html}[args.format](result, args.top))
     if args.workload:

@@ -10,7 +10,7 @@ import statistics
 
 from perflab.analysis.report import StudyResults
 from perflab.analysis.stats import compare
-from perflab.analysis.tables import Table
+from perflab.analysis.table import Table
 from perflab.errors import PerflabError
 
 

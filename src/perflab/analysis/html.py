@@ -11,6 +11,7 @@ import html
 import json
 
 from perflab.analysis import charts, quality
+from perflab.analysis.page import page
 from perflab.analysis.report import (
     DEFAULT_OPTIONS,
     ReportOptions,
@@ -23,19 +24,6 @@ from perflab.analysis.report import (
 )
 from perflab.health.check import report_from_json
 from perflab.health.report import render_html_section
-
-STYLE = """
-body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1100px; color: #222; }
-h1 { font-size: 1.6em; } h2 { border-bottom: 1px solid #ccc; padding-bottom: .2em; }
-table { border-collapse: collapse; margin: .5em 0 1em; font-variant-numeric: tabular-nums; }
-th, td { border: 1px solid #ddd; padding: .25em .6em; text-align: right; }
-th:first-child, td:first-child { text-align: left; }
-thead th { background: #f3f3f3; }
-.note { color: #555; font-size: .9em; }
-figure { margin: 1em 0; } figure img { max-width: 100%; border: 1px solid #eee; }
-pre { background: #f7f7f7; padding: 1em; overflow-x: auto; font-size: .85em; }
-li.flag { color: #8a4b00; }
-"""
 
 
 def render_html(results: StudyResults, options: ReportOptions = DEFAULT_OPTIONS,
@@ -68,10 +56,7 @@ def render_html(results: StudyResults, options: ReportOptions = DEFAULT_OPTIONS,
     parts += extra_sections or []
     parts.append("<h2>Plan</h2><pre>" + html.escape(json.dumps(plan, indent=2)) + "</pre>")
     parts.append(_environment(results))
-    body = "\n".join(parts)
-    return (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
-            f"<title>perflab: {html.escape(plan['name'])}</title><style>{STYLE}</style></head>"
-            f"<body>{body}</body></html>")
+    return page(f"perflab: {plan['name']}", "\n".join(parts))
 
 
 def _environment(results: StudyResults) -> str:

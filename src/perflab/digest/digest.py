@@ -1,4 +1,5 @@
-"""perflab digest: logs in, a profile of fingerprints and the findings out, in one streaming pass.
+"""perflab digest: logs in, a profile of fingerprints and the findings out, in one streaming pass
+per part of a log (big plain logs are cut into one part per process, then merged).
 
 Memory is bounded by the number of distinct fingerprints and of open connections, not by the
 log: each event is parsed, fingerprinted, added to its class and to the findings, and dropped.
@@ -9,18 +10,21 @@ precise as pt-query-digest's own.
 from __future__ import annotations
 
 import math
+import os
+import resource
 import time
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from perflab.digest.findings import Findings
-from perflab.digest.fingerprint import fingerprint, query_id
-from perflab.digest.parse import ParseStats, detect_format, read_events
+from perflab.digest.fingerprint import Fingerprinter, query_id
+from perflab.digest.parse import ParseStats, Part, detect_format, read_events, split_log
 
 BUCKET_BASE = 1.05
 BUCKET_FLOOR = 1e-6  # seconds: the first bucket holds everything at or below a microsecond
-FINGERPRINT_CACHE = 50_000  # identical statements are common; their fingerprint is reused
+SPLIT_MIN = 32 << 20  # bytes: smaller files are read by one process
 
 
 @dataclass
@@ -43,6 +47,16 @@ class QueryClass:
         bucket = 0 if seconds <= BUCKET_FLOOR else \
             1 + int(math.log(seconds / BUCKET_FLOOR, BUCKET_BASE))
         self.buckets[bucket] = self.buckets.get(bucket, 0) + 1
+
+    def merge(self, other: QueryClass) -> None:
+        self.calls += other.calls
+        self.timed += other.timed
+        self.total_time += other.total_time
+        self.max_time = max(self.max_time, other.max_time)
+        self.rows_sent += other.rows_sent
+        self.rows_examined += other.rows_examined
+        for bucket, count in other.buckets.items():
+            self.buckets[bucket] = self.buckets.get(bucket, 0) + count
 
     def p95(self) -> float | None:
         if not self.timed:
@@ -67,6 +81,7 @@ class Digest:
     seconds: float
     first_time: float | None
     last_time: float | None
+    peak_rss_mib: float  # the processes that did the work, together
 
     def to_json(self, top: int | None = None) -> dict:
         total = sum(c.calls for c in self.classes) or 1
@@ -76,6 +91,7 @@ class Digest:
             "events": self.events,
             "classes": len(self.classes),
             "seconds": self.seconds,
+            "peak_rss_mib": self.peak_rss_mib,
             "span_seconds": (self.last_time - self.first_time)
             if self.first_time is not None and self.last_time is not None else None,
             "profile": [
@@ -94,55 +110,105 @@ class Digest:
 
 
 def digest_logs(paths: list[Path], kind: str | None = None, burst: int = 10,
-                window: float = 1.0,
+                window: float = 1.0, jobs: int = 1,
                 progress: Callable[[str], None] | None = None) -> Digest:
+    """Digest the logs. With jobs > 1, each plain file of SPLIT_MIN bytes or more is cut at
+    event boundaries into `jobs` parts digested in parallel and merged; a run of repeats or a
+    burst that spans a cut then counts as two."""
     started = time.monotonic()
-    classes: dict[str, QueryClass] = {}
-    findings = Findings(burst, window)
-    cache: dict[str, str] = {}
-    files = []
-    events = 0
-    first = last = None
-    kinds = set()
+    parts: list[Part] = []
     for path in paths:
         file_kind = kind or detect_format(path)
-        kinds.add(file_kind)
-        stats = ParseStats()
-        size = path.stat().st_size
-        next_report = time.monotonic() + 5
-        for event in read_events(path, file_kind, stats):
-            events += 1
-            if event.command == "Query":
-                text = event.text
-                fp = cache.get(text)
-                if fp is None:
-                    if len(cache) >= FINGERPRINT_CACHE:
-                        cache.clear()
-                    fp = cache[text] = fingerprint(text)
+        big = path.stat().st_size >= SPLIT_MIN
+        parts += split_log(path, file_kind, jobs if big else 1)
+    if progress:
+        size = sum(path.stat().st_size for path in paths) / 2**20
+        progress(f"digesting {len(paths)} log(s), {size:,.0f} MiB, in {len(parts)} part(s) "
+                 f"on {min(jobs, len(parts))} process(es)")
+    if jobs > 1 and len(parts) > 1:
+        with ProcessPoolExecutor(min(jobs, len(parts))) as pool:
+            results = list(pool.map(_digest_part, parts, [burst] * len(parts),
+                                    [window] * len(parts), [progress] * len(parts)))
+    else:
+        results = [_digest_part(part, burst, window, progress) for part in parts]
+    return _merge(parts, results, burst, window, time.monotonic() - started)
+
+
+@dataclass
+class _PartResult:
+    classes: dict[str, QueryClass]
+    findings: Findings
+    stats: ParseStats
+    first: float | None
+    last: float | None
+    pid: int
+    peak_rss: int  # KiB, of the process that digested the part
+
+
+def _digest_part(part: Part, burst: int, window: float,
+                 progress: Callable[[str], None] | None = None) -> _PartResult:
+    """One part, in this process or a worker (`progress` must then be a module function)."""
+    classes: dict[str, QueryClass] = {}
+    findings = Findings(burst, window)
+    fingerprinter = Fingerprinter()
+    stats = ParseStats()
+    first = last = None
+    next_report = time.monotonic() + 10
+    for event in read_events(part, stats):
+        if progress and stats.events % 65536 == 0 and time.monotonic() > next_report:
+            next_report = time.monotonic() + 10
+            progress(f"{part.path.name} from byte {part.start:,}: {stats.events:,} events, "
+                     f"{len(classes):,} fingerprints")
+        if event.command == "Query":
+            fp = fingerprinter(event.text)
+        else:
+            fp = f"administrator command: {event.command}"
+        query_class = classes.get(fp)
+        if query_class is None:
+            query_class = classes[fp] = QueryClass(fp, example=event.text[:2000],
+                                                   example_line=event.line)
+        query_class.calls += 1
+        if event.query_time is not None:
+            query_class.add_time(event.query_time)
+            query_class.rows_sent += event.rows_sent or 0
+            query_class.rows_examined += event.rows_examined or 0
+        if event.time is not None:
+            if first is None:
+                first = event.time
+            last = event.time
+        findings.observe(event, fp)
+    findings.finish()
+    return _PartResult(classes, findings, stats, first, last, os.getpid(),
+                       resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+
+
+def _merge(parts: list[Part], results: list[_PartResult], burst: int, window: float,
+           seconds: float) -> Digest:
+    classes: dict[str, QueryClass] = {}
+    findings = Findings(burst, window)
+    files: dict[Path, dict] = {}
+    for part, result in zip(parts, results, strict=True):
+        for fp, query_class in result.classes.items():
+            if fp in classes:
+                classes[fp].merge(query_class)
             else:
-                fp = f"administrator command: {event.command}"
-            query_class = classes.get(fp)
-            if query_class is None:
-                query_class = classes[fp] = QueryClass(fp, example=event.text[:2000],
-                                                       example_line=event.line)
-            query_class.calls += 1
-            if event.query_time is not None:
-                query_class.add_time(event.query_time)
-                query_class.rows_sent += event.rows_sent or 0
-                query_class.rows_examined += event.rows_examined or 0
-            if event.time is not None:
-                first = event.time if first is None else first
-                last = event.time
-            findings.observe(event, fp)
-            if progress and events % 65536 == 0 and time.monotonic() > next_report:
-                next_report = time.monotonic() + 5
-                progress(f"{path.name}: {events:,} events, {len(classes):,} fingerprints "
-                         f"(file of {size / 2**20:,.0f} MiB)")
-        findings.finish()
-        files.append({"path": str(path), "format": file_kind, "lines": stats.lines,
-                      "events": stats.events, "malformed": stats.malformed,
-                      "malformed_examples": [{"line": n, "text": t}
-                                             for n, t in stats.malformed_examples]})
+                classes[fp] = query_class
+        findings.merge(result.findings)
+        info = files.setdefault(part.path, {"path": str(part.path), "format": part.kind,
+                                            "lines": 0, "events": 0, "malformed": 0,
+                                            "malformed_examples": []})
+        info["lines"] += result.stats.lines
+        info["events"] += result.stats.events
+        info["malformed"] += result.stats.malformed
+        info["malformed_examples"] += [{"line": n, "text": t}
+                                       for n, t in result.stats.malformed_examples]
+    times = [t for r in results for t in (r.first, r.last) if t is not None]
+    peaks: dict[int, int] = {}
+    for result in results:
+        peaks[result.pid] = max(peaks.get(result.pid, 0), result.peak_rss)
+    peaks[os.getpid()] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     ranked = sorted(classes.values(), key=lambda c: (-c.total_time, -c.calls, c.fingerprint))
-    return Digest(files, "+".join(sorted(kinds)), ranked, events, findings,
-                  time.monotonic() - started, first, last)
+    return Digest(list(files.values()), "+".join(sorted({p.kind for p in parts})), ranked,
+                  sum(r.stats.events for r in results), findings, seconds,
+                  min(times, default=None), max(times, default=None),
+                  sum(peaks.values()) / 1024)

@@ -54,6 +54,14 @@ class Item:
         if len(self.examples) < EXAMPLES:
             self.examples.append((event.line, event.text[:200]))
 
+    def merge(self, other: Item) -> None:
+        self.calls += other.calls
+        self.removable += other.removable
+        self.runs += other.runs
+        self.longest = max(self.longest, other.longest)
+        self.connections |= set(sorted(other.connections)[:CONNECTIONS - len(self.connections)])
+        self.examples = sorted(self.examples + other.examples)[:EXAMPLES]
+
     def to_json(self) -> dict:
         return {"key": self.key, "calls": self.calls, "removable": self.removable,
                 "runs": self.runs, "longest": self.longest,
@@ -81,11 +89,14 @@ class Findings:
         self.window = window
         self.items: dict[str, dict[str, Item]] = {kind: {} for kind in self.KINDS}
         self.connections: dict[int, _Connection] = {}
+        self.kinds: dict[str, tuple[bool, bool]] = {}  # fingerprint -> (read, constant-only)
         self.statements = 0  # Query and Init DB events: the round trips findings could save
         self.removable = 0
 
     def observe(self, event: Event, fingerprint: str) -> None:
-        conn = self.connections.setdefault(event.thread or 0, _Connection())
+        conn = self.connections.get(event.thread or 0)
+        if conn is None:
+            conn = self.connections[event.thread or 0] = _Connection()
         command = event.command
         if command == "Query" and fingerprint == "use ?":
             command = "Init DB"  # a USE statement is a schema switch like Init DB
@@ -103,8 +114,22 @@ class Findings:
                 self.connections[event.thread or 0] = _Connection(db=db)
 
     def finish(self) -> None:
+        """Close what the end of the log leaves open; the connections' state is dropped."""
         for conn in self.connections.values():
             self._close_switch(conn)
+        self.connections.clear()
+
+    def merge(self, other: Findings) -> None:
+        """Add the findings of a later part of a log (or of another log)."""
+        self.statements += other.statements
+        self.removable += other.removable
+        for kind in self.KINDS:
+            mine = self.items[kind]
+            for key, item in other.items[kind].items():
+                if key in mine:
+                    mine[key].merge(item)
+                else:
+                    mine[key] = item
 
     # -- schema switches -----------------------------------------------------------------------
 
@@ -133,7 +158,10 @@ class Findings:
         conn.pending_switch = conn.pending_event = None
         conn.worked_in = conn.db
         removable = False
-        read = fingerprint.startswith(READS)
+        kind = self.kinds.get(fingerprint)
+        if kind is None:
+            kind = self.kinds[fingerprint] = _classify(fingerprint)
+        read, constant = kind
         if read and event.text == conn.last_text:
             conn.run += 1
             item = self._item("repeats", fingerprint)
@@ -145,8 +173,7 @@ class Findings:
         else:
             conn.run = 1
         conn.last_text = event.text if read else None
-        if fingerprint.startswith("select") and not FROM.search(fingerprint) \
-                and not STATEFUL.search(fingerprint):
+        if constant:
             self._item("constant_only", fingerprint).add(event, not removable)
             removable = True
         repeat = removable
@@ -192,6 +219,12 @@ class Findings:
             **{kind: [item.to_json() for item in sorted(
                 self.items[kind].values(), key=lambda i: -i.calls)] for kind in self.KINDS},
         }
+
+
+def _classify(fingerprint: str) -> tuple[bool, bool]:
+    constant = (fingerprint.startswith("select") and not FROM.search(fingerprint)
+                and not STATEFUL.search(fingerprint))
+    return fingerprint.startswith(READS), constant
 
 
 def _schema(argument: str) -> str:

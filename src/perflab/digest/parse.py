@@ -25,6 +25,7 @@ Slow log (`slow_query_log_file`):
 from __future__ import annotations
 
 import calendar
+import codecs
 import gzip
 import io
 import re
@@ -34,15 +35,29 @@ from pathlib import Path
 
 from perflab.errors import PerflabError
 
-GENERAL_LINE = re.compile(
-    r"(?:(\d{6}\s+\d{1,2}:\d\d:\d\d|\d{4}-\d{1,2}-\d{1,2}T\d\d:\d\d:\d\d\.\d+"
-    r"(?:Z|[-+]?\d\d:\d\d)?))?\s+(\d+)\s(\w+)(?:\s+(.*))?\Z", re.S)
-# Lines a server writes when it (re)opens a log file.
-BANNER = re.compile(r"^(?:\S+, Version: |Tcp port: |Time\s+Id\s+Command\s+Argument)")
+STAMP = (r"(?:\d{6}[ \t]+\d{1,2}:\d\d:\d\d|\d{4}-\d{1,2}-\d{1,2}T\d\d:\d\d:\d\d\.\d+"
+         r"(?:Z|[-+]?\d\d:\d\d)?)")
+# pt-query-digest's general-log event line: [time stamp] whitespace, thread id, one whitespace,
+# command, argument. Each event takes the lines that follow it up to the next event line.
+GENERAL_START = rf"{STAMP}?[ \t]+\d+[ \t]\w+"
+GENERAL_EVENT = re.compile(
+    rf"^({STAMP})?[ \t]+(\d+)[ \t](\w+)(?:[ \t]+([^\n]*))?\n((?:(?!{GENERAL_START})[^\n]*\n)*)",
+    re.M)
+GENERAL_LINE = re.compile(rf"{GENERAL_START}")
+# A slow-log entry: a run of `#` header lines, then the statement lines.
+SLOW_ENTRY = re.compile(r"^((?:#[^\n]*\n)+)((?:(?!#)[^\n]*\n)*)", re.M)
+MARIADB_HEADER = re.compile(
+    r"(?:# Time: ([^\n]*)\n)?# User@Host: [^\n]*\n# Thread_id: (\d+)[ \t]+Schema: (\S*)[^\n]*\n"
+    r"# Query_time: ([\d.]+)[ \t]+Lock_time: [\d.]+[ \t]+Rows_sent: (\d+)[ \t]+"
+    r"Rows_examined: (\d+)")
 SLOW_ATTRIBUTE = re.compile(r"(\w+): (\S+)")
+# Lines a server writes when it (re)opens a log file.
+BANNER = re.compile(r"^(?:\S+, Version: |Tcp port: |Time\s+Id\s+Command\s+Argument)", re.M)
+BLOCK = 1 << 20  # characters read at a time
+HOLD = 1 << 24  # the longest entry held back for the next block
 
 
-@dataclass
+@dataclass(slots=True)
 class Event:
     line: int  # where the event starts in its file (1-based)
     thread: int | None
@@ -68,13 +83,16 @@ class ParseStats:
             self.malformed_examples.append((line_no, line.rstrip("\n")[:200]))
 
 
-def open_log(path: Path) -> io.TextIOBase:
+def _is_gzip(path: Path) -> bool:
     try:
         with open(path, "rb") as raw:
-            magic = raw.read(2)
+            return raw.read(2) == b"\x1f\x8b"
     except OSError as exc:
         raise PerflabError(f"cannot read {path}: {exc.strerror}") from None
-    if magic == b"\x1f\x8b":
+
+
+def open_log(path: Path) -> io.TextIOBase:
+    if _is_gzip(path):
         return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8", errors="replace",
                                 newline="\n")
     return open(path, encoding="utf-8", errors="replace", newline="\n")
@@ -97,120 +115,242 @@ def detect_format(path: Path) -> str:
                        "is unusual")
 
 
-def read_events(path: Path, kind: str, stats: ParseStats) -> Iterator[Event]:
-    reader = _general if kind == "general" else _slow
-    with open_log(path) as handle:
-        yield from reader(handle, stats)
+@dataclass(frozen=True)
+class Part:
+    """A byte range of a log that starts at an event: what one worker process reads."""
+
+    path: Path
+    kind: str
+    start: int = 0
+    end: int | None = None  # None: to the end of the file
+    first_line: int = 1
 
 
-def _general(handle, stats: ParseStats) -> Iterator[Event]:
-    pending: Event | None = None  # a Query event that may continue on the next lines
-    extra: list[str] = []
+def split_log(path: Path, kind: str, parts: int) -> list[Part]:
+    """The log cut into `parts` ranges at event boundaries (a gzip'd file is not cut)."""
+    size = path.stat().st_size
+    if parts < 2 or _is_gzip(path):
+        return [Part(path, kind)]
+    cuts = sorted({_next_event(path, kind, size * i // parts) for i in range(1, parts)} - {size})
+    bounds = [0, *cuts, size]
+    lines = _lines_before(path, cuts)
+    return [Part(path, kind, bounds[i], bounds[i + 1], 1 + ([0, *lines][i]))
+            for i in range(len(bounds) - 1) if bounds[i] < bounds[i + 1]]
+
+
+def _next_event(path: Path, kind: str, offset: int) -> int:
+    """The byte offset of the first event that starts at or after `offset`."""
+    start_line = re.compile(GENERAL_START.encode()) if kind == "general" else None
+    with open(path, "rb") as handle:
+        handle.seek(offset)
+        if offset:
+            handle.readline()  # the rest of a line cut in the middle
+        previous = b""
+        while True:
+            here = handle.tell()
+            line = handle.readline()
+            if not line:
+                return here
+            if kind == "general":
+                if start_line.match(line):
+                    return here
+            elif line.startswith(b"# Time:") or (line.startswith(b"# User@Host:")
+                                                  and not previous.startswith(b"# Time:")):
+                return here
+            previous = line
+
+
+def _lines_before(path: Path, offsets: list[int]) -> list[int]:
+    counts, seen, position = [], 0, 0
+    with open(path, "rb") as handle:
+        for offset in offsets:
+            while position < offset:
+                chunk = handle.read(min(1 << 24, offset - position))
+                seen += chunk.count(b"\n")
+                position += len(chunk)
+            counts.append(seen)
+    return counts
+
+
+class _Range:
+    """read(n) of decoded text from a byte range of a file."""
+
+    def __init__(self, path: Path, start: int, end: int):
+        self.handle = open(path, "rb")
+        self.handle.seek(start)
+        self.left = end - start
+        self.decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+
+    def read(self, size: int) -> str:
+        data = self.handle.read(min(size, self.left))
+        self.left -= len(data)
+        return self.decoder.decode(data, final=not data)
+
+    def close(self) -> None:
+        self.handle.close()
+
+
+def read_events(part: Part, stats: ParseStats) -> Iterator[Event]:
+    reader = _general if part.kind == "general" else _slow
+    pattern = GENERAL_EVENT if part.kind == "general" else SLOW_ENTRY
+    handle = open_log(part.path) if part.end is None else _Range(part.path, part.start, part.end)
+    try:
+        yield from reader(_entries(handle, pattern, stats, part.first_line), stats)
+    finally:
+        handle.close()
+
+
+def _entries(handle, pattern: re.Pattern, stats: ParseStats,
+             line_no: int = 1) -> Iterator[tuple[re.Match, int]]:
+    """Every match of `pattern` in the file with the line number it starts on, block by block
+    (the regex engine does the line work); text between matches is counted as malformed.
+
+    The last match of a block may go on in the next one, so it is read again with it, up to
+    HOLD characters: a longer statement, or that much text with no entry, is taken as it is.
+    """
+    cursor = _Cursor(line_no, stats)
+    carry = ""
+    while True:
+        chunk = handle.read(BLOCK)
+        last = not chunk
+        block, carry = carry + chunk, ""
+        if not last:
+            cut = block.rfind("\n") + 1
+            block, carry = block[:cut], block[cut:]
+        elif block and not block.endswith("\n"):
+            block += "\n"
+        cursor.block, cursor.position = block, 0
+        pending = None  # the block's last match: it may go on in the next block
+        for match in pattern.finditer(block):
+            if pending is not None:
+                yield pending, cursor.take(pending)
+            pending = match
+        if pending is not None and (last or len(block) - pending.start() >= HOLD):
+            yield pending, cursor.take(pending)
+            pending = None
+        if not last:
+            hold = pending.start() if pending is not None else cursor.position
+            if len(block) - hold < HOLD:
+                carry = block[hold:] + carry
+                cursor.block = block[:hold]
+        cursor.rest_malformed()
+        if last:
+            stats.lines += cursor.line_no - line_no
+            return
+
+
+class _Cursor:
+    """How far the scan of a block has got: its position and line number."""
+
+    def __init__(self, line_no: int, stats: ParseStats):
+        self.line_no = line_no
+        self.stats = stats
+        self.block = ""
+        self.position = 0
+
+    def take(self, match: re.Match) -> int:
+        """Account for the text up to the end of `match`; returns the line it starts on."""
+        start, end = match.span()
+        if start > self.position:
+            self._gap(start)
+        here = self.line_no
+        self.line_no += self.block.count("\n", start, end)
+        self.position = end
+        return here
+
+    def rest_malformed(self) -> None:
+        if len(self.block) > self.position:
+            self._gap(len(self.block))
+
+    def _gap(self, end: int) -> None:
+        _malformed(self.block[self.position:end], self.line_no, self.stats)
+        self.line_no += self.block.count("\n", self.position, end)
+        self.position = end
+
+
+def _malformed(text: str, line_no: int, stats: ParseStats) -> None:
+    for offset, line in enumerate(text.split("\n")):
+        if line.strip() and not BANNER.match(line):
+            stats.bad(line_no + offset, line)
+
+
+def _general(entries, stats: ParseStats) -> Iterator[Event]:
     clock = _Clock()
     now = None
-    match = GENERAL_LINE.match
-    line_no = 0
-    for line_no, line in enumerate(handle, 1):
-        found = match(line, 0, len(line) - (line[-1:] == "\n"))
-        if found is None:
-            if pending is not None and not BANNER.match(line):
-                extra.append(line)
-            elif not BANNER.match(line) and line.strip():
-                stats.bad(line_no, line)
-            continue
-        if pending is not None:
-            yield _finish(pending, extra, stats)
-            pending, extra = None, []
-        stamp, thread, command, argument = found.groups()
+    for match, line_no in entries:
+        stamp, thread, command, argument, more = match.groups()
         if stamp:
             now = clock.seconds(stamp)
         argument = argument or ""
-        if command == "Init" and argument.startswith("DB"):
-            command, argument = "Init DB", argument[2:].lstrip()
-        event = Event(line_no, int(thread), command, argument, now)
         if command == "Query":
-            pending = event
+            if more:
+                if "Version: " in more or "Tcp port: " in more or "Argument" in more:
+                    more = "".join(line for line in more.splitlines(True)
+                                   if not BANNER.match(line))
+                argument = argument + "\n" + more
+            text = argument.rstrip("\n")
         else:
-            stats.events += 1
-            event.text = argument.rstrip()
-            yield event
-    if pending is not None:
-        yield _finish(pending, extra, stats)
-    stats.lines += line_no
+            if more:
+                _malformed(more, line_no + 1, stats)
+            if command == "Init" and argument.startswith("DB"):
+                command, argument = "Init DB", argument[2:].lstrip()
+            text = argument.rstrip()
+        stats.events += 1
+        yield Event(line_no, int(thread), command, text, now)
 
 
-def _finish(event: Event, extra: list[str], stats: ParseStats) -> Event:
-    if extra:
-        event.text = event.text + "\n" + "".join(extra)
-    event.text = event.text.rstrip("\n")
-    stats.events += 1
-    return event
-
-
-def _slow(handle, stats: ParseStats) -> Iterator[Event]:
-    header: dict[str, str] = {}
-    body: list[str] = []
-    start = 0
-    db = None
-    stamp = None
+def _slow(entries, stats: ParseStats) -> Iterator[Event]:
     clock = _Clock()
-    line_no = 0
-
-    def flush() -> Iterator[Event]:
-        nonlocal db, stamp
-        statements = []
-        for index, text in enumerate(body):
-            lowered = text[:20].lower()
-            if statements:
-                statements.append(text)
-            elif lowered.startswith("set timestamp="):
+    stamp = None
+    db = None
+    for match, line_no in entries:
+        header, body = match.groups()
+        fast = MARIADB_HEADER.match(header)
+        if fast:
+            time_text, thread, schema, query_time, sent, examined = fast.groups()
+            if time_text:
+                stamp = clock.seconds(time_text.strip())
+        else:
+            for line in header.splitlines():
+                if line.startswith("# Time:"):
+                    stamp = clock.seconds(line[7:].strip())
+            attributes = dict(SLOW_ATTRIBUTE.findall(header))
+            thread = attributes.get("Thread_id") or attributes.get("Id")
+            schema = attributes.get("Schema")
+            query_time = attributes.get("Query_time")
+            sent, examined = attributes.get("Rows_sent"), attributes.get("Rows_examined")
+        text = body
+        while True:  # the entry's own lines before its statement
+            if text[:14].lower() == "set timestamp=":
+                end = text.find("\n")
                 try:
-                    stamp = float(text.strip()[14:].rstrip(";"))
+                    stamp = float(text[14:end].strip().rstrip(";"))
                 except ValueError:
                     pass
-            elif lowered.startswith("use ") and _more_follows(body, index):
-                db = text.strip()[4:].rstrip(";").strip().strip("`")  # the entry's schema
+                text = text[end + 1:]
+            elif text[:4].lower() == "use " and _more_follows(text):
+                end = text.find("\n")
+                db = text[4:end].strip().rstrip(";").strip().strip("`")
+                text = text[end + 1:]
             else:
-                statements.append(text)
-        if not statements:
-            return
-        text = "".join(statements).rstrip()
+                break
+        if "Version: " in text or "Tcp port: " in text:
+            text = "".join(line for line in text.splitlines(True) if not BANNER.match(line))
+        text = text.rstrip()
         if text.endswith(";"):
             text = text[:-1]
-        thread = header.get("Thread_id") or header.get("Id")
-        event = Event(start, int(thread) if thread and thread.isdigit() else None, "Query",
-                      text, stamp, header.get("Schema") or db,
-                      _float(header.get("Query_time")), _float(header.get("Rows_sent")),
-                      _float(header.get("Rows_examined")))
+        if not text:
+            continue  # a header with no statement, e.g. the log's last, cut entry
         stats.events += 1
-        yield event
-
-    for line_no, line in enumerate(handle, 1):
-        if line.startswith("#"):
-            if body:
-                yield from flush()
-                header, body = {}, []
-            if not header:
-                start = line_no
-            if line.startswith("# Time:"):
-                stamp = clock.seconds(line[7:].strip())
-            else:
-                header.update(SLOW_ATTRIBUTE.findall(line))
-        elif BANNER.match(line):
-            continue
-        elif header:
-            body.append(line)
-        elif line.strip():
-            stats.bad(line_no, line)
-    if body:
-        yield from flush()
-    stats.lines += line_no
+        yield Event(line_no, int(thread) if thread and thread.isdigit() else None, "Query",
+                    text, stamp, schema or db, _float(query_time), _float(sent),
+                    _float(examined))
 
 
-def _more_follows(body: list[str], index: int) -> bool:
-    """Whether a statement other than SET timestamp comes after body[index]."""
-    return any(line.strip() and not line[:14].lower().startswith("set timestamp=")
-               for line in body[index + 1:])
+def _more_follows(text: str) -> bool:
+    """Whether a statement other than SET timestamp follows the first line of text."""
+    return any(line.strip() and line[:14].lower() != "set timestamp="
+               for line in text.split("\n")[1:])
 
 
 def _float(value: str | None) -> float | None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import html
 import json
 
-from perflab.analysis.html import STYLE
-from perflab.analysis.tables import Table
+from perflab.analysis.page import page
+from perflab.analysis.table import Table
 from perflab.digest.digest import Digest
 
 FINDING_TITLES = {
@@ -103,10 +103,7 @@ def render_html(digest: Digest, top: int = 50) -> str:
              "<h2>Profile</h2>", profile_table(digest, top).html(), "<h2>Findings</h2>"]
     tables = findings_tables(digest, top)
     parts += [t.html() for t in tables] or ["<p>No findings.</p>"]
-    body = "\n".join(parts)
-    return (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
-            f"<title>perflab digest</title><style>{STYLE}</style></head>"
-            f"<body>{body}</body></html>")
+    return page("perflab digest", "\n".join(parts))
 
 
 def _short(text: str, width: int) -> str:

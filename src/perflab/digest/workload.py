@@ -15,7 +15,7 @@ from pathlib import Path
 
 from perflab.digest.digest import Digest
 from perflab.digest.fingerprint import fingerprint
-from perflab.digest.parse import ParseStats, read_events
+from perflab.digest.parse import ParseStats, Part, read_events
 
 REPLAYABLE = ("select", "insert", "update", "delete", "replace")
 LITERAL = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|(?<![\w.])\d+(?![\w.])")
@@ -43,7 +43,7 @@ def _literal_ranges(digest: Digest, wanted: set[str]) -> dict[str, list[list]]:
     """Per fingerprint, per literal position: [kind, low, high]."""
     ranges: dict[str, list[list]] = {}
     for info in digest.files:
-        for event in read_events(Path(info["path"]), info["format"], ParseStats()):
+        for event in read_events(Part(Path(info["path"]), info["format"]), ParseStats()):
             if event.command != "Query":
                 continue
             fp = fingerprint(event.text)

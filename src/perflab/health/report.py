@@ -6,7 +6,7 @@ from __future__ import annotations
 import html
 import json
 
-from perflab.analysis.tables import Table
+from perflab.analysis.table import Table
 from perflab.health.check import HealthReport
 from perflab.health.rules import Rule, Verdict
 

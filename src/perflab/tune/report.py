@@ -13,8 +13,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from perflab.analysis.charts import render  # noqa: E402
+from perflab.analysis.page import page  # noqa: E402
 from perflab.analysis.stats import Comparison, summarize  # noqa: E402
-from perflab.analysis.tables import Table  # noqa: E402
+from perflab.analysis.table import Table  # noqa: E402
 from perflab.tune.search import TuneResult, best_so_far  # noqa: E402
 
 
@@ -85,9 +86,7 @@ def render_html(result: TuneResult, objective: str, direction: str) -> str:
             "<figcaption>best so far against trials</figcaption></figure>"]
     body += [t.html() for t in tables(result, objective)]
     body.append(f"<h2>my.cnf</h2><pre>{html.escape(result.mycnf() or 'none')}</pre>")
-    return ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
-            f"<title>perflab tune: {html.escape(result.study)}</title></head><body>"
-            + "\n".join(body) + "</body></html>")
+    return page(f"perflab tune: {result.study}", "\n".join(body))
 
 
 def _gain_cells(c: Comparison) -> list[str]:

@@ -1,0 +1,173 @@
+"""perflab digest vs pt-query-digest on the same generated log, in one run.
+
+Generates a MariaDB general query log (and a slow query log) of at least --mb MiB in the exact
+formats the server writes (the tests check the parser on real ones): many interleaved
+connections, seed 004's waste (repeated reads, Init DB churn, constant-only SELECTs, N+1
+loops) among honest statements (joins, multi-row INSERTs, IN lists, multi-line statements).
+Then times `perflab digest` and `pt-query-digest` on each, alternating, and prints throughput,
+the ratio and perflab's peak memory (max RSS of its processes, added up, as it reports it).
+
+    .venv/bin/python bench/digest.py --mb 200 --rounds 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+PERFLAB = [sys.executable, "-m", "perflab.cli"]
+
+SCHEMAS = ["shop", "shop_archive", "geometry_tpc", "geometry_tof"]
+HONEST = [
+    lambda r: f"SELECT o.id, o.total, c.name FROM orders o JOIN customers c ON c.id = "
+              f"o.customer_id WHERE o.id = {r.randint(1, 10**6)}",
+    lambda r: f"UPDATE stock SET qty = qty - {r.randint(1, 5)} WHERE sku = "
+              f"'SKU{r.randint(1, 99999)}'",
+    lambda r: "INSERT INTO events (kind, at, payload) VALUES " + ", ".join(
+        f"('click', NOW(), '{r.randint(1, 10**9):x}')" for _ in range(r.randint(2, 6))),
+    lambda r: "SELECT id, name FROM products WHERE category IN (" + ", ".join(
+        str(r.randint(1, 500)) for _ in range(r.randint(2, 12))) + ") ORDER BY name ASC LIMIT 20",
+    lambda r: f"SELECT COUNT(*)\n  FROM orders\n WHERE created_at > '2026-0{r.randint(1, 9)}-01'"
+              f"\n   AND status = {r.randint(0, 3)}",
+    lambda r: f"DELETE FROM sessions WHERE expires < {r.randint(10**9, 2 * 10**9)}",
+    lambda r: f"SELECT /* dashboard */ SUM(total) FROM orders WHERE customer_id = "
+              f"{r.randint(1, 10**5)} GROUP BY status",
+]
+
+
+def general_lines(rng: random.Random, connections: int):
+    """Endless general-log events: (thread id, command, argument)."""
+    while True:
+        thread = rng.randint(10, 10 + connections)
+        roll = rng.random()
+        if roll < 0.05:
+            for _ in range(rng.randint(2, 14)):
+                yield thread, "Query", "select elementID from CorrectionIDs"
+        elif roll < 0.10:
+            yield thread, "Init DB", rng.choice(SCHEMAS)
+        elif roll < 0.15:
+            yield thread, "Query", (f"select from_unixtime({rng.randint(10**9, 2 * 10**9)}) "
+                                    "+ 0 as requestTime")
+        elif roll < 0.22:
+            for _ in range(rng.randint(5, 30)):
+                yield thread, "Query", (f"SELECT name, price FROM items WHERE id = "
+                                        f"{rng.randint(1, 10**6)}")
+        elif roll < 0.23:
+            yield thread, "Connect", f"app@10.0.0.{thread % 250} on shop using TCP/IP"
+        elif roll < 0.24:
+            yield thread, "Quit", ""
+        else:
+            yield thread, "Query", rng.choice(HONEST)(rng)
+
+
+def write_general(path: Path, megabytes: int, seed: int = 1) -> None:
+    rng = random.Random(seed)
+    limit = megabytes << 20
+    written = 0
+    clock = 1795357937.0
+    with open(path, "w") as out:
+        out.write("/usr/sbin/mariadbd, Version: 10.11.19-MariaDB-0+deb12u1-log (Debian 12). "
+                  "started with:\nTcp port: 0  Unix socket: /run/mysqld/mysqld.sock\n"
+                  "Time\t\t    Id Command\tArgument\n")
+        for n, (thread, command, argument) in enumerate(general_lines(rng, 200)):
+            if n % 500 == 0:
+                clock += 1
+                stamp = time.strftime("%y%m%d %H:%M:%S", time.gmtime(clock))
+                line = f"{stamp}\t{thread:>6} {command}\t{argument}\n"
+            else:
+                line = f"\t\t{thread:>6} {command}\t{argument}\n"
+            out.write(line)
+            written += len(line)
+            if written >= limit:
+                break
+
+
+def write_slow(path: Path, megabytes: int, seed: int = 2) -> None:
+    rng = random.Random(seed)
+    limit = megabytes << 20
+    written = 0
+    clock = 1795357937
+    with open(path, "w") as out:
+        for n, (thread, command, argument) in enumerate(general_lines(rng, 200)):
+            if command != "Query":
+                continue
+            if n % 500 == 0:
+                clock += 1
+                out.write(f"# Time: {time.strftime('%y%m%d %H:%M:%S', time.gmtime(clock))}\n")
+            rows = rng.randint(0, 50)
+            entry = (f"# User@Host: app[app] @ localhost []\n"
+                     f"# Thread_id: {thread}  Schema: shop  QC_hit: No\n"
+                     f"# Query_time: {rng.expovariate(2000):.6f}  Lock_time: 0.000010  "
+                     f"Rows_sent: {rows}  Rows_examined: {rows * rng.randint(1, 20)}\n"
+                     f"# Rows_affected: 0  Bytes_sent: {100 + rows * 40}\n"
+                     f"SET timestamp={clock};\n{argument};\n")
+            out.write(entry)
+            written += len(entry)
+            if written >= limit:
+                break
+
+
+def timed(argv: list[str], output: Path) -> float:
+    """Wall seconds of one command, its output kept in `output`."""
+    started = time.monotonic()
+    with open(output, "w") as out:
+        result = subprocess.run(argv, stdout=out, stderr=subprocess.PIPE, check=False,
+                                env={**os.environ, "PYTHONPATH": str(ROOT.parent / "src")})
+    if result.returncode != 0:
+        raise SystemExit(f"{argv[0]} failed: {result.stderr.decode()[-500:]}")
+    return time.monotonic() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mb", type=int, default=200, help="size of each generated log")
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--kinds", default="general,slow")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
+                        help="perflab digest --jobs (default: one per CPU)")
+    args = parser.parse_args()
+    if not shutil.which("pt-query-digest"):
+        raise SystemExit("pt-query-digest is missing: apt-get install percona-toolkit")
+    out = ROOT / "out" / "digest"
+    out.mkdir(parents=True, exist_ok=True)
+    for kind in args.kinds.split(","):
+        log = out / f"{kind}-{args.mb}.log"
+        if not log.exists() or log.stat().st_size < args.mb << 20:
+            print(f"generating {log} ...", flush=True)
+            (write_general if kind == "general" else write_slow)(log, args.mb)
+        size = log.stat().st_size / 2**20
+        pt_type = "genlog" if kind == "general" else "slowlog"
+        ours, theirs, memory = [], [], []
+        for round_number in range(args.rounds):
+            order = ["perflab", "pt"] if round_number % 2 == 0 else ["pt", "perflab"]
+            for tool in order:
+                if tool == "perflab":
+                    report = out / f"{kind}-perflab.json"
+                    seconds = timed([*PERFLAB, "digest", str(log), "--log-format", kind,
+                                     "--format", "json", "--jobs", str(args.jobs)], report)
+                    ours.append(seconds)
+                    memory.append(json.loads(report.read_text())["peak_rss_mib"])
+                else:
+                    seconds = timed(["pt-query-digest", "--type", pt_type,
+                                     "--no-version-check", str(log)], out / f"{kind}-pt.txt")
+                    theirs.append(seconds)
+                print(f"  {kind} round {round_number + 1}: {tool} {seconds:.1f} s", flush=True)
+        ratio = [t / o for o, t in zip(ours, theirs, strict=True)]
+        print(f"{kind} log, {size:.0f} MiB: perflab {size / statistics.median(ours):.1f} MiB/s "
+              f"(median of {len(ours)}), pt-query-digest {size / statistics.median(theirs):.1f}"
+              f" MiB/s; speed-up {statistics.median(ratio):.1f}x "
+              f"[{min(ratio):.1f} .. {max(ratio):.1f}] (goal >= 10x); perflab peak RSS "
+              f"{max(memory):.0f} MiB, all its processes together (goal < 200 MiB)", flush=True)
+
+
+if __name__ == "__main__":
+    main()
