@@ -5,7 +5,8 @@ formats the server writes (the tests check the parser on real ones): many interl
 connections, seed 004's waste (repeated reads, Init DB churn, constant-only SELECTs, N+1
 loops) among honest statements (joins, multi-row INSERTs, IN lists, multi-line statements).
 Then times `perflab digest` and `pt-query-digest` on each, alternating, and prints throughput,
-the ratio and perflab's peak memory (max RSS of its processes, added up, as it reports it).
+the ratio and perflab's peak memory (max RSS of its processes, added up, as it reports it),
+also on the log four times over to show that it does not grow with the log.
 
     .venv/bin/python bench/digest.py --mb 200 --rounds 2
 """
@@ -69,51 +70,50 @@ def general_lines(rng: random.Random, connections: int):
             yield thread, "Query", rng.choice(HONEST)(rng)
 
 
-def write_general(path: Path, megabytes: int, seed: int = 1) -> None:
-    rng = random.Random(seed)
-    limit = megabytes << 20
-    written = 0
-    clock = 1795357937.0
-    with open(path, "w") as out:
-        out.write("/usr/sbin/mariadbd, Version: 10.11.19-MariaDB-0+deb12u1-log (Debian 12). "
-                  "started with:\nTcp port: 0  Unix socket: /run/mysqld/mysqld.sock\n"
-                  "Time\t\t    Id Command\tArgument\n")
-        for n, (thread, command, argument) in enumerate(general_lines(rng, 200)):
-            if n % 500 == 0:
-                clock += 1
-                stamp = time.strftime("%y%m%d %H:%M:%S", time.gmtime(clock))
-                line = f"{stamp}\t{thread:>6} {command}\t{argument}\n"
-            else:
-                line = f"\t\t{thread:>6} {command}\t{argument}\n"
-            out.write(line)
-            written += len(line)
-            if written >= limit:
-                break
+BANNER = ("/usr/sbin/mariadbd, Version: 10.11.19-MariaDB-0+deb12u1-log (Debian 12). started "
+          "with:\nTcp port: 0  Unix socket: /run/mysqld/mysqld.sock\nTime\t\t    Id Command\t"
+          "Argument\n")
 
 
-def write_slow(path: Path, megabytes: int, seed: int = 2) -> None:
-    rng = random.Random(seed)
-    limit = megabytes << 20
-    written = 0
+def general_entries(rng: random.Random):
     clock = 1795357937
+    for n, (thread, command, argument) in enumerate(general_lines(rng, 200)):
+        stamp = ""
+        if n % 500 == 0:  # the server writes the time only when the second changes
+            clock += 1
+            stamp = time.strftime("%y%m%d %H:%M:%S", time.gmtime(clock))
+        yield f"{stamp}\t{'' if stamp else chr(9)}{thread:>6} {command}\t{argument}\n"
+
+
+def slow_entries(rng: random.Random):
+    clock = 1795357937
+    for n, (thread, command, argument) in enumerate(general_lines(rng, 200)):
+        if command != "Query":
+            continue
+        stamp = ""
+        if n % 500 == 0:
+            clock += 1
+            stamp = f"# Time: {time.strftime('%y%m%d %H:%M:%S', time.gmtime(clock))}\n"
+        rows = rng.randint(0, 50)
+        yield (f"{stamp}# User@Host: app[app] @ localhost []\n"
+               f"# Thread_id: {thread}  Schema: shop  QC_hit: No\n"
+               f"# Query_time: {rng.expovariate(2000):.6f}  Lock_time: 0.000010  "
+               f"Rows_sent: {rows}  Rows_examined: {rows * rng.randint(1, 20)}\n"
+               f"# Rows_affected: 0  Bytes_sent: {100 + rows * 40}\n"
+               f"SET timestamp={clock};\n{argument};\n")
+
+
+def write_log(path: Path, kind: str, megabytes: int) -> None:
+    """A log of `kind` of at least `megabytes` MiB."""
+    entries = (general_entries if kind == "general" else slow_entries)(random.Random(kind))
+    written, limit = 0, megabytes << 20
     with open(path, "w") as out:
-        for n, (thread, command, argument) in enumerate(general_lines(rng, 200)):
-            if command != "Query":
-                continue
-            if n % 500 == 0:
-                clock += 1
-                out.write(f"# Time: {time.strftime('%y%m%d %H:%M:%S', time.gmtime(clock))}\n")
-            rows = rng.randint(0, 50)
-            entry = (f"# User@Host: app[app] @ localhost []\n"
-                     f"# Thread_id: {thread}  Schema: shop  QC_hit: No\n"
-                     f"# Query_time: {rng.expovariate(2000):.6f}  Lock_time: 0.000010  "
-                     f"Rows_sent: {rows}  Rows_examined: {rows * rng.randint(1, 20)}\n"
-                     f"# Rows_affected: 0  Bytes_sent: {100 + rows * 40}\n"
-                     f"SET timestamp={clock};\n{argument};\n")
+        out.write(BANNER)
+        for entry in entries:
             out.write(entry)
             written += len(entry)
             if written >= limit:
-                break
+                return
 
 
 def timed(argv: list[str], output: Path) -> float:
@@ -125,6 +125,27 @@ def timed(argv: list[str], output: Path) -> float:
     if result.returncode != 0:
         raise SystemExit(f"{argv[0]} failed: {result.stderr.decode()[-500:]}")
     return time.monotonic() - started
+
+
+def perflab_digest(log: Path, kind: str, jobs: int, report: Path) -> tuple[float, float]:
+    """Wall seconds and peak RSS (MiB, all processes) of `perflab digest` on `log`."""
+    seconds = timed([*PERFLAB, "digest", str(log), "--log-format", kind, "--format", "json",
+                     "--jobs", str(jobs)], report)
+    return seconds, json.loads(report.read_text())["peak_rss_mib"]
+
+
+def memory_on_four_copies(out: Path, log: Path, kind: str, jobs: int) -> float:
+    """Peak RSS on the log concatenated four times: memory must not grow with the log."""
+    bigger = out / f"{log.stem}-x4.log"
+    if not bigger.exists():
+        with open(bigger, "wb") as sink:
+            for _ in range(4):
+                with open(log, "rb") as source:
+                    shutil.copyfileobj(source, sink, 1 << 20)
+    try:
+        return perflab_digest(bigger, kind, jobs, out / f"{kind}-perflab-x4.json")[1]
+    finally:
+        bigger.unlink()
 
 
 def main() -> None:
@@ -143,7 +164,7 @@ def main() -> None:
         log = out / f"{kind}-{args.mb}.log"
         if not log.exists() or log.stat().st_size < args.mb << 20:
             print(f"generating {log} ...", flush=True)
-            (write_general if kind == "general" else write_slow)(log, args.mb)
+            write_log(log, kind, args.mb)
         size = log.stat().st_size / 2**20
         pt_type = "genlog" if kind == "general" else "slowlog"
         ours, theirs, memory = [], [], []
@@ -151,22 +172,23 @@ def main() -> None:
             order = ["perflab", "pt"] if round_number % 2 == 0 else ["pt", "perflab"]
             for tool in order:
                 if tool == "perflab":
-                    report = out / f"{kind}-perflab.json"
-                    seconds = timed([*PERFLAB, "digest", str(log), "--log-format", kind,
-                                     "--format", "json", "--jobs", str(args.jobs)], report)
+                    seconds, peak = perflab_digest(log, kind, args.jobs,
+                                                   out / f"{kind}-perflab.json")
                     ours.append(seconds)
-                    memory.append(json.loads(report.read_text())["peak_rss_mib"])
+                    memory.append(peak)
                 else:
                     seconds = timed(["pt-query-digest", "--type", pt_type,
                                      "--no-version-check", str(log)], out / f"{kind}-pt.txt")
                     theirs.append(seconds)
                 print(f"  {kind} round {round_number + 1}: {tool} {seconds:.1f} s", flush=True)
+        larger = memory_on_four_copies(out, log, kind, args.jobs)
         ratio = [t / o for o, t in zip(ours, theirs, strict=True)]
         print(f"{kind} log, {size:.0f} MiB: perflab {size / statistics.median(ours):.1f} MiB/s "
               f"(median of {len(ours)}), pt-query-digest {size / statistics.median(theirs):.1f}"
               f" MiB/s; speed-up {statistics.median(ratio):.1f}x "
               f"[{min(ratio):.1f} .. {max(ratio):.1f}] (goal >= 10x); perflab peak RSS "
-              f"{max(memory):.0f} MiB, all its processes together (goal < 200 MiB)", flush=True)
+              f"{max(memory):.0f} MiB, all its processes together (goal < 200 MiB), "
+              f"{larger:.0f} MiB on the log four times over", flush=True)
 
 
 if __name__ == "__main__":
