@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_cli
+from conftest import run_cli, write_plan
 from perflab.digest.digest import digest_logs
 from perflab.digest.fingerprint import fingerprint, query_id
 from perflab.load.sqlworkload import load_sql_workload
@@ -176,17 +176,48 @@ def test_gzip_malformed_lines_and_cli_outputs(logs, tmp_path):
     assert unknown.returncode == 2 and "neither a general query log" in unknown.stderr
 
 
-def test_workload_file_replays_the_top_fingerprints(logs, tmp_path):
-    _, slow = logs
-    target = tmp_path / "captured.toml"
-    result = run_cli("digest", str(slow), "--workload", str(target), "--top", "5")
+REPLAY_TABLES = """
+[schema]
+sql = ["CREATE TABLE items (id INT PRIMARY KEY, name VARCHAR(20), price INT)",
+       "CREATE TABLE CorrectionIDs (elementID INT PRIMARY KEY)"]
+[[data]]
+table = "items"
+rows = 200
+columns = { id = "seq", name = "str:4:8", price = "int:0:96" }
+"""
+
+
+def test_workload_file_replays_the_top_fingerprints(logs, shared_lab, tmp_path):
+    general, slow = logs
+    by_time = tmp_path / "by-time.toml"
+    result = run_cli("digest", str(slow), "--workload", str(by_time), "--top", "5")
     assert result.returncode == 0, result.stderr
-    workload = load_sql_workload(target)
-    sqls = [sql for _, sql in workload.statements]
-    assert any(sql == "SELECT name FROM items WHERE id = {int:7:175}" for sql in sqls)
-    assert len(sqls) == 5
-    by_sql = dict((sql, weight) for weight, sql in workload.statements)
-    assert by_sql["SELECT name FROM items WHERE id = {int:7:175}"] == N_PLUS_ONE
+    weights = {sql: weight for weight, sql in load_sql_workload(by_time).statements}
+    assert len(weights) == 5
+    assert weights["SELECT name FROM items WHERE id = {int:7:175}"] == N_PLUS_ONE
+
+    captured = tmp_path / "captured.toml"
+    result = run_cli("digest", str(general), "--workload", str(captured), "--top", "50")
+    assert result.returncode == 0, result.stderr
+    header, statements = captured.read_text().split("[[statements]]", 1)
+    assert "Tables the statements name: CorrectionIDs, items" in header
+    assert "Geometry_tpc" in header and "Geometry_tpc" not in statements  # one replay schema
+    assert 'mysql_ignore_errors = "1062"' in header  # the log's INSERT keys collide on replay
+    captured.write_text(REPLAY_TABLES + header + "[[statements]]" + statements)
+    plan = write_plan(tmp_path / "replay.toml", "replayed-log", threads=(2,), repeats=1,
+                      engine="InnoDB", configs='[configs.base]\nkey_buffer_size = "8M"',
+                      workload=f'name = "sql"\noptions = {{ file = "{captured}", '
+                               'mysql_ignore_errors = "1062" }')
+    out = run_cli("run", str(plan), "--lab", str(shared_lab.root), "--quiet")
+    assert out.returncode == 0, out.stderr
+    document = json.loads(run_cli("report", str(shared_lab.root), "--study", "replayed-log",
+                                  "--format", "json").stdout)
+    (point,) = document["points"]
+    assert point["status"] == "ok" and point["events"] > 1000
+    assert point["errors"] > 0  # duplicate keys, counted instead of stopping the run
+    moved = point["status_delta"]
+    # the log's weights: SELECTs 25 + 14 + 6 + 5 + 5 + 1, the UPDATE 5
+    assert 56 / 5 * 0.75 < moved["Com_select"] / moved["Com_update"] < 56 / 5 * 1.25
 
 
 def test_a_log_cut_into_parts_gives_the_same_profile(logs, monkeypatch):

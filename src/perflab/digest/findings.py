@@ -102,7 +102,7 @@ class Findings:
             command = "Init DB"  # a USE statement is a schema switch like Init DB
         if command == "Init DB":
             self.statements += 1
-            self._switch(conn, event, _schema(event.text))
+            self._switch(conn, event, switched_schema(event.text))
         elif command == "Query":
             self.statements += 1
             self._statement(conn, event, fingerprint)
@@ -227,7 +227,8 @@ def _classify(fingerprint: str) -> tuple[bool, bool]:
     return fingerprint.startswith(READS), constant
 
 
-def _schema(argument: str) -> str:
+def switched_schema(argument: str) -> str:
+    """The schema an `Init DB` argument or a `USE` statement switches to."""
     text = argument.strip().rstrip(";").strip()
     if text.lower().startswith("use "):
         text = text[4:].strip()

@@ -81,7 +81,7 @@ WORKLOADS = {
     )
 }
 WORKLOADS["sql"] = WorkloadSpec(
-    "sql", "perflab_sql", "perflab_sql", True, ("file",),
+    "sql", "perflab_sql", "perflab_sql", True, ("file", "mysql_ignore_errors", "rate"),
     "your own statements, schema and data from a TOML file (see load/sqlworkload.py)",
     dataset_options=("file",),
 )
