@@ -18,7 +18,7 @@ from pathlib import Path
 
 from perflab.digest.digest import Digest
 from perflab.digest.findings import switched_schema
-from perflab.digest.fingerprint import fingerprint
+from perflab.digest.fingerprint import Fingerprinter
 from perflab.digest.parse import ParseStats, Part, read_events
 
 REPLAYABLE = ("select", "insert", "update", "delete", "replace")
@@ -62,17 +62,19 @@ def write_workload(digest: Digest, path: Path, top: int) -> int:
 
 def _scan(digest: Digest, wanted: set[str]) -> _Scan:
     scan = _Scan()
+    fingerprint = Fingerprinter()
     for info in digest.files:
         for event in read_events(Part(Path(info["path"]), info["format"]), ParseStats()):
             if event.db:
                 scan.schemas.add(event.db)
-            if event.command == "Init DB" or (event.command == "Query"
-                                              and event.text[:4].lower() == "use "):
+            if event.command == "Init DB":
                 scan.schemas.add(switched_schema(event.text))
             if event.command != "Query":
                 continue
             fp = fingerprint(event.text)
-            if fp in wanted:
+            if fp == "use ?":  # a USE statement switches schema like Init DB (findings.py)
+                scan.schemas.add(switched_schema(event.text))
+            elif fp in wanted:
                 _widen(scan.ranges, fp, [_value(t) for t in LITERAL.findall(event.text)])
     return scan
 
