@@ -75,25 +75,32 @@ BANNER = ("/usr/sbin/mariadbd, Version: 10.11.19-MariaDB-0+deb12u1-log (Debian 1
           "Argument\n")
 
 
-def general_entries(rng: random.Random):
+def stamped_lines(rng: random.Random):
+    """general_lines with the clock: `second` is set when it changes (every 500 lines), the
+    only time the server writes it, else None."""
     clock = 1795357937
     for n, (thread, command, argument) in enumerate(general_lines(rng, 200)):
-        stamp = ""
-        if n % 500 == 0:  # the server writes the time only when the second changes
+        second = None
+        if n % 500 == 0:
             clock += 1
-            stamp = time.strftime("%y%m%d %H:%M:%S", time.gmtime(clock))
-        yield f"{stamp}\t{'' if stamp else chr(9)}{thread:>6} {command}\t{argument}\n"
+            second = clock
+        yield second, thread, command, argument
+
+
+def general_entries(rng: random.Random):
+    for second, thread, command, argument in stamped_lines(rng):
+        prefix = time.strftime("%y%m%d %H:%M:%S", time.gmtime(second)) if second else "\t"
+        yield f"{prefix}\t{thread:>6} {command}\t{argument}\n"
 
 
 def slow_entries(rng: random.Random):
-    clock = 1795357937
-    for n, (thread, command, argument) in enumerate(general_lines(rng, 200)):
+    clock = 0
+    for second, thread, command, argument in stamped_lines(rng):
+        clock = second or clock
         if command != "Query":
             continue
-        stamp = ""
-        if n % 500 == 0:
-            clock += 1
-            stamp = f"# Time: {time.strftime('%y%m%d %H:%M:%S', time.gmtime(clock))}\n"
+        stamp = f"# Time: {time.strftime('%y%m%d %H:%M:%S', time.gmtime(second))}\n" \
+            if second else ""
         rows = rng.randint(0, 50)
         yield (f"{stamp}# User@Host: app[app] @ localhost []\n"
                f"# Thread_id: {thread}  Schema: shop  QC_hit: No\n"
@@ -137,11 +144,10 @@ def perflab_digest(log: Path, kind: str, jobs: int, report: Path) -> tuple[float
 def memory_on_four_copies(out: Path, log: Path, kind: str, jobs: int) -> float:
     """Peak RSS on the log concatenated four times: memory must not grow with the log."""
     bigger = out / f"{log.stem}-x4.log"
-    if not bigger.exists():
-        with open(bigger, "wb") as sink:
-            for _ in range(4):
-                with open(log, "rb") as source:
-                    shutil.copyfileobj(source, sink, 1 << 20)
+    with open(bigger, "wb") as sink:  # always anew: a killed run may have left a partial one
+        for _ in range(4):
+            with open(log, "rb") as source:
+                shutil.copyfileobj(source, sink, 1 << 20)
     try:
         return perflab_digest(bigger, kind, jobs, out / f"{kind}-perflab-x4.json")[1]
     finally:
