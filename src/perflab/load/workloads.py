@@ -13,9 +13,11 @@ from perflab.errors import PerflabError
 from perflab.load.sqlworkload import load_sql_workload
 from perflab.plan import Workload
 
-# Options every sysbench workload understands (sysbench 1.0 core options).
+# sysbench 1.0 core options: the driver's apply to any script, the random-distribution ones only
+# to scripts drawing from sysbench.rand.default (the sbtest ones; perflab_sql draws uniform).
+DRIVER_OPTIONS = ("mysql_ignore_errors", "rate")
 GENERIC_OPTIONS = ("rand_type", "rand_seed", "rand_spec_iter", "rand_spec_pct", "rand_spec_res",
-                   "rand_pareto_h", "rand_zipfian_exp", "mysql_ignore_errors", "rate")
+                   "rand_pareto_h", "rand_zipfian_exp", *DRIVER_OPTIONS)
 # oltp_common.lua's options that a plan may set (tables, table_size and the engine come from the
 # dataset, so they are not workload options).
 OLTP_OPTIONS = ("range_size", "point_selects", "simple_ranges", "sum_ranges", "order_ranges",
@@ -81,7 +83,7 @@ WORKLOADS = {
     )
 }
 WORKLOADS["sql"] = WorkloadSpec(
-    "sql", "perflab_sql", "perflab_sql", True, ("file", "mysql_ignore_errors", "rate"),
+    "sql", "perflab_sql", "perflab_sql", True, ("file", *DRIVER_OPTIONS),
     "your own statements, schema and data from a TOML file (see load/sqlworkload.py)",
     dataset_options=("file",),
 )
