@@ -11,7 +11,8 @@ ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT.parent / "src"))
 
 from perflab.lab import Lab  # noqa: E402
-from perflab.load.datasets import LOADER_OPTIONS, dataset_key, load_sbtest  # noqa: E402
+from perflab.load.family import LOADER_OPTIONS  # noqa: E402
+from perflab.load.sbtest import SbtestFamily, load_sbtest  # noqa: E402
 from perflab.plan import Dataset  # noqa: E402
 from perflab.server.managed import ManagedServer  # noqa: E402
 
@@ -23,7 +24,7 @@ def bench_lab(name: str) -> Lab:
 @contextmanager
 def dataset_server(lab: Lab, dataset: Dataset, options: dict[str, str] | None = None):
     """A running managed server on a fresh copy of the prepared dataset."""
-    key = dataset_key(dataset)
+    key = SbtestFamily({}, "bench").dataset_key(dataset)
     lab.ensure_dataset(
         key, lambda server: {"load": vars(load_sbtest(server.endpoint, dataset))},
         LOADER_OPTIONS, print,

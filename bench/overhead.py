@@ -50,15 +50,15 @@ name = "{args.workload}"
 threads = [{args.threads}]
 [configs.default]
 """)
-    spec = resolve(plan.workload)
+    workload = resolve(plan.workload)
     with dataset_server(bench_lab("overhead"), plan.dataset) as server:
-        ours = sysbench.command(spec, plan.workload, plan.dataset, server.endpoint,
-                                args.threads, args.seconds)
-        # The peer: the same command line, with sysbench's own script instead of perflab.lua.
-        peer = [ours[0], spec.script, *ours[2:]]
-        def measured_qps() -> float:
-            result, _ = measure(server, spec, plan.workload, plan.dataset, args.threads,
+        ours = sysbench.command(workload, plan.dataset, server.endpoint, args.threads,
                                 args.seconds)
+        # The peer: the same command line, with sysbench's own script instead of perflab.lua.
+        peer = [ours[0], workload.spec.script, *ours[2:]]
+
+        def measured_qps() -> float:
+            result, _ = measure(server, workload, plan.dataset, args.threads, args.seconds)
             return result.qps
 
         measured_qps()  # warm-up, not counted

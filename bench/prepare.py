@@ -13,7 +13,8 @@ import subprocess
 import time
 
 from common import bench_lab, spread
-from perflab.load.datasets import LOADER_OPTIONS, load_sbtest
+from perflab.load.family import LOADER_OPTIONS
+from perflab.load.sbtest import load_sbtest
 from perflab.plan import Dataset
 from perflab.server.connection import query
 from perflab.server.managed import ManagedServer, install_datadir

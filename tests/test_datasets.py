@@ -4,7 +4,7 @@ import subprocess
 
 import pytest
 
-from perflab.load.datasets import load_sbtest
+from perflab.load.sbtest import load_sbtest
 from perflab.plan import Dataset
 from perflab.server.connection import query
 from perflab.server.managed import ManagedServer, install_datadir

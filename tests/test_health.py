@@ -37,7 +37,7 @@ def server(template: Path, where: Path, options: dict[str, str]) -> ManagedServe
 def hot(srv: ManagedServer, load) -> dict:
     """The hot view's verdicts by rule id, for `load` run between the snapshots."""
     report = take_health(srv.endpoint, 0, during_interval=load)
-    return {v.rule.id: v for v in report.views[1].verdicts}
+    return {r.id: r for r in report.views[1].rules}
 
 
 def failing(verdicts: dict) -> set[str]:

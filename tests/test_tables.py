@@ -1,14 +1,29 @@
-from perflab.analysis.tables import absolute_table, percent, relative_table
+import dataclasses
 
-PLAN = {
-    "baseline": "off",
-    "configs": {"off": {}, "32": {}, "64": {}},
-    "run": {"threads": [1, 4, 8], "repeats": 3},
-}
+from perflab.analysis.tables import absolute_table, percent, relative_table
+from perflab.plan import parse_plan
+from perflab.store import Metrics, StoredPoint
+
+PLAN = parse_plan("""
+[study]
+name = "tables"
+baseline = "off"
+[workload]
+name = "oltp_point_select"
+[run]
+threads = [1, 4, 8]
+repeats = 3
+[configs.off]
+[configs.32]
+[configs.64]
+""")
+METRICS = Metrics(**dict.fromkeys(Metrics.names(), 0))
 
 
 def point(config, threads, qps, status="ok"):
-    return {"config": config, "threads": threads, "qps": qps, "status": status, "repeat": 1}
+    metrics = dataclasses.replace(METRICS, qps=qps) if status == "ok" else None
+    return StoredPoint(0, "tables", "d", config, "w", threads, 1, status, 1, None, 0.0, 0.0,
+                       metrics)
 
 
 def test_percent_matches_the_key_cache_page():

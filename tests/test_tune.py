@@ -10,8 +10,9 @@ import pytest
 from conftest import PERFLAB, run_cli, stored_points
 from perflab.errors import PerflabError
 from perflab.plan import parse_plan
+from perflab.server.memory import configured_sizes, memory_estimate
 from perflab.tune.search import Tuner, TuneSettings
-from perflab.tune.space import DURABILITY, configured_sizes, knob_space, memory_estimate
+from perflab.tune.space import DURABILITY, knob_space
 
 PLAN = """
 [study]

@@ -11,7 +11,7 @@ import pytest
 from conftest import run_cli, write_plan
 from perflab.errors import PerflabError
 from perflab.load import sysbench
-from perflab.load.datasets import load_dataset, load_sbtest
+from perflab.load.sbtest import load_sbtest
 from perflab.load.workloads import WORKLOADS, resolve
 from perflab.plan import Dataset, Environment, Workload
 from perflab.probes.status import delta, global_status, rows_per_query
@@ -61,18 +61,18 @@ def test_every_workload_runs_on_the_engine(engine, tmp_path):
     with ManagedServer(tmp_path / "data", tmp_path, options) as server:
         loaded = set()
         for name, spec in WORKLOADS.items():
-            workload = Workload(name, workload_options(name, tmp_path))
-            if spec.schema not in loaded:
-                load_dataset(server.endpoint, dataset, spec, workload)
-                loaded.add(spec.schema)
+            workload = resolve(Workload(name, workload_options(name, tmp_path)))
+            if workload.family.schema not in loaded:
+                workload.family.load(server.endpoint, dataset)
+                loaded.add(workload.family.schema)
             with server.connect() as conn:
                 before = global_status(conn)
             # Writers run on one thread: on a 2000-row table two writers collide all the time
             # (deadlocks, lock waits, DELETE+INSERT races), which is contention, not the
             # workload failing to run.
             threads = 1 if spec.writes else 2
-            argv = sysbench.command(spec, workload, dataset, server.endpoint, threads, 1)
-            result = sysbench.run(argv, sysbench.environment(spec, workload), 1, threads)
+            argv = sysbench.command(workload, dataset, server.endpoint, threads, 1)
+            result = sysbench.run(argv, sysbench.environment(workload), 1, threads)
             with server.connect() as conn:
                 moved = delta(before, global_status(conn))
             assert result.events > 0, name
@@ -95,13 +95,12 @@ def test_uniform_random_points_mean_the_same_at_any_thread_count(tmp_path):
     with ManagedServer(tmp_path / "data", tmp_path) as server:
         load_sbtest(server.endpoint, dataset)
         for name in ("select_random_points", "random-points-uniform"):
-            spec = resolve(Workload(name))
+            workload = resolve(Workload(name))
             for threads in (1, 2):
                 with server.connect() as conn:
                     before = global_status(conn)
-                argv = sysbench.command(spec, Workload(name), dataset, server.endpoint,
-                                        threads, 1)
-                result = sysbench.run(argv, sysbench.environment(spec), 1, threads)
+                argv = sysbench.command(workload, dataset, server.endpoint, threads, 1)
+                result = sysbench.run(argv, sysbench.environment(workload), 1, threads)
                 with server.connect() as conn:
                     moved = delta(before, global_status(conn))
                 per_query[(name, threads)] = rows_per_query(moved, result.reads)
@@ -163,11 +162,10 @@ def test_pinning_sets_the_affinity_of_every_thread_of_server_and_client(tmp_path
         load_sbtest(server.endpoint, dataset)
         assert allowed_cpus(server.pid) == {"0"}
         assert len(list(Path(f"/proc/{server.pid}/task").iterdir())) > 3
-        spec = resolve(Workload("oltp_point_select"))
-        argv = sysbench.command(spec, Workload("oltp_point_select"), dataset, server.endpoint,
-                                4, 3)
+        workload = resolve(Workload("oltp_point_select"))
+        argv = sysbench.command(workload, dataset, server.endpoint, 4, 3)
         client = subprocess.Popen([*env.client_prefix(environment), *argv],
-                                  env=sysbench.environment(spec), stdout=subprocess.DEVNULL)
+                                  env=sysbench.environment(workload), stdout=subprocess.DEVNULL)
         try:
             time.sleep(1.5)
             assert allowed_cpus(client.pid) == {"1"}

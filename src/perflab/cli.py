@@ -17,11 +17,11 @@ import time
 from pathlib import Path
 
 from perflab import __version__
-from perflab.digest import report as digest_report
+from perflab.digest import render as digest_render
 from perflab.digest.digest import digest_logs
 from perflab.digest.workload import write_workload
 from perflab.errors import PerflabError
-from perflab.health import report as health_report
+from perflab.health import render as health_render
 from perflab.health.check import take_health
 from perflab.lab import Lab
 from perflab.plan import load_plan
@@ -167,8 +167,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from perflab.analysis.report import load_results, render_text
-    from perflab.runner import Runner
+    from perflab.report.study import render_text
+    from perflab.runner import run_study
 
     plan = resolve_plan(args.study).with_overrides(
         scale=args.scale,
@@ -179,12 +179,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     )
     lab = Lab(args.lab)
     say = (lambda _msg: None) if args.quiet else _say
-    summary = Runner(plan, lab, say).run()
+    summary = run_study(plan, lab, say)
     say(
         f"{summary.measured} point(s) measured ({summary.failed} failed), "
         f"{summary.already_stored} already stored, in {summary.seconds:.0f} s"
     )
-    print(render_text(load_results(lab, plan.name)))
+    print(render_text(lab.study(plan.name)))
     return 1 if summary.failed else 0
 
 
@@ -199,11 +199,10 @@ def _statistics_options(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from perflab.analysis import charts
-    from perflab.analysis.html import render_html
-    from perflab.analysis.report import (
+    from perflab.report import charts
+    from perflab.report.html import render_html
+    from perflab.report.study import (
         ReportOptions,
-        load_results,
         render_csv,
         render_json,
         render_markdown,
@@ -213,37 +212,30 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     renderers = {"text": render_text, "md": render_markdown, "csv": render_csv,
                  "json": render_json, "html": render_html}
-    results = load_results(Lab(args.lab), args.study)
+    study = Lab(args.lab).study(args.study)
     options = ReportOptions(args.min_effect, args.cv_threshold, args.series)
-    print(renderers[args.format](results, options))
+    print(renderers[args.format](study, options))
     if args.html:
-        args.html.write_text(render_html(results, options))
+        args.html.write_text(render_html(study, options))
         print(f"wrote {args.html}", file=sys.stderr)
     if args.charts:
-        args.charts.mkdir(parents=True, exist_ok=True)
-        figures = charts.study_charts(results.plan, results.points, options.min_effect,
-                                      series_point(results, options.series))
-        for name, fig in figures.items():
-            png, svg = charts.render(fig)
-            (args.charts / f"{name}.png").write_bytes(png)
-            (args.charts / f"{name}.svg").write_text(svg)
-        print(f"wrote {len(figures)} charts (PNG and SVG) into {args.charts}", file=sys.stderr)
+        count = charts.write_charts(study, args.charts, options.min_effect,
+                                    series_point(study, options.series))
+        print(f"wrote {count} charts (PNG and SVG) into {args.charts}", file=sys.stderr)
     return 0
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
     from perflab.analysis.compare import compare_labs
-    from perflab.analysis.report import load_results
 
-    a = load_results(Lab(args.lab_a), args.study_a)
-    b = load_results(Lab(args.lab_b), args.study_b)
-    table = compare_labs(a, b, args.min_effect)
+    table = compare_labs(Lab(args.lab_a).study(args.study_a), Lab(args.lab_b).study(args.study_b),
+                         args.min_effect)
     print({"text": table.render, "md": table.markdown, "csv": table.csv}[args.format]())
     return 0
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
-    from perflab.tune import report as tune_report
+    from perflab.tune import render as tune_render
     from perflab.tune.search import Tuner, TuneSettings
 
     plan = resolve_plan(args.study)
@@ -252,9 +244,9 @@ def cmd_tune(args: argparse.Namespace) -> int:
                   seconds=args.time, storage=args.storage, sampler=args.sampler,
                   seed=args.seed, allow_unsafe=args.allow_unsafe, say=_say)
     result = tuner.run()
-    print(tune_report.render_text(result, settings.objective))
+    print(tune_render.render_text(result, settings.objective))
     if args.html:
-        args.html.write_text(tune_report.render_html(result, settings.objective,
+        args.html.write_text(tune_render.render_html(result, settings.objective,
                                                      settings.direction))
         print(f"wrote {args.html}", file=sys.stderr)
     return 0
@@ -278,9 +270,9 @@ def cmd_health(args: argparse.Namespace) -> int:
                             password=password, option_file=args.defaults_file)
         report = take_health(endpoint, args.interval)
     if args.format == "json":
-        print(health_report.render_json(report))
+        print(health_render.render_json(report))
     else:
-        print(health_report.render_text(report, args.explain))
+        print(health_render.render_text(report, args.explain))
     return 1 if any(report.failing().values()) else 0
 
 
@@ -291,8 +283,8 @@ def cmd_digest(args: argparse.Namespace) -> int:
     if args.burst < 2 or args.window <= 0 or args.top < 1 or args.jobs < 1:
         raise PerflabError("--burst must be at least 2, --window, --top and --jobs positive")
     result = digest_logs(args.logs, args.log_format, args.burst, args.window, args.jobs, _say)
-    print({"text": digest_report.render_text, "json": digest_report.render_json,
-           "html": digest_report.render_html}[args.format](result, args.top))
+    print({"text": digest_render.render_text, "json": digest_render.render_json,
+           "html": digest_render.render_html}[args.format](result, args.top))
     if args.workload:
         written = write_workload(result, args.workload, args.top)
         print(f"wrote {args.workload}: {written} statements", file=sys.stderr)

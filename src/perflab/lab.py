@@ -30,7 +30,7 @@ from perflab.server.managed import (
     server_version,
 )
 from perflab.server.variables import CATALOG_QUERY, Catalog
-from perflab.store import ResultStore
+from perflab.store import ResultStore, Study, load_study
 
 
 class Lab:
@@ -49,17 +49,25 @@ class Lab:
         return self.db_path.exists()
 
     def store(self) -> ResultStore:
+        """The results database, created if missing; use it in a `with` block."""
         self.root.mkdir(parents=True, exist_ok=True)
         return ResultStore(self.db_path)
+
+    def study(self, name: str | None = None) -> Study:
+        """A study of this lab (default: the latest), read whole from the results database."""
+        if not self.exists():
+            raise PerflabError(
+                f"{self.root} holds no results database",
+                hint="run a study first: perflab run key-cache-segments --lab DIR",
+            )
+        with self.store() as store:
+            return load_study(store, name, str(self.root))
 
     def latest_study(self) -> str:
         """The name of the study run last in this lab."""
         if self.exists():
-            store = self.store()
-            try:
+            with self.store() as store:
                 studies = store.studies()
-            finally:
-                store.close()
             if studies:
                 return studies[0]
         raise PerflabError(f"{self.root} holds no study yet",

@@ -12,7 +12,7 @@ import difflib
 import hashlib
 import json
 import tomllib
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -127,6 +127,10 @@ class Plan:
     # The [tune] section, checked by perflab.tune when the plan is tuned.
     tune: tuple[tuple[str, Any], ...] = ()
 
+    @property
+    def config_names(self) -> list[str]:
+        return [config.name for config in self.configs]
+
     def config(self, name: str) -> ServerConfig:
         for config in self.configs:
             if config.name == name:
@@ -149,7 +153,37 @@ class Plan:
             "ladder": self.ladder,
             "layout": self.layout,
             "changes": dict(self.changes),
+            "config_engines": {c.name: c.engine for c in self.configs},
+            "tune": {k: list(v) if isinstance(v, tuple) else v for k, v in self.tune},
         }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Plan:
+        """The plan `to_json` wrote, also from results databases of earlier perflab versions
+        (which lack the configurations' own engines and the [tune] section)."""
+        dataset = Dataset(**data["dataset"])
+        run_fields = {f.name for f in fields(RunSettings)}
+        run = RunSettings(**{**{k: v for k, v in data["run"].items() if k in run_fields},
+                             "threads": tuple(data["run"]["threads"])})
+        own_engines = data.get("config_engines")
+        configs = []
+        for name, variables in data["configs"].items():
+            environment = Environment(**data.get("environments", {}).get(name, {}))
+            if own_engines is not None:
+                engine = own_engines.get(name)
+            else:
+                effective = data.get("engines", {}).get(name, dataset.engine)
+                engine = effective if effective != dataset.engine else None
+            configs.append(ServerConfig(name, tuple(variables.items()), environment, engine))
+        workload = Workload(data["workload"]["name"],
+                            tuple(data["workload"].get("options", {}).items()))
+        tune = tuple((k, tuple(v) if isinstance(v, list) else v)
+                     for k, v in data.get("tune", {}).items())
+        return cls(data["name"], data.get("description", ""), data["baseline"], tuple(configs),
+                   workload, dataset, run, data.get("source", ""),
+                   ladder=data.get("ladder", False),
+                   changes=tuple(data.get("changes", {}).items()),
+                   layout=data.get("layout", "configs-down"), tune=tune)
 
     def definition(self, config: ServerConfig) -> str:
         """A hash of everything that shapes one configuration's measurements.

@@ -19,9 +19,9 @@ from perflab.analysis.stats import summarize
 from perflab.errors import PerflabError
 from perflab.lab import Lab
 from perflab.load import sysbench
-from perflab.load.datasets import LOADER_OPTIONS, dataset_key, load_dataset
-from perflab.load.workloads import WorkloadSpec, resolve
-from perflab.plan import Dataset, Plan, Point, ServerConfig, Workload, expand
+from perflab.load.family import LOADER_OPTIONS
+from perflab.load.workloads import ResolvedWorkload, resolve
+from perflab.plan import Dataset, Plan, Point, ServerConfig, expand
 from perflab.probes.profile import Profiler
 from perflab.probes.status import delta, global_status, rows_per_query
 from perflab.probes.system import host_facts, process_facts
@@ -47,7 +47,6 @@ class RunSummary:
 def validate(plan: Plan, catalog: Catalog) -> dict[str, dict[str, str]]:
     """Every configuration's variables as command-line strings; a PerflabError on the first bad
     one. Nothing has started when this raises."""
-    resolve(plan.workload)
     checked = {}
     for config in plan.configs:
         where = f"configs.{config.name}"
@@ -72,8 +71,8 @@ def validate(plan: Plan, catalog: Catalog) -> dict[str, dict[str, str]]:
 
 
 def measure(
-    server: ManagedServer, spec: WorkloadSpec, workload: Workload, dataset: Dataset,
-    threads: int, seconds: int, client: list[str] | None = None,
+    server: ManagedServer, workload: ResolvedWorkload, dataset: Dataset, threads: int,
+    seconds: int, client: list[str] | None = None,
 ) -> tuple[sysbench.LoadResult, dict[str, float]]:
     """One measured sysbench run on a running server, with the status counters' delta.
 
@@ -83,75 +82,57 @@ def measure(
     """
     with server.connect() as conn:
         before = global_status(conn)
-    result = run_load(server, spec, workload, dataset, threads, seconds, client)
+    result = run_load(server, workload, dataset, threads, seconds, client)
     with server.connect() as conn:
         after = global_status(conn)
     return result, delta(before, after)
 
 
 def run_load(
-    server: ManagedServer, spec: WorkloadSpec, workload: Workload, dataset: Dataset,
-    threads: int, seconds: int, client: list[str] | None = None,
+    server: ManagedServer, workload: ResolvedWorkload, dataset: Dataset, threads: int,
+    seconds: int, client: list[str] | None = None,
 ) -> sysbench.LoadResult:
     """sysbench against a running server: the one way perflab drives load (warm-up or point)."""
-    argv = sysbench.command(spec, workload, dataset, server.endpoint, threads, seconds)
-    return sysbench.run([*(client or []), *argv], sysbench.environment(spec, workload),
-                        seconds, threads)
+    argv = sysbench.command(workload, dataset, server.endpoint, threads, seconds)
+    return sysbench.run([*(client or []), *argv], sysbench.environment(workload), seconds,
+                        threads)
 
 
-def point_metrics(result: sysbench.LoadResult, status_delta: dict[str, float]) -> dict:
-    seconds = result.seconds
-    return {
-        "seconds": seconds,
-        "events": result.events,
-        "queries": result.queries,
-        "reads": result.reads,
-        "writes": result.writes,
-        "other": result.other,
-        "errors": result.errors,
-        "reconnects": result.reconnects,
-        "tps": result.tps,
-        "qps": result.qps,
-        "reads_ps": result.reads / seconds,
-        "writes_ps": result.writes / seconds,
-        "other_ps": result.other / seconds,
-        "latency_min_ms": result.latency_min_ms,
-        "latency_avg_ms": result.latency_avg_ms,
-        "latency_p95_ms": result.latency_p95_ms,
-        "latency_p99_ms": result.latency_p99_ms,
-        "latency_max_ms": result.latency_max_ms,
-        "rows_per_query": rows_per_query(status_delta, result.reads + result.writes),
-    }
+def run_study(plan: Plan, lab: Lab, say: Say = print) -> RunSummary:
+    """The whole study in `lab`: every point not stored yet, then the adaptive repeats."""
+    with lab.locked(), lab.store() as store:
+        return Runner(plan, lab, store, say).run()
 
 
 class Runner:
-    def __init__(self, plan: Plan, lab: Lab, say: Say = print):
+    """Runs the points of one plan in a lab the caller has locked, storing them in `store`.
+
+    Making one reads the server's variable catalog and checks the workload and every
+    configuration of the plan; nothing starts until a point needs a server.
+    """
+
+    def __init__(self, plan: Plan, lab: Lab, store: ResultStore, say: Say = print):
+        sysbench.sysbench_version()
         self.plan = plan
         self.lab = lab
+        self.store = store
         self.say = say
-        self.spec: WorkloadSpec = resolve(plan.workload)
-        # read once: for the sql workload this parses the user's file
-        self.dataset_settings = self.spec.dataset_settings(plan.workload)
+        self.workload: ResolvedWorkload = resolve(plan.workload)
+        self.catalog: Catalog = lab.catalog()
+        self.version = self.catalog.version
+        self._options = validate(plan, self.catalog)
+        self.dynamic = {name for name, spec in self.catalog.variables.items() if spec.dynamic}
+        self.plan_id = store.save_plan(plan)
         self.server: ManagedServer | None = None
         self.active: str | None = None  # name of the configuration the server runs
         self.server_state_id: int | None = None
-        self.version = ""
         self.profiler = Profiler(say)
 
     def run(self) -> RunSummary:
-        with self.lab.locked():
-            store = self.lab.store()
-            try:
-                return self.run_in(store)
-            finally:
-                store.close()
-
-    def run_in(self, store: ResultStore) -> RunSummary:
-        """The whole study, in a lab the caller has locked."""
+        """Every point of the plan not stored yet, then the adaptive repeats."""
         started = time.monotonic()
-        self.begin(store)
         points = expand(self.plan)
-        todo = [p for p in points if not store.done(self.plan.name, p)]
+        todo = [p for p in points if not self._done(p)]
         summary = RunSummary(self.plan.name, len(points), len(points) - len(todo), 0, 0, 0.0)
         if not todo:
             self.say(f"all {len(points)} points of {self.plan.name} are already stored")
@@ -161,48 +142,43 @@ class Runner:
 
         for config in dict.fromkeys(p.config for p in todo):
             self._ensure_dataset(config)
-        session = self.open_session(store)
+        session = self.open_session()
         progress = Progress(len(todo), self.say)
         outcome = "interrupted"
         try:
             while todo:
                 for point in todo:
-                    record = self.measure_point(store, session, point)
+                    record = self.measure_point(session, point)
                     summary.measured += 1
                     summary.failed += record.status == "failed"
                     progress.done(point, record)
-                todo = self._more_repeats(store, progress.rounds)
+                todo = self._more_repeats(progress.rounds)
                 progress.extend(len(todo), "adaptive repeats: " + _wide(todo))
             outcome = "complete"
         finally:
-            self.close_session(store, session, outcome)
+            self.close_session(session, outcome)
             summary.seconds = time.monotonic() - started
         return summary
 
-    # -- the pieces, also used by tune ---------------------------------------------------------
+    # -- the pieces, also used by tune and health ----------------------------------------------
 
-    def begin(self, store: ResultStore) -> None:
-        """Read the catalog and check every configuration of the plan; nothing starts."""
-        sysbench.sysbench_version()
-        self.catalog = self.lab.catalog()
-        self.version = self.catalog.version
-        self.options = validate(self.plan, self.catalog)
-        self.dynamic = {name for name, spec in self.catalog.variables.items() if spec.dynamic}
-        self.plan_id = store.save_plan(self.plan)
+    def server_options(self, config_name: str) -> dict[str, str]:
+        """A configuration's checked server options, as the command line takes them."""
+        return self._options[config_name]
 
     def add_config(self, config: ServerConfig) -> None:
-        """A configuration made after begin() (a tuning trial): checked, its dataset ready."""
+        """A configuration not in the plan (a tuning trial): checked, its dataset ready."""
         single = replace(self.plan, configs=(config,), baseline=config.name)
-        self.options[config.name] = validate(single, self.catalog)[config.name]
+        self._options[config.name] = validate(single, self.catalog)[config.name]
         self._ensure_dataset(config)
 
-    def open_session(self, store: ResultStore) -> int:
-        return store.begin_session(self.plan.name, self.plan_id, host_facts(self.lab.root))
+    def open_session(self) -> int:
+        return self.store.begin_session(self.plan.name, self.plan_id, host_facts(self.lab.root))
 
-    def measure_point(self, store: ResultStore, session: int, point: Point) -> PointRecord:
+    def measure_point(self, session: int, point: Point) -> PointRecord:
         """Run one point (starting or reconfiguring the server as needed) and store it."""
-        record = self._point(store, session, point)
-        store.save_point(session, self.plan.name, record)
+        record = self._point(session, point)
+        self.store.save_point(session, self.plan.name, record)
         return record
 
     def serve(self, config: ServerConfig) -> ManagedServer:
@@ -214,16 +190,19 @@ class Runner:
 
     def load(self, config: ServerConfig, threads: int, seconds: int) -> None:
         """The plan's workload against the running server, unmeasured."""
-        run_load(self.server, self.spec, self.plan.workload, self.plan.dataset_for(config),
-                 threads, seconds, env.client_prefix(config.environment))
-        if self.spec.writes:
+        run_load(self.server, self.workload, self.plan.dataset_for(config), threads, seconds,
+                 env.client_prefix(config.environment))
+        if self.workload.writes:
             self.lab.set_working_state(dirty=True)
 
-    def close_session(self, store: ResultStore, session: int, outcome: str) -> None:
+    def close_session(self, session: int, outcome: str) -> None:
         self.stop()
-        store.end_session(session, outcome)
+        self.store.end_session(session, outcome)
 
-    def _more_repeats(self, store: ResultStore, round_number: int) -> list[Point]:
+    def _done(self, point: Point) -> bool:
+        return self.store.done(self.plan.name, point.definition, point.threads, point.repeat)
+
+    def _more_repeats(self, round_number: int) -> list[Point]:
         """One more repeat of every (config, threads) whose interval is still too wide."""
         run = self.plan.run
         if not run.target_interval:
@@ -234,44 +213,42 @@ class Runner:
         for config in configs[shift:] + configs[:shift]:
             definition = self.plan.definition(config)
             for threads in run.threads:
-                stored = store.repeats(self.plan.name, definition, threads)
-                ok = [qps for _, status, qps in stored if status == "ok"]
+                stored = self.store.points(self.plan.name, [definition], threads)
+                ok = [p.metrics.qps for p in stored if p.ok]
                 if len(stored) >= run.max_repeats:
                     continue
                 if len(ok) >= 2 and summarize(ok).half_width <= run.target_interval:
                     continue
-                repeat = max((r for r, _, _ in stored), default=0) + 1
+                repeat = max((p.repeat for p in stored), default=0) + 1
                 extra.append(Point(config, self.plan.workload, threads, repeat, definition))
         return extra
 
     def _dataset_key(self, config: ServerConfig) -> str:
-        return dataset_key(self.plan.dataset_for(config), self.spec.schema,
-                           self.dataset_settings)
+        return self.workload.dataset_key(self.plan.dataset_for(config))
 
     def _ensure_dataset(self, config: ServerConfig) -> None:
         dataset = self.plan.dataset_for(config)
-        settings = self.dataset_settings
+        family = self.workload.family
 
         def load(server: ManagedServer) -> dict:
-            report = load_dataset(server.endpoint, dataset, self.spec, self.plan.workload)
+            report = family.load(server.endpoint, dataset)
             self.say(f"loaded {report.rows} rows in {report.seconds:.1f} s")
-            return {"dataset": vars(dataset), "schema": self.spec.schema,
-                    "settings": settings, "load_seconds": report.seconds}
+            return {"dataset": vars(dataset), "schema": family.schema,
+                    "settings": family.dataset_settings(), "load_seconds": report.seconds}
 
         options = {**LOADER_OPTIONS, **env.engine_options(dataset.engine)}
         self.lab.ensure_dataset(self._dataset_key(config), load, options, self.say)
 
     # -- one point -----------------------------------------------------------------------------
 
-    def _point(self, store: ResultStore, session: int, point: Point) -> PointRecord:
+    def _point(self, session: int, point: Point) -> PointRecord:
         started = time.time()
         try:
-            self._activate(store, session, point.config)
-        except (PerflabError, sysbench.LoadFailed, pymysql.MySQLError) as exc:
+            self._activate(session, point.config)
+        except (PerflabError, pymysql.MySQLError) as exc:  # LoadFailed is a PerflabError
             self.stop()
-            detail = getattr(exc, "detail", None)
-            error = f"{exc}\n{detail}" if detail else str(exc)
-            return PointRecord(point, "failed", started, time.time(), None, {}, error=error)
+            return PointRecord(point, "failed", started, time.time(), None, None,
+                               error=_error_text(exc))
         return self._measure(point, started)
 
     def _measure(self, point: Point, started: float) -> PointRecord:
@@ -281,22 +258,20 @@ class Runner:
                     if self.plan.run.profile else None)
         try:
             result, status_delta = measure(
-                self.server, self.spec, self.plan.workload, self.plan.dataset_for(config),
-                point.threads, seconds, env.client_prefix(config.environment),
+                self.server, self.workload, self.plan.dataset_for(config), point.threads,
+                seconds, env.client_prefix(config.environment),
             )
-        except Exception as exc:  # sysbench failed, or the server went away under it
+        except (sysbench.LoadFailed, pymysql.MySQLError) as exc:
+            # sysbench failed, or the server went away under it: expected, stored as failed
             Profiler.finish(recorder, profile_data)
             return self._failed(point, started, exc)
         profile = Profiler.finish(recorder, profile_data) if recorder else None
-        if self.spec.writes:
+        if self.workload.writes:
             self.lab.set_working_state(dirty=True)
-        return PointRecord(
-            point, "ok", started, time.time(), self.server_state_id,
-            point_metrics(result, status_delta),
-            series=result.series, status_delta=status_delta,
-            histogram={str(k): v for k, v in sorted(result.histogram.items())},
-            profile=profile,
-        )
+        metrics = result.metrics(rows_per_query(status_delta, result.reads + result.writes))
+        return PointRecord(point, "ok", started, time.time(), self.server_state_id, metrics,
+                           series=result.series, status_delta=status_delta,
+                           histogram=result.histogram, profile=profile)
 
     def _failed(self, point: Point, started: float, exc: Exception) -> PointRecord:
         server = self.server
@@ -306,17 +281,16 @@ class Runner:
             self.lab.set_working_state(dirty=True)  # tables may be marked crashed: restore
             self.stop()
         else:
-            error = str(exc)
+            error = _error_text(exc)
         self.say(f"point {point.label} failed: {error.splitlines()[0]}")
-        return PointRecord(
-            point, "failed", started, time.time(), self.server_state_id, {}, error=error
-        )
+        return PointRecord(point, "failed", started, time.time(), self.server_state_id, None,
+                           error=error)
 
     # -- server configuration ------------------------------------------------------------------
 
-    def _activate(self, store: ResultStore, session: int, config: ServerConfig) -> None:
+    def _activate(self, session: int, config: ServerConfig) -> None:
         """Make the server run `config`, then warm it up if anything changed."""
-        wanted = self.options[config.name]
+        wanted = self._options[config.name]
         if self.server is not None and self.server.alive() and self.active == config.name:
             return
         key = self._dataset_key(config)
@@ -333,14 +307,14 @@ class Runner:
         if how == "start":
             self._start_fresh(config)
         self.active = config.name
-        self.server_state_id = self._record_state(store, session, config, how)
+        self.server_state_id = self._record_state(session, config, how)
         self._warm_up(config)
 
     def _start_fresh(self, config: ServerConfig) -> None:
         """A just-started server for `config` on a datadir restored from its dataset."""
         self.stop()
         self.lab.checkout(self._dataset_key(config), self.say)
-        wanted = self.options[config.name]
+        wanted = self._options[config.name]
         self.say(f"configuration {config.name}: starting mariadbd {_pairs(wanted)}")
         self.server = self.lab.server(wanted, env.server_environment(config.environment))
         self.server.start()
@@ -348,7 +322,7 @@ class Runner:
 
     def _can_set_live(self, wanted: dict[str, str], key: str, environment) -> bool:
         server = self.server
-        if server is None or not server.alive() or self.spec.writes:
+        if server is None or not server.alive() or self.workload.writes:
             return False  # writing workloads restart on a restored datadir for equal footing
         if self.lab.working_state().get("dataset") != key or server.environment != environment:
             return False  # another dataset, allocator, pinning or connection: restart
@@ -357,8 +331,7 @@ class Runner:
         changed = [k for k, v in wanted.items() if server.options.get(k) != v]
         return all(name in self.dynamic for name in changed)
 
-    def _record_state(self, store: ResultStore, session: int, config: ServerConfig,
-                      how: str) -> int:
+    def _record_state(self, session: int, config: ServerConfig, how: str) -> int:
         with self.server.connect() as conn:
             variables = dict(query(conn, "SHOW GLOBAL VARIABLES"))
         process = process_facts(self.server.pid)
@@ -367,8 +340,8 @@ class Runner:
         port = self.server.port
         process["connection"] = f"tcp 127.0.0.1:{port}" if port else f"socket {self.server.socket}"
         process["dataset"] = self._dataset_key(config)
-        return store.save_server_state(session, config.name, how, self.version, variables,
-                                       process)
+        return self.store.save_server_state(session, config.name, how, self.version, variables,
+                                            process)
 
     def _warm_up(self, config: ServerConfig) -> None:
         run = self.plan.run
@@ -410,11 +383,11 @@ class Progress:
         # Warm-ups recur with every configuration block, so the mean wall time per point
         # (warm-ups included) is the honest rate for what remains.
         eta = (self.total - self.count) * elapsed / self.count
-        if record.status == "ok":
+        if record.metrics is not None:
             m = record.metrics
-            rows = m["rows_per_query"]
-            figures = (f"qps {m['qps']:10.1f}  p95 {m['latency_p95_ms']:8.2f} ms  "
-                       f"rows/q {rows:7.1f}" if rows is not None else f"qps {m['qps']:10.1f}")
+            rows = m.rows_per_query
+            figures = (f"qps {m.qps:10.1f}  p95 {m.latency_p95_ms:8.2f} ms  "
+                       f"rows/q {rows:7.1f}" if rows is not None else f"qps {m.qps:10.1f}")
         else:
             figures = "FAILED"
         width = len(str(self.total))
@@ -428,6 +401,12 @@ class Progress:
 def _wide(points: list[Point]) -> str:
     cells = ", ".join(f"{p.config.name}@{p.threads}" for p in points)
     return f"{len(points)} more point(s) whose 95% interval is still too wide ({cells})"
+
+
+def _error_text(exc: Exception) -> str:
+    """What a failed point stores: the message, and the detail (a log tail) under it."""
+    detail = getattr(exc, "detail", None)
+    return f"{exc}\n{detail}" if detail else str(exc)
 
 
 def _pairs(options: dict[str, str]) -> str:

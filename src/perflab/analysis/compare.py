@@ -8,13 +8,13 @@ from __future__ import annotations
 import math
 import statistics
 
-from perflab.analysis.report import StudyResults
 from perflab.analysis.stats import compare
-from perflab.analysis.table import Table
 from perflab.errors import PerflabError
+from perflab.render.table import Table
+from perflab.store.records import Study
 
 
-def compare_labs(a: StudyResults, b: StudyResults, min_effect: float) -> Table:
+def compare_labs(a: Study, b: Study, min_effect: float) -> Table:
     ours, theirs = _by_key(a), _by_key(b)
     shared = [key for key in ours if key in theirs]
     if not shared:
@@ -32,7 +32,7 @@ def compare_labs(a: StudyResults, b: StudyResults, min_effect: float) -> Table:
                      f"{statistics.median(other):.0f}", f"{c.change:+.1%}", interval, p_value,
                      c.verdict])
     return Table(
-        f"B vs A: {b.lab} ({b.plan['name']}) against {a.lab} ({a.plan['name']})",
+        f"B vs A: {b.lab} ({b.plan.name}) against {a.lab} ({a.plan.name})",
         ["Config", "Workload", "Threads", "A qps", "B qps", "Change", "95% interval", "p",
          "Verdict"],
         rows,
@@ -42,9 +42,8 @@ def compare_labs(a: StudyResults, b: StudyResults, min_effect: float) -> Table:
     )
 
 
-def _by_key(results: StudyResults) -> dict[tuple[str, str, int], list[float]]:
+def _by_key(study: Study) -> dict[tuple[str, str, int], list[float]]:
     out: dict[tuple[str, str, int], list[float]] = {}
-    for p in sorted(results.points, key=lambda p: (p["config"], p["threads"], p["repeat"])):
-        if p["status"] == "ok":
-            out.setdefault((p["config"], p["workload"], p["threads"]), []).append(p["qps"])
+    for p in sorted(study.ok_points, key=lambda p: (p.config, p.threads, p.repeat)):
+        out.setdefault((p.config, p.workload, p.threads), []).append(p.metrics.qps)
     return out

@@ -5,15 +5,14 @@ Each flag is a sentence a reader can act on; nothing is dropped from the data be
 
 from __future__ import annotations
 
-import json
-
 from perflab.analysis.stats import summarize, trend
 from perflab.analysis.tables import groups
+from perflab.store.records import StoredPoint
 
 DRIFT_THRESHOLD = 0.05  # a fitted change of 5% or more over the measured window
 
 
-def flags(plan: dict, points: list[dict], cv_threshold: float) -> list[str]:
+def flags(points: list[StoredPoint], cv_threshold: float) -> list[str]:
     out = []
     for (config, threads), values in groups(points, "qps").items():
         s = summarize(values)
@@ -24,29 +23,28 @@ def flags(plan: dict, points: list[dict], cv_threshold: float) -> list[str]:
             out.append(f"{config} at {threads} threads: repeat value {values[i]:.0f} is an "
                        f"outlier (median {s.median:.0f}); kept in the data")
     out += drift_flags(points)
-    failed = [p for p in points if p["status"] == "failed"]
+    failed = [p for p in points if not p.ok]
     if failed:
         out.append(f"{len(failed)} failed point(s); see the failed points list")
     return out
 
 
-def drift_flags(points: list[dict]) -> list[str]:
+def drift_flags(points: list[StoredPoint]) -> list[str]:
     """Points whose per-second throughput trends within the window.
 
     A rising trend in the first point after a server start or configuration change (the
     points right after a warm-up) means the warm-up was too short.
     """
     out, previous_state = [], None
-    for p in sorted(points, key=lambda p: p["started_at"]):
-        first_after_warmup = p["server_state_id"] != previous_state
-        previous_state = p["server_state_id"]
-        if p["status"] != "ok" or not p.get("series_json"):
+    for p in sorted(points, key=lambda p: p.started_at):
+        first_after_warmup = p.server_state_id != previous_state
+        previous_state = p.server_state_id
+        if not p.ok or not p.series:
             continue
-        series = [s["qps"] for s in json.loads(p["series_json"])]
-        fitted = trend(series)
+        fitted = trend([s["qps"] for s in p.series])
         if fitted is None or not fitted.significant(DRIFT_THRESHOLD):
             continue
-        where = f"{p['config']} at {p['threads']} threads, repeat {p['repeat']}"
+        where = f"{p.config} at {p.threads} threads, repeat {p.repeat}"
         if first_after_warmup and fitted.drift > 0:
             out.append(f"{where}: throughput still rising {fitted.drift:+.0%} over the window "
                        "right after the warm-up: the warm-up is too short")

@@ -12,33 +12,35 @@ A cell with no successful repeat shows `-`.
 
 from __future__ import annotations
 
-import json
 import math
 import statistics
 
 from perflab.analysis.stats import Comparison, compare, summarize
-from perflab.analysis.table import Table
+from perflab.plan import Plan
+from perflab.render.table import Table
+from perflab.store.records import StoredPoint
 
 
-def groups(points: list[dict], metric: str = "qps") -> dict[tuple[str, int], list[float]]:
+def groups(points: list[StoredPoint], metric: str = "qps") -> dict[tuple[str, int], list[float]]:
     """The ok repeats' values of `metric` per (config, threads), in repeat order."""
     out: dict[tuple[str, int], list[float]] = {}
-    for point in sorted(points, key=lambda p: p["repeat"]):
-        if point["status"] == "ok" and point.get(metric) is not None:
-            out.setdefault((point["config"], point["threads"]), []).append(point[metric])
+    for point in sorted(points, key=lambda p: p.repeat):
+        value = point.value(metric)
+        if value is not None:
+            out.setdefault((point.config, point.threads), []).append(value)
     return out
 
 
-def medians(points: list[dict], metric: str) -> dict[tuple[str, int], float]:
+def medians(points: list[StoredPoint], metric: str) -> dict[tuple[str, int], float]:
     return {key: statistics.median(v) for key, v in groups(points, metric).items()}
 
 
-def absolute_table(plan: dict, points: list[dict], metric: str = "qps",
+def absolute_table(plan: Plan, points: list[StoredPoint], metric: str = "qps",
                    title: str = "Queries per second", digits: int = 0) -> Table:
-    threads = plan["run"]["threads"]
+    threads = plan.run.threads
     values = medians(points, metric)
     rows = []
-    for config in plan["configs"]:
+    for config in plan.config_names:
         cells = [_number(values.get((config, t)), digits) for t in threads]
         rows.append([config, *cells])
     return Table(
@@ -48,38 +50,38 @@ def absolute_table(plan: dict, points: list[dict], metric: str = "qps",
     )
 
 
-def absolute_by_threads(plan: dict, points: list[dict]) -> Table:
+def absolute_by_threads(plan: Plan, points: list[StoredPoint]) -> Table:
     """Queries/s with one row per thread count and one column per configuration."""
     values = medians(points, "qps")
-    configs = list(plan["configs"])
+    configs = plan.config_names
     rows = [[str(t), *[_number(values.get((c, t)), 0) for c in configs]]
-            for t in plan["run"]["threads"]]
+            for t in plan.run.threads]
     return Table("Queries per second (median over repeats)", ["Threads", *configs], rows)
 
 
-def comparisons(plan: dict, points: list[dict], min_effect: float, metric: str = "qps"
+def comparisons(plan: Plan, points: list[StoredPoint], min_effect: float, metric: str = "qps"
                 ) -> dict[tuple[str, int], Comparison]:
     """(config, threads) -> the comparison against the baseline, for non-baseline configs."""
-    baseline = plan["baseline"]
+    baseline = plan.baseline
     values = groups(points, metric)
     out = {}
-    for config in plan["configs"]:
+    for config in plan.config_names:
         if config == baseline:
             continue
-        for t in plan["run"]["threads"]:
+        for t in plan.run.threads:
             base, mine = values.get((baseline, t)), values.get((config, t))
             if base and mine:
                 out[(config, t)] = compare(base, mine, min_effect)
     return out
 
 
-def relative_table(plan: dict, points: list[dict], metric: str = "qps") -> Table:
+def relative_table(plan: Plan, points: list[StoredPoint], metric: str = "qps") -> Table:
     """The seed's format: one row per non-baseline configuration, ratio of medians."""
-    baseline = plan["baseline"]
-    threads = plan["run"]["threads"]
+    baseline = plan.baseline
+    threads = plan.run.threads
     values = medians(points, metric)
     rows = []
-    for config in plan["configs"]:
+    for config in plan.config_names:
         if config == baseline:
             continue
         cells = []
@@ -90,14 +92,14 @@ def relative_table(plan: dict, points: list[dict], metric: str = "qps") -> Table
     return Table("In relative numbers:", ["Threads", *[str(t) for t in threads]], rows)
 
 
-def verdict_table(plan: dict, points: list[dict], min_effect: float) -> Table:
+def verdict_table(plan: Plan, points: list[StoredPoint], min_effect: float) -> Table:
     rows = []
     for (config, threads), c in comparisons(plan, points, min_effect).items():
         interval = "-" if math.isnan(c.ci_low) else f"[{c.ci_low:+.1%}, {c.ci_high:+.1%}]"
         p_value = "-" if math.isnan(c.p_value) else f"{c.p_value:.3f}"
         rows.append([config, str(threads), f"{c.change:+.1%}", interval, p_value, c.verdict])
     return Table(
-        f"Change vs {plan['baseline']} (mean queries/s, 95% interval, Welch's t-test)",
+        f"Change vs {plan.baseline} (mean queries/s, 95% interval, Welch's t-test)",
         ["Config", "Threads", "Change", "95% interval", "p", "Verdict"],
         rows,
         note=f"faster/slower: p < 0.05, the interval excludes 0 and |change| >= "
@@ -105,11 +107,11 @@ def verdict_table(plan: dict, points: list[dict], min_effect: float) -> Table:
     )
 
 
-def stats_table(plan: dict, points: list[dict], cv_threshold: float) -> Table:
+def stats_table(plan: Plan, points: list[StoredPoint], cv_threshold: float) -> Table:
     values = groups(points, "qps")
     rows = []
-    for config in plan["configs"]:
-        for t in plan["run"]["threads"]:
+    for config in plan.config_names:
+        for t in plan.run.threads:
             samples = values.get((config, t))
             if not samples:
                 continue
@@ -131,13 +133,13 @@ def stats_table(plan: dict, points: list[dict], cv_threshold: float) -> Table:
     )
 
 
-def ladder_tables(plan: dict, points: list[dict]) -> list[Table]:
+def ladder_tables(plan: Plan, points: list[StoredPoint]) -> list[Table]:
     """Seed 003's progression: one table per thread count."""
     values = medians(points, "qps")
-    changes = plan.get("changes", {})
-    steps = list(plan["configs"])
+    changes = dict(plan.changes)
+    steps = plan.config_names
     tables = []
-    for t in plan["run"]["threads"]:
+    for t in plan.run.threads:
         rows, previous, start = [], None, values.get((steps[0], t))
         for step in steps:
             qps = values.get((step, t))
@@ -154,18 +156,17 @@ def ladder_tables(plan: dict, points: list[dict]) -> list[Table]:
     return tables
 
 
-def profile_table(plan: dict, points: list[dict], top: int = 5) -> Table | None:
+def profile_table(plan: Plan, points: list[StoredPoint], top: int = 5) -> Table | None:
     """Where mariadbd's CPU went: per configuration, its first profiled point at the most
     threads, with the top symbols and their share of samples (seed 001's oprofile table)."""
     rows = []
-    for config in plan["configs"]:
-        profiled = [p for p in points if p["config"] == config and p["status"] == "ok"
-                    and p.get("profile_json") and json.loads(p["profile_json"])]
+    for config in plan.config_names:
+        profiled = [p for p in points if p.config == config and p.ok and p.profile]
         if not profiled:
             continue
-        point = min(profiled, key=lambda p: (-p["threads"], p["repeat"]))
-        symbols = json.loads(point["profile_json"])[:top]
-        rows.append([config, str(point["threads"]),
+        point = min(profiled, key=lambda p: (-p.threads, p.repeat))
+        symbols = point.profile[:top]
+        rows.append([config, str(point.threads),
                      "; ".join(f"{s['share']:.0%} {s['symbol']}" for s in symbols)])
     if not rows:
         return None

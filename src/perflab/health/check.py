@@ -13,17 +13,17 @@ each view, so a quiet server reports zero temporary tables rather than perflab's
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import pymysql
 
 from perflab.errors import PerflabError
-from perflab.health.rules import RULES, RULES_BY_ID, Verdict, View, evaluate, human_bytes
+from perflab.health.rules import RULES, View, evaluate, human_bytes
 from perflab.probes.status import delta, global_status
+from perflab.probes.system import ram_bytes
 from perflab.server.connection import Endpoint, query
+from perflab.store.records import HealthReport, HealthView, VariableRow
 
 # What one SHOW GLOBAL STATUS adds to the global counters (measured on MariaDB 10.11), and what
 # the SET SESSION before the first one adds to the since-start view.
@@ -42,65 +42,6 @@ VARIABLE_GROUPS = (
 )
 SIZE_SUFFIXES = ("_size", "_length", "thread_stack", "_res_unit")
 COUNTS_NAMED_SIZE = {"thread_cache_size", "host_cache_size", "thread_pool_size"}
-
-
-@dataclass
-class ViewResult:
-    name: str
-    seconds: float
-    verdicts: list[Verdict]
-
-
-@dataclass
-class VariableRow:
-    group: str
-    name: str
-    value: str
-    human: str
-    default: str
-
-
-@dataclass
-class HealthReport:
-    server: str  # where: socket path or host:port, or a lab's configuration
-    version: str
-    taken_at: float
-    views: list[ViewResult]
-    variables: list[VariableRow]
-
-    def failing(self) -> dict[str, list[str]]:
-        """Failing rule ids per view name."""
-        return {v.name: [x.rule.id for x in v.verdicts if x.status == "fail"] for v in self.views}
-
-    def to_json(self) -> dict:
-        return {
-            "server": self.server,
-            "version": self.version,
-            "taken_at": self.taken_at,
-            "views": [
-                {"name": view.name, "seconds": view.seconds, "rules": [
-                    {"id": v.rule.id, "title": v.rule.title, "status": v.status,
-                     "value": v.value, "value_text": v.value_text, "detail": v.detail,
-                     "unit": v.rule.unit, "range": v.rule.range_text(), "low": v.rule.low,
-                     "high": v.rule.high, "formula": v.rule.formula,
-                     "governs": list(v.rule.governs), "source": v.rule.source,
-                     "advice": v.rule.advice if v.status == "fail" else ""}
-                    for v in view.verdicts]}
-                for view in self.views
-            ],
-            "variables": [vars(row) for row in self.variables],
-        }
-
-
-def report_from_json(data: dict) -> HealthReport:
-    """A stored report back as objects; rules are today's definitions, figures the stored ones."""
-    views = []
-    for view in data["views"]:
-        verdicts = [Verdict(RULES_BY_ID[r["id"]], r["status"], r["value"], r["detail"])
-                    for r in view["rules"] if r["id"] in RULES_BY_ID]
-        views.append(ViewResult(view["name"], view["seconds"], verdicts))
-    return HealthReport(data["server"], data["version"], data["taken_at"], views,
-                        [VariableRow(**row) for row in data["variables"]])
 
 
 def take_health(endpoint: Endpoint, interval: float, server_label: str | None = None,
@@ -125,14 +66,14 @@ def take_health(endpoint: Endpoint, interval: float, server_label: str | None = 
                      query(conn, "SHOW GLOBAL VARIABLES")}
         version = query(conn, "SELECT VERSION()")[0][0]
         defaults = _defaults(conn, _table_names())
-    ram = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    ram = ram_bytes()
     views = [_view("since start", first.get("Uptime", 0.0),
                    _less(_less(first, SNAPSHOT_COST), SESSION_SET_COST), first, variables, ram)]
     if second is not None:
         views.append(_view("hot", seconds, _less(delta(first, second), SNAPSHOT_COST), second,
                            variables, ram))
     where = server_label or (endpoint.socket or f"{endpoint.host}:{endpoint.port}")
-    return HealthReport(where, version, taken, views, _variables(variables, defaults))
+    return HealthReport(where, version, taken, tuple(views), _variables(variables, defaults))
 
 
 def _connect(endpoint: Endpoint) -> pymysql.Connection:
@@ -152,9 +93,9 @@ def _less(counters: dict[str, float], cost: dict[str, int]) -> dict[str, float]:
 
 
 def _view(name: str, seconds: float, counters: dict[str, float], gauges: dict[str, float],
-          variables: dict[str, str], ram: int) -> ViewResult:
+          variables: dict[str, str], ram: int) -> HealthView:
     view = View(name, seconds, counters, gauges, variables, ram)
-    return ViewResult(name, seconds, evaluate(view))
+    return HealthView(name, seconds, tuple(v.record() for v in evaluate(view)))
 
 
 def _table_names() -> list[str]:
@@ -172,7 +113,7 @@ def _defaults(conn: pymysql.Connection, names: list[str]) -> dict[str, str]:
     return {name: value for name, value in rows}
 
 
-def _variables(values: dict[str, str], defaults: dict[str, str]) -> list[VariableRow]:
+def _variables(values: dict[str, str], defaults: dict[str, str]) -> tuple[VariableRow, ...]:
     grouped = {name: group for group, names in VARIABLE_GROUPS for name in names}
     rows = []
     for name in _table_names():
@@ -181,7 +122,7 @@ def _variables(values: dict[str, str], defaults: dict[str, str]) -> list[Variabl
         value = values[name]
         rows.append(VariableRow(grouped.get(name, "governing the rules"), name, value,
                                 _human(name, value), defaults.get(name) or "-"))
-    return rows
+    return tuple(rows)
 
 
 def _human(name: str, value: str) -> str:

@@ -10,10 +10,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from perflab.errors import PerflabError
-from perflab.health.check import HealthReport, take_health
+from perflab.health.check import take_health
 from perflab.lab import Lab
 from perflab.plan import Plan
 from perflab.runner import Runner
+from perflab.store import HealthReport
 
 
 def lab_health(lab: Lab, plan: Plan, config_name: str | None, threads: int, seconds: int,
@@ -26,11 +27,9 @@ def lab_health(lab: Lab, plan: Plan, config_name: str | None, threads: int, seco
     except KeyError:
         raise PerflabError(f"study {plan.name} has no configuration {name!r}",
                            hint="one of: " + ", ".join(c.name for c in plan.configs)) from None
-    with lab.locked():
-        store = lab.store()
-        runner = Runner(plan, lab, say)
+    with lab.locked(), lab.store() as store:
+        runner = Runner(plan, lab, store, say)
         try:
-            runner.begin(store)
             server = runner.serve(config)
             say(f"cold phase: {seconds} s of {plan.workload.label} at {threads} threads "
                 "from server start")
@@ -40,8 +39,7 @@ def lab_health(lab: Lab, plan: Plan, config_name: str | None, threads: int, seco
                                  f"lab {lab.root}, study {plan.name}, configuration "
                                  f"{config.name}, {threads} threads",
                                  lambda: runner.load(config, threads, seconds))
-            store.save_health(plan.name, config.name, report.to_json())
+            store.save_health(plan.name, config.name, report)
             return report
         finally:
             runner.stop()
-            store.close()

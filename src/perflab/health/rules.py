@@ -13,8 +13,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from perflab.server.memory import memory_estimate
 from perflab.server.variables import parse_integer
-from perflab.tune.space import memory_estimate
+from perflab.store.records import RuleResult
 
 MYSQLTUNER = "MySQLTuner 1.9.9"
 SEED_004 = "seed 004 (STAR MySQL performance page)"
@@ -98,6 +99,14 @@ class Verdict:
     @property
     def value_text(self) -> str:
         return "-" if self.value is None else _number(self.value, self.rule.unit)
+
+    def record(self) -> RuleResult:
+        """The verdict with its rule's words, as a report keeps it."""
+        rule = self.rule
+        return RuleResult(rule.id, rule.title, self.status, self.value, self.value_text,
+                          self.detail, rule.unit, rule.range_text(), rule.low, rule.high,
+                          rule.formula, rule.governs, rule.source,
+                          rule.advice if self.status == "fail" else "")
 
 
 def evaluate(view: View, rules: tuple[Rule, ...] | None = None) -> list[Verdict]:

@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from perflab.errors import PerflabError
+from perflab.load.family import Family, LoadReport
+from perflab.plan import Dataset, Scalar
 from perflab.server.connection import Endpoint, query
 
 SCHEMA = "perflab_sql"
@@ -59,6 +61,32 @@ class SqlWorkload:
             partial.write_text(text)
             partial.rename(path)
         return path
+
+
+class SqlFamily(Family):
+    """The user's own schema, data and statements, from the file named by the `file` option,
+    read and checked once."""
+
+    schema = SCHEMA
+    dataset_options = ("file",)
+
+    def __init__(self, options: dict[str, Scalar], where: str):
+        super().__init__(options, where)
+        if "file" not in options:
+            raise PerflabError(f"{where}.options.file is required for the sql workload",
+                               hint='options = { file = "my-workload.toml" }')
+        self.workload = load_sql_workload(str(options["file"]), f"{where}.options.file")
+
+    def dataset_settings(self) -> dict[str, Scalar]:
+        return {"sql": self.workload.digest}  # the file's content names the data, not its path
+
+    def load(self, endpoint: Endpoint, dataset: Dataset) -> LoadReport:
+        started = time.monotonic()
+        rows = load_sql_dataset(endpoint, self.workload, dataset.engine)
+        return LoadReport(rows, len(self.workload.data), time.monotonic() - started)
+
+    def sysbench_environment(self) -> dict[str, str]:
+        return {"PERFLAB_SQL_STATEMENTS": str(self.workload.statements_file())}
 
 
 def load_sql_workload(path: str | Path, where: str = "workload.options.file") -> SqlWorkload:

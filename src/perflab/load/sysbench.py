@@ -17,17 +17,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from perflab.errors import PerflabError
-from perflab.load.sqlworkload import load_sql_workload
-from perflab.load.workloads import WorkloadSpec
-from perflab.plan import Dataset, Workload
+from perflab.load.workloads import ResolvedWorkload
+from perflab.plan import Dataset
 from perflab.procs import die_with_parent
 from perflab.server.connection import Endpoint
+from perflab.store.records import Metrics
 
 SYSBENCH = "sysbench"
 SYSBENCH_SCRIPTS = Path("/usr/share/sysbench")
 LUA_DIR = Path(__file__).parent / "lua"
 DRIVER = LUA_DIR / "perflab.lua"
-NON_TRANSACTIONAL = ("MyISAM", "Aria", "MEMORY")
 
 
 @dataclass
@@ -59,9 +58,27 @@ class LoadResult:
     def tps(self) -> float:
         return self.events / self.seconds
 
+    def metrics(self, rows_per_query: float | None) -> Metrics:
+        """The point's stored figures; rows per query comes from the server's counters."""
+        seconds = self.seconds
+        return Metrics(
+            seconds=seconds, events=self.events, queries=self.queries, reads=self.reads,
+            writes=self.writes, other=self.other, errors=self.errors,
+            reconnects=self.reconnects, tps=self.tps, qps=self.qps,
+            reads_ps=self.reads / seconds, writes_ps=self.writes / seconds,
+            other_ps=self.other / seconds, latency_min_ms=self.latency_min_ms,
+            latency_avg_ms=self.latency_avg_ms, latency_p95_ms=self.latency_p95_ms,
+            latency_p99_ms=self.latency_p99_ms, latency_max_ms=self.latency_max_ms,
+            rows_per_query=rows_per_query,
+        )
 
-class LoadFailed(Exception):
-    """sysbench did not produce a result; the message carries its stderr tail."""
+
+class LoadFailed(PerflabError):
+    """sysbench did not produce a result; the detail carries its output's tail."""
+
+    def __init__(self, message: str, detail: str | None = None):
+        super().__init__(message, hint="the point is stored as failed; see its error",
+                         detail=detail)
 
 
 def sysbench_version() -> str:
@@ -74,8 +91,7 @@ def sysbench_version() -> str:
 
 
 def command(
-    spec: WorkloadSpec,
-    workload: Workload,
+    workload: ResolvedWorkload,
     dataset: Dataset,
     endpoint: Endpoint,
     threads: int,
@@ -87,33 +103,24 @@ def command(
         str(DRIVER),
         "--db-driver=mysql",
         *endpoint.sysbench_args(),
-        f"--mysql-db={spec.schema}",
-    ]
-    if spec.schema == "sbtest":
-        argv += [f"--tables={dataset.tables}", f"--table-size={dataset.rows}"]
-    argv += [
+        f"--mysql-db={workload.family.schema}",
+        *workload.family.sysbench_args(dataset, workload.writes),
         f"--threads={threads}",
         f"--time={seconds}",
         "--events=0",
         f"--report-interval={report_interval}",
         "--percentile=95",
     ]
-    options = dict(spec.sysbench_options(workload))
-    if spec.writes and spec.schema == "sbtest" and dataset.engine in NON_TRANSACTIONAL:
-        # oltp's DELETE-then-INSERT of one id races between threads without transactions;
-        # sysbench would abort on the duplicate key, so it is retried and counted as an error
-        options.setdefault("mysql_ignore_errors", "1213,1020,1205,1062")
-    argv += [f"--{key.replace('_', '-')}={_option(value)}" for key, value in options.items()]
+    argv += [f"--{key.replace('_', '-')}={_option(value)}"
+             for key, value in workload.sysbench_options().items()]
     return [*argv, "run"]
 
 
-def environment(spec: WorkloadSpec, workload: Workload | None = None) -> dict[str, str]:
+def environment(workload: ResolvedWorkload) -> dict[str, str]:
     env = dict(os.environ)
-    env["PERFLAB_WORKLOAD"] = spec.script
+    env["PERFLAB_WORKLOAD"] = workload.spec.script
     env["LUA_PATH"] = f"{LUA_DIR}/?.lua;{SYSBENCH_SCRIPTS}/?.lua;;"
-    if spec.name == "sql" and workload is not None:
-        path = load_sql_workload(dict(workload.options)["file"]).statements_file()
-        env["PERFLAB_SQL_STATEMENTS"] = str(path)
+    env.update(workload.family.sysbench_environment())
     return env
 
 
@@ -135,7 +142,8 @@ def run(argv: list[str], env: dict[str, str], seconds: int, threads: int) -> Loa
     result = parse(out.stdout)
     if out.returncode != 0 or result is None:
         tail = "\n".join((out.stderr or out.stdout).strip().splitlines()[-12:])
-        raise LoadFailed(f"sysbench exited with code {out.returncode}: {tail}")
+        first = tail.splitlines()[-1] if tail else "no output"
+        raise LoadFailed(f"sysbench exited with code {out.returncode}: {first}", detail=tail)
     return result
 
 

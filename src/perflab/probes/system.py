@@ -23,7 +23,7 @@ def host_facts(datadir: Path | None = None) -> dict:
         "cpu_model": cpu_model(),
         "cpu_count": os.cpu_count(),
         "cpus_usable": len(os.sched_getaffinity(0)),
-        "memory_bytes": memory_bytes(),
+        "memory_bytes": ram_bytes(),
         "open_files_limit": {"soft": soft, "hard": hard},
         "python": platform.python_version(),
         "perflab": perflab.__version__,
@@ -69,14 +69,9 @@ def cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
-def memory_bytes() -> int | None:
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return None
+def ram_bytes() -> int:
+    """This machine's RAM: the one place perflab reads it."""
+    return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
 
 
 def io_scheduler(path: Path) -> str:

@@ -33,14 +33,9 @@ from perflab.errors import PerflabError
 from perflab.lab import Lab
 from perflab.plan import Plan, Point
 from perflab.runner import Runner
-from perflab.store import ResultStore
-from perflab.tune.space import (
-    Knob,
-    configured_sizes,
-    knob_space,
-    memory_budget,
-    memory_estimate,
-)
+from perflab.server.memory import configured_sizes, memory_estimate
+from perflab.store import Metrics, ResultStore
+from perflab.tune.space import Knob, knob_space, memory_budget
 
 OBJECTIVES = ("throughput", "p95", "p99")
 SAMPLERS = {
@@ -88,6 +83,16 @@ class TuneSettings:
     def direction(self) -> str:
         return "maximize" if self.objective == "throughput" else "minimize"
 
+    def better(self, a: float, b: float, by: float = 0.0) -> bool:
+        """Whether objective value `a` beats `b` by more than the fraction `by`."""
+        return better(self.direction, a, b, by)
+
+
+def better(direction: str, a: float, b: float, by: float = 0.0) -> bool:
+    """The one "is this better" test of the search: a beats b by more than the fraction `by`
+    (throughput higher, latency lower)."""
+    return a > b * (1 + by) if direction == "maximize" else a < b * (1 - by)
+
 
 @dataclass
 class TrialOutcome:
@@ -126,13 +131,6 @@ class TuneResult:
             lines.append("# the defaults were best: nothing to change")
         return "\n".join(lines)
 
-    def trials_to_reach(self, target: float, direction: str) -> int | None:
-        """How many trials it took for the best-so-far to reach `target` (None: never)."""
-        for i, best in enumerate(best_so_far(self.trials, direction), 1):
-            if best is not None and (best >= target if direction == "maximize" else best <= target):
-                return i
-        return None
-
 
 class Tuner:
     def __init__(self, plan: Plan, lab: Lab, settings: TuneSettings, method: str, *,
@@ -153,28 +151,21 @@ class Tuner:
         self.storage = storage or f"sqlite:///{lab.db_path}"
         self.allow_unsafe = allow_unsafe
         self.baseline = plan.config(plan.baseline)
-        self.runner = Runner(plan, lab, say)
 
     # -- the search ----------------------------------------------------------------------------
 
     def run(self) -> TuneResult:
         started = time.monotonic()
-        with self.lab.locked():
-            store = self.lab.store()
-            try:
-                return self._run(store, started)
-            finally:
-                store.close()
+        with self.lab.locked(), self.lab.store() as store:
+            return self._run(store, started)
 
     def _run(self, store: ResultStore, started: float) -> TuneResult:
-        self.lab.root.mkdir(parents=True, exist_ok=True)
-        self.runner.begin(store)
-        catalog = self.runner.catalog
-        self.knobs = knob_space(catalog, list(self.settings.knobs), self.allow_unsafe)
+        self.runner = Runner(self.plan, self.lab, store, self.say)
+        self.catalog = self.runner.catalog
+        self.knobs = knob_space(self.catalog, list(self.settings.knobs), self.allow_unsafe)
         self.budget_bytes = memory_budget(self.settings.memory_share)
-        self.catalog = catalog
         study = self._study()
-        session = self.runner.open_session(store)
+        session = self.runner.open_session()
         outcome = "interrupted"
         try:
             while not self._spent(study, started):
@@ -182,10 +173,10 @@ class Tuner:
                 if params is None:
                     self.say("ofat: no knob left that mattered; stopping early")
                     break
-                self._trial(study, store, session, params)
+                self._trial(study, session, params)
             outcome = "complete"
         finally:
-            self.runner.close_session(store, session, outcome)
+            self.runner.close_session(session, outcome)
         result = self._result(study)
         if result.best is not None:
             self._final(store, result)
@@ -200,11 +191,8 @@ class Tuner:
             direction=self.settings.direction, sampler=sampler, load_if_exists=True,
         )
         for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
-            # left running by a perflab that was killed: its server never finished the trial
-            storage = study._storage  # Optuna has no public call to annotate another's trial
-            storage.set_trial_user_attr(trial._trial_id, "state", "failed")
-            storage.set_trial_user_attr(trial._trial_id, "error",
-                                        "interrupted before the trial finished")
+            # left running by a perflab that was killed: its server never finished the trial.
+            # It carries no "state" attribute, which _result reads as interrupted.
             study.tell(trial.number, state=TrialState.FAIL)
         done = len(_finished(study))
         if done:
@@ -246,8 +234,7 @@ class Tuner:
                 values[knob.name] = min(max(int(value), knob.low), knob.high)
         return values
 
-    def _trial(self, study: optuna.Study, store: ResultStore, session: int,
-               params: dict) -> None:
+    def _trial(self, study: optuna.Study, session: int, params: dict) -> None:
         if params:
             study.enqueue_trial(params, skip_if_exists=False)
         trial = study.ask(self._distributions())
@@ -255,7 +242,7 @@ class Tuner:
         number = trial.number
         label = " ".join(f"{k}={v}" for k, v in values.items())
         estimate = memory_estimate(configured_sizes(
-            self.catalog, {**self.runner.options[self.baseline.name], **values}))
+            self.catalog, {**self.runner.server_options(self.baseline.name), **values}))
         if estimate > self.budget_bytes:
             reason = (f"worst-case memory {estimate / 2**30:.1f} GiB exceeds the budget of "
                       f"{self.budget_bytes / 2**30:.1f} GiB")
@@ -274,7 +261,7 @@ class Tuner:
         records = []
         for threads in self.plan.run.threads:
             point = Point(config, self.plan.workload, threads, 1, self.plan.definition(config))
-            records.append(self.runner.measure_point(store, session, point))
+            records.append(self.runner.measure_point(session, point))
         failed = [r for r in records if r.status != "ok"]
         if failed:
             error = (failed[0].error or "failed").splitlines()[0]
@@ -289,15 +276,15 @@ class Tuner:
         self.say(f"trial {number}: {self.settings.objective} {value:.2f} with {label}")
         self._tell(study, trial, "ok", value, None)
 
-    def _objective(self, metrics: list[dict]) -> float | None:
+    def _objective(self, metrics: list[Metrics]) -> float | None:
         """Throughput: geometric mean of qps over the thread counts; latency: mean p95/p99."""
-        qps = [m["qps"] for m in metrics]
+        qps = [m.qps for m in metrics]
         if self.settings.objective == "throughput":
             return math.exp(statistics.fmean(math.log(q) for q in qps))
         if self.settings.min_qps and min(qps) < self.settings.min_qps:
             return None
         key = f"latency_{self.settings.objective}_ms"
-        return statistics.fmean(m[key] for m in metrics)
+        return statistics.fmean(getattr(m, key) for m in metrics)
 
     @staticmethod
     def _tell(study: optuna.Study, trial: optuna.Trial, state: str, value: float | None,
@@ -317,14 +304,16 @@ class Tuner:
             TrialOutcome(t.number, {k: str(v) for k, v in t.params.items()},
                          t.user_attrs.get("state", "failed"),
                          t.value if t.state == TrialState.COMPLETE else None,
-                         t.user_attrs.get("error"))
+                         t.user_attrs.get("error", None if "state" in t.user_attrs
+                                          else "interrupted before the trial finished"))
             for t in _finished(study)
         ]
-        ok = [t for t in trials if t.state == "ok"]
         best = None
-        if ok:
-            pick = max if self.settings.direction == "maximize" else min
-            best = pick(ok, key=lambda t: t.value)
+        for trial in trials:
+            if trial.state == "ok" and (best is None or self.settings.better(trial.value,
+                                                                             best.value)):
+                best = trial
+        ok = [t for t in trials if t.state == "ok"]
         importance = {}
         if len(ok) >= 4:
             try:
@@ -352,22 +341,25 @@ class Tuner:
         )
         self.say(f"re-measuring default, baseline and best: {self.settings.final_repeats} "
                  "interleaved repeats each")
-        runner = Runner(final_plan, self.lab, self.say)
-        runner.run_in(store)
-        points: dict[str, dict[int, list[dict]]] = {}  # config -> repeat -> its points
+        Runner(final_plan, self.lab, store, self.say).run()
+        by_repeat: dict[str, dict[int, list]] = {}  # config -> repeat -> its points' metrics
         definitions = [final_plan.definition(c) for c in final_plan.configs]
         for point in store.points(final_plan.name, definitions):
-            if point["status"] == "ok":
-                points.setdefault(point["config"], {}).setdefault(point["repeat"], []).append(
-                    point)
-        for config, by_repeat in points.items():
-            result.final[config] = [self._objective(points) for points in by_repeat.values()]
-        better = self.settings.direction == "maximize"
-        if "default" in result.final and "best" in result.final:
-            result.gain_vs_default = _gain(result.final["default"], result.final["best"], better)
-        if "baseline" in result.final and "best" in result.final:
-            result.gain_vs_baseline = _gain(result.final["baseline"], result.final["best"],
-                                            better)
+            if point.ok:
+                by_repeat.setdefault(point.config, {}).setdefault(point.repeat, []).append(
+                    point.metrics)
+        for config, repeats in by_repeat.items():
+            result.final[config] = [self._objective(metrics) for metrics in repeats.values()]
+        for name, field_name in (("default", "gain_vs_default"),
+                                 ("baseline", "gain_vs_baseline")):
+            if name in result.final and "best" in result.final:
+                setattr(result, field_name, self._gain(result.final[name], result.final["best"]))
+
+    def _gain(self, base: list[float], best: list[float]) -> Comparison:
+        """The best configuration's gain over `base`: for latency, a gain is a drop."""
+        if self.settings.direction == "maximize":
+            return compare(base, best)
+        return compare(best, base)
 
 
 def ofat_next(knobs: list[Knob], finished: list, defaults: dict, direction: str) -> dict | None:
@@ -376,8 +368,6 @@ def ofat_next(knobs: list[Knob], finished: list, defaults: dict, direction: str)
     Round 1 varies every knob alone from the defaults; each later round starts from the
     baseline plus the most important change found so far and varies the knobs that mattered.
     """
-    better = (lambda a, b: a > b * (1 + MIN_EFFECT)) if direction == "maximize" \
-        else (lambda a, b: a < b * (1 - MIN_EFFECT))
     tried = {_key(t.params) for t in finished}
     scores = {_key(t.params): t.value for t in finished if t.state == TrialState.COMPLETE}
     baseline, active = dict(defaults), [k.name for k in knobs]
@@ -393,9 +383,11 @@ def ofat_next(knobs: list[Knob], finished: list, defaults: dict, direction: str)
                 if key not in tried:
                     return params
                 score = scores.get(key)
-                if score is not None and base_score is not None and better(score, base_score):
+                if score is not None and base_score is not None and \
+                        better(direction, score, base_score, MIN_EFFECT):
                     mattered.append(knob.name)
-                    if best_change is None or better(score, best_change[0]):
+                    if best_change is None or better(direction, score, best_change[0],
+                                                     MIN_EFFECT):
                         best_change = (score, knob.name, value)
         if best_change is None:
             return None
@@ -424,17 +416,10 @@ def candidates(knob: Knob, current) -> list:
 def best_so_far(trials: list[TrialOutcome], direction: str) -> list[float | None]:
     out, best = [], None
     for t in trials:
-        if t.value is not None and (best is None or (t.value > best if direction == "maximize"
-                                                     else t.value < best)):
+        if t.value is not None and (best is None or better(direction, t.value, best)):
             best = t.value
         out.append(best)
     return out
-
-
-def _gain(base: list[float], other: list[float], higher_is_better: bool) -> Comparison:
-    if higher_is_better:
-        return compare(base, other)
-    return compare(other, base)  # for latency a gain is a drop: compare the other way round
 
 
 def _finished(study: optuna.Study) -> list:

@@ -9,12 +9,11 @@ trade durability for speed.
 
 from __future__ import annotations
 
-import os
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 from perflab.errors import PerflabError
-from perflab.server.variables import INTEGER_TYPES, Catalog, parse_integer
+from perflab.probes.system import ram_bytes
+from perflab.server.variables import INTEGER_TYPES, Catalog
 
 K, M, G = 1 << 10, 1 << 20, 1 << 30
 
@@ -54,14 +53,6 @@ DURABILITY = {
 }
 # Enum values that are unsafe in the same sense.
 UNSAFE_CHOICES = {"innodb_flush_method": {"nosync", "littlesync", "O_DIRECT_NO_FSYNC"}}
-
-# Memory: buffers allocated once, and per connection (the worst case multiplies by
-# max_connections, as MySQLTuner and the server's own docs count it).
-GLOBAL_BUFFERS = ("innodb_buffer_pool_size", "innodb_log_buffer_size", "key_buffer_size",
-                  "query_cache_size", "aria_pagecache_buffer_size")
-PER_CONNECTION = ("sort_buffer_size", "join_buffer_size", "read_buffer_size",
-                  "read_rnd_buffer_size", "thread_stack", "binlog_cache_size")
-
 
 @dataclass(frozen=True)
 class Knob:
@@ -122,37 +113,6 @@ def _knob(name, spec, curated, allow_unsafe: bool, durability: bool) -> Knob:
     return Knob(name, "int", low, high, log and low > 0, (), dynamic, durability)
 
 
-MEMORY_VARIABLES = (*GLOBAL_BUFFERS, *PER_CONNECTION, "tmp_table_size", "max_heap_table_size",
-                    "max_connections")
-
-
-def memory_estimate(sizes: Mapping[str, int]) -> int:
-    """Worst-case bytes: global buffers + max_connections x per-connection buffers.
-
-    An in-memory temporary table is bounded by the larger of tmp_table_size and
-    max_heap_table_size here (MySQLTuner counts the smaller, once): the worst case is a
-    connection that fills one.
-    """
-
-    def size(name: str) -> int:
-        return sizes.get(name, 0)
-
-    per_connection = sum(size(n) for n in PER_CONNECTION)
-    per_connection += max(size("tmp_table_size"), size("max_heap_table_size"))
-    return sum(size(n) for n in GLOBAL_BUFFERS) + size("max_connections") * per_connection
-
-
-def configured_sizes(catalog: Catalog, values: dict[str, str]) -> dict[str, int]:
-    """The memory variables as a configuration would set them: its own values, else the
-    server's start-up defaults."""
-    sizes = {}
-    for name in MEMORY_VARIABLES:
-        spec = catalog.variables.get(name)
-        default = spec.startup_value if spec else None
-        sizes[name] = parse_integer(values.get(name, default) or 0) or 0
-    return sizes
-
-
 def memory_budget(share: float = 0.5) -> int:
     """A share of this machine's RAM."""
-    return int(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") * share)
+    return int(ram_bytes() * share)

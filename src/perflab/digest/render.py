@@ -5,9 +5,9 @@ from __future__ import annotations
 import html
 import json
 
-from perflab.analysis.page import page
-from perflab.analysis.table import Table
 from perflab.digest.digest import Digest
+from perflab.render.page import page
+from perflab.render.table import Table
 
 FINDING_TITLES = {
     "repeats": "Identical reads repeated back to back on one connection",

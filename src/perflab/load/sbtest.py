@@ -1,4 +1,4 @@
-"""Loading sysbench's sbtest tables faster than `sysbench prepare`.
+"""The sbtest family: sysbench's own tables, loaded faster than `sysbench prepare`.
 
 The rows match what sysbench 1.0's oltp_common.lua prepares: the same table definition, `k`
 drawn from sysbench's default 'special' distribution (75% of the values in the central 1% of the
@@ -20,35 +20,19 @@ import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from perflab.errors import PerflabError
-from perflab.load.sqlworkload import SCHEMA as SQL_SCHEMA
-from perflab.load.sqlworkload import load_sql_dataset, load_sql_workload
-from perflab.load.workloads import WorkloadSpec
-from perflab.plan import Dataset, Workload
+from perflab.load.family import DRIVER_OPTIONS, Family, LoadReport
+from perflab.plan import Dataset
 from perflab.server.connection import Endpoint, query
 
 SCHEMA = "sbtest"
-JOIN_SCHEMA = "joinlimit"
 F_SETPIPE_SZ = 1031
 PIPE_BYTES = 1 << 20
 CHUNK_ROWS = 50_000
-
-# Server settings used only while a dataset is being loaded (the snapshot is taken afterwards,
-# so they never leak into a measured configuration).
-LOADER_OPTIONS = {
-    "key_buffer_size": str(256 << 20),
-    "myisam_sort_buffer_size": str(256 << 20),
-    "aria_sort_buffer_size": str(256 << 20),
-    "innodb_buffer_pool_size": str(1 << 30),
-    "innodb_flush_log_at_trx_commit": "0",
-    "innodb_doublewrite": "0",
-    "max_allowed_packet": str(64 << 20),
-}
 
 # Field layout of one generated line: k (10 digits) TAB c (119) TAB pad (59) NEWLINE.
 K_WIDTH, C_WIDTH, PAD_WIDTH = 10, 119, 59
@@ -61,70 +45,30 @@ PAD_AT = C_AT + C_WIDTH + 1
 LINE = PAD_AT + PAD_WIDTH + 1
 
 
-@dataclass(frozen=True)
-class LoadReport:
-    rows: int
-    tables: int
-    seconds: float
+# sysbench 1.0's random-distribution options: for scripts drawing from sysbench.rand.default.
+RAND_OPTIONS = ("rand_type", "rand_seed", "rand_spec_iter", "rand_spec_pct", "rand_spec_res",
+                "rand_pareto_h", "rand_zipfian_exp")
+# oltp's DELETE-then-INSERT of one id races between threads without transactions: on these
+# engines sysbench would abort on the duplicate key, so such errors are retried and counted.
+NON_TRANSACTIONAL = ("MyISAM", "Aria", "MEMORY")
+RACE_ERRORS = "1213,1020,1205,1062"
 
 
-def dataset_key(dataset: Dataset, schema: str = SCHEMA, settings: dict | None = None) -> str:
-    """The name of a prepared dataset: schema, engine, size and the workload's dataset options."""
-    key = f"{schema}-{dataset.engine.lower()}-{dataset.tables}x{dataset.rows}"
-    for name, value in sorted((settings or {}).items()):
-        key += f"-{name}{value}"
-    return key
+class SbtestFamily(Family):
+    """sysbench's sbtest1..N tables: the OLTP scripts, the random points and ranges, rw-mix."""
 
+    schema = SCHEMA
+    common_options = (*RAND_OPTIONS, *DRIVER_OPTIONS)
 
-def load_dataset(endpoint: Endpoint, dataset: Dataset, spec: WorkloadSpec,
-                 workload: Workload) -> LoadReport:
-    """Create and fill the schema a workload reads."""
-    if spec.schema == SCHEMA:
+    def load(self, endpoint: Endpoint, dataset: Dataset) -> LoadReport:
         return load_sbtest(endpoint, dataset)
-    if spec.schema == JOIN_SCHEMA:
-        return load_join_limit(endpoint, dataset, **spec.dataset_settings(workload))
-    if spec.schema == SQL_SCHEMA:
-        started = time.monotonic()
-        user = load_sql_workload(dict(workload.options)["file"])
-        rows = load_sql_dataset(endpoint, user, dataset.engine)
-        return LoadReport(rows, len(user.data), time.monotonic() - started)
-    raise PerflabError(f"no loader for dataset schema {spec.schema!r}")
 
-
-def load_join_limit(endpoint: Endpoint, dataset: Dataset, t2_rows: int = 4000) -> LoadReport:
-    """Seed 001's tables, as printed, with its data distribution.
-
-    t1 holds dataset.rows rows (the page: about 260,000), all with stat=1; t2 holds t2_rows
-    rows (the page: 4,000), all with val=5, each pointing at a different random t1 row.
-    """
-    if t2_rows > dataset.rows:
-        raise PerflabError(f"join-limit: t2_rows = {t2_rows} exceeds t1's {dataset.rows} rows, "
-                           "but every t2 row needs its own t1_id")
-    started = time.monotonic()
-    engine = dataset.engine
-    with endpoint.connect() as conn:
-        query(conn, f"DROP DATABASE IF EXISTS {JOIN_SCHEMA}")
-        query(conn, f"CREATE DATABASE {JOIN_SCHEMA}")
-        query(conn, f"USE {JOIN_SCHEMA}")
-        query(conn, "CREATE TABLE t1 (id int(11) UNSIGNED NOT NULL AUTO_INCREMENT, "
-                    "stat int(11) UNSIGNED NOT NULL, PRIMARY KEY (id), KEY id (id, stat)) "
-                    f"ENGINE={engine}")
-        query(conn, "CREATE TABLE t2 (id int(11) UNSIGNED NOT NULL AUTO_INCREMENT, "
-                    "val int(11) UNSIGNED NOT NULL, name varchar(100) NOT NULL, "
-                    "t1_id int(10) UNSIGNED NOT NULL, PRIMARY KEY (id), KEY val (val)) "
-                    f"ENGINE={engine}")
-        query(conn, f"INSERT INTO t1 (id, stat) SELECT seq, 1 FROM seq_1_to_{dataset.rows}")
-        # distinct random t1 ids: the first t2_rows of a seeded shuffle of t1's ids
-        query(conn, "INSERT INTO t2 (val, name, t1_id) "
-                    "SELECT 5, CONCAT('name-', MD5(seq)), seq FROM "
-                    f"(SELECT seq FROM seq_1_to_{dataset.rows} ORDER BY RAND(1) "
-                    f"LIMIT {t2_rows}) AS picked")
-        counts = query(conn, "SELECT (SELECT COUNT(*) FROM t1), (SELECT COUNT(*) FROM t2), "
-                             "(SELECT COUNT(DISTINCT t1_id) FROM t2)")[0]
-    if tuple(counts) != (dataset.rows, t2_rows, t2_rows):
-        raise PerflabError(f"join-limit dataset came out as {counts}, not "
-                           f"({dataset.rows}, {t2_rows}, {t2_rows})")
-    return LoadReport(dataset.rows + t2_rows, 2, time.monotonic() - started)
+    def sysbench_args(self, dataset: Dataset, writes: bool) -> list[str]:
+        args = [f"--tables={dataset.tables}", f"--table-size={dataset.rows}"]
+        if writes and dataset.engine in NON_TRANSACTIONAL and \
+                "mysql_ignore_errors" not in self.options:
+            args.append(f"--mysql-ignore-errors={RACE_ERRORS}")
+        return args
 
 
 def table_ddl(number: int, engine: str, secondary: bool) -> str:

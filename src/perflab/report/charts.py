@@ -9,47 +9,23 @@
 
 from __future__ import annotations
 
-import io
-import json
 import math
+from pathlib import Path
 
-import matplotlib
+from matplotlib.figure import Figure
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
-
-from perflab.analysis.stats import summarize  # noqa: E402
-from perflab.analysis.tables import comparisons, groups, medians  # noqa: E402
-
-SIZE = (7.5, 4.2)
+from perflab.analysis.stats import summarize
+from perflab.analysis.tables import comparisons, groups, medians
+from perflab.plan import Plan
+from perflab.render.figure import new_figure, render
+from perflab.store.records import StoredPoint, Study
 
 
-def render(fig: Figure) -> tuple[bytes, str]:
-    """PNG bytes and SVG text of a figure, which is closed afterwards."""
-    png, svg = io.BytesIO(), io.StringIO()
-    fig.savefig(png, format="png", dpi=110, bbox_inches="tight")
-    fig.savefig(svg, format="svg", bbox_inches="tight")
-    plt.close(fig)
-    return png.getvalue(), svg.getvalue()
-
-
-def _axes(title: str, xlabel: str, ylabel: str, log2_x: bool = True):
-    fig, ax = plt.subplots(figsize=SIZE)
-    ax.set_title(title)
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
-    ax.grid(True, alpha=0.3)
-    if log2_x:
-        ax.set_xscale("log", base=2)
-    return fig, ax
-
-
-def throughput(plan: dict, points: list[dict]) -> Figure:
-    fig, ax = _axes(f"{plan['name']}: queries per second", "threads", "queries/s")
+def throughput(plan: Plan, points: list[StoredPoint]) -> Figure:
+    fig, ax = new_figure(f"{plan.name}: queries per second", "threads", "queries/s", log2_x=True)
     values = groups(points, "qps")
-    threads = plan["run"]["threads"]
-    for config in plan["configs"]:
+    threads = plan.run.threads
+    for config in plan.config_names:
         xs, mid, low, high = [], [], [], []
         for t in threads:
             samples = values.get((config, t))
@@ -69,12 +45,12 @@ def throughput(plan: dict, points: list[dict]) -> Figure:
     return fig
 
 
-def latency(plan: dict, points: list[dict]) -> Figure:
-    fig, ax = _axes(f"{plan['name']}: response time vs number of connections",
-                    "connections (threads)", "latency, ms")
+def latency(plan: Plan, points: list[StoredPoint]) -> Figure:
+    fig, ax = new_figure(f"{plan.name}: response time vs number of connections",
+                         "connections (threads)", "latency, ms", log2_x=True)
     p95, avg = medians(points, "latency_p95_ms"), medians(points, "latency_avg_ms")
-    threads = plan["run"]["threads"]
-    for config in plan["configs"]:
+    threads = plan.run.threads
+    for config in plan.config_names:
         xs = [t for t in threads if (config, t) in p95]
         if not xs:
             continue
@@ -86,12 +62,12 @@ def latency(plan: dict, points: list[dict]) -> Figure:
     return fig
 
 
-def relative(plan: dict, points: list[dict], min_effect: float) -> Figure:
-    fig, ax = _axes(f"{plan['name']}: change vs {plan['baseline']}", "threads",
-                    "change in queries/s, %", log2_x=False)
+def relative(plan: Plan, points: list[StoredPoint], min_effect: float) -> Figure:
+    fig, ax = new_figure(f"{plan.name}: change vs {plan.baseline}", "threads",
+                         "change in queries/s, %")
     found = comparisons(plan, points, min_effect)
-    configs = [c for c in plan["configs"] if c != plan["baseline"]]
-    threads = plan["run"]["threads"]
+    configs = [c for c in plan.config_names if c != plan.baseline]
+    threads = plan.run.threads
     width = 0.8 / max(len(configs), 1)
     for i, config in enumerate(configs):
         for j, t in enumerate(threads):
@@ -111,22 +87,20 @@ def relative(plan: dict, points: list[dict], min_effect: float) -> Figure:
     return fig
 
 
-def series(point: dict) -> Figure:
-    fig, ax = _axes(
-        f"{point['config']} at {point['threads']} threads, repeat {point['repeat']}: "
-        "per-second throughput", "seconds into the run", "queries/s", log2_x=False)
-    samples = json.loads(point["series_json"] or "[]")
-    ax.plot([s["t"] for s in samples], [s["qps"] for s in samples], marker=".")
+def series(point: StoredPoint) -> Figure:
+    fig, ax = new_figure(
+        f"{point.config} at {point.threads} threads, repeat {point.repeat}: "
+        "per-second throughput", "seconds into the run", "queries/s")
+    ax.plot([s["t"] for s in point.series], [s["qps"] for s in point.series], marker=".")
     ax.set_ylim(bottom=0)
     return fig
 
 
-def ladder(plan: dict, points: list[dict]) -> Figure:
-    fig, ax = _axes(f"{plan['name']}: throughput after each step", "step", "queries/s",
-                    log2_x=False)
+def ladder(plan: Plan, points: list[StoredPoint]) -> Figure:
+    fig, ax = new_figure(f"{plan.name}: throughput after each step", "step", "queries/s")
     values = medians(points, "qps")
-    steps = list(plan["configs"])
-    for t in plan["run"]["threads"]:
+    steps = plan.config_names
+    for t in plan.run.threads:
         ys = [values.get((step, t), math.nan) for step in steps]
         ax.step(range(len(steps)), ys, where="mid", marker="o", label=f"{t} threads")
     ax.set_xticks(range(len(steps)), steps, rotation=25, ha="right")
@@ -135,14 +109,26 @@ def ladder(plan: dict, points: list[dict]) -> Figure:
     return fig
 
 
-def study_charts(plan: dict, points: list[dict], min_effect: float,
-                 series_point: dict | None) -> dict[str, Figure]:
+def study_charts(plan: Plan, points: list[StoredPoint], min_effect: float,
+                 series_point: StoredPoint | None) -> dict[str, Figure]:
     """Every chart that applies to the study, by file stem."""
     charts = {"throughput": throughput(plan, points), "latency": latency(plan, points)}
-    if len(plan["configs"]) > 1:
+    if len(plan.configs) > 1:
         charts["relative"] = relative(plan, points, min_effect)
-    if plan.get("ladder"):
+    if plan.ladder:
         charts["ladder"] = ladder(plan, points)
     if series_point is not None:
         charts["series"] = series(series_point)
     return charts
+
+
+def write_charts(study: Study, directory: Path, min_effect: float,
+                 series_point: StoredPoint | None) -> int:
+    """Every chart of the study as NAME.png and NAME.svg in `directory`; returns how many."""
+    directory.mkdir(parents=True, exist_ok=True)
+    figures = study_charts(study.plan, study.points, min_effect, series_point)
+    for name, fig in figures.items():
+        png, svg = render(fig)
+        (directory / f"{name}.png").write_bytes(png)
+        (directory / f"{name}.svg").write_text(svg)
+    return len(figures)

@@ -3,20 +3,14 @@ knob importance and the convergence chart (best so far against trials)."""
 
 from __future__ import annotations
 
-import base64
 import html
 import math
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-
-from perflab.analysis.charts import render  # noqa: E402
-from perflab.analysis.page import page  # noqa: E402
-from perflab.analysis.stats import Comparison, summarize  # noqa: E402
-from perflab.analysis.table import Table  # noqa: E402
-from perflab.tune.search import TuneResult, best_so_far  # noqa: E402
+from perflab.analysis.stats import Comparison, summarize
+from perflab.render.figure import new_figure, png_data_uri
+from perflab.render.page import page
+from perflab.render.table import Table
+from perflab.tune.search import TuneResult, best_so_far
 
 
 def tables(result: TuneResult, objective: str) -> list[Table]:
@@ -60,7 +54,7 @@ def render_text(result: TuneResult, objective: str) -> str:
 
 
 def convergence(result: TuneResult, direction: str):
-    fig, ax = plt.subplots(figsize=(7.5, 4.2))
+    fig, ax = new_figure(f"{result.study}: convergence ({result.method})", "trial", "objective")
     ys = best_so_far(result.trials, direction)
     xs = [i for i, y in enumerate(ys, 1) if y is not None]
     ax.step(xs, [y for y in ys if y is not None], where="post", label="best so far")
@@ -70,19 +64,14 @@ def convergence(result: TuneResult, direction: str):
     if failed and ok:
         ax.scatter(failed, [min(v for _, v in ok)] * len(failed), marker="x", color="red",
                    label="failed / refused")
-    ax.set_title(f"{result.study}: convergence ({result.method})")
-    ax.set_xlabel("trial")
-    ax.set_ylabel("objective")
-    ax.grid(True, alpha=0.3)
     ax.legend()
     return fig
 
 
 def render_html(result: TuneResult, objective: str, direction: str) -> str:
-    png, _ = render(convergence(result, direction))
-    image = base64.b64encode(png).decode()
+    image = png_data_uri(convergence(result, direction))
     body = [f"<h1>perflab tune: {html.escape(result.study)} ({html.escape(result.method)})</h1>",
-            f"<figure><img alt='convergence chart' src='data:image/png;base64,{image}'>"
+            f"<figure><img alt='convergence chart' src='{image}'>"
             "<figcaption>best so far against trials</figcaption></figure>"]
     body += [t.html() for t in tables(result, objective)]
     body.append(f"<h2>my.cnf</h2><pre>{html.escape(result.mycnf() or 'none')}</pre>")

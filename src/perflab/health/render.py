@@ -6,9 +6,8 @@ from __future__ import annotations
 import html
 import json
 
-from perflab.analysis.table import Table
-from perflab.health.check import HealthReport
-from perflab.health.rules import Rule, Verdict
+from perflab.render.table import Table
+from perflab.store.records import HealthReport, RuleResult
 
 MARK = {"ok": "ok", "fail": "FAIL", "info": "", "few": "(few)", "n/a": "n/a"}
 
@@ -21,10 +20,9 @@ def tables(report: HealthReport, explain: bool = False) -> list[Table]:
     )
     names = [f"{view.name} ({_seconds(view.seconds)})" for view in report.views]
     rows = []
-    for index, verdict in enumerate(report.views[0].verdicts):
-        per_view = [view.verdicts[index] for view in report.views]
-        rows.append([verdict.rule.title, *[_cell(v) for v in per_view],
-                     verdict.rule.range_text()])
+    for index, rule in enumerate(report.views[0].rules):
+        per_view = [view.rules[index] for view in report.views]
+        rows.append([rule.title, *[_cell(r) for r in per_view], rule.range])
     parameters = Table(
         "Performance parameters",
         ["Parameter", *names, "Acceptable range"],
@@ -36,15 +34,15 @@ def tables(report: HealthReport, explain: bool = False) -> list[Table]:
     if explain:
         out.append(Table("Rules", ["Rule", "Formula", "Governed by", "Threshold source"],
                          [[r.title, r.formula, ", ".join(r.governs) or "-", r.source]
-                          for r in _rules(report)]))
+                          for r in report.views[0].rules]))
     return out
 
 
 def explanations(report: HealthReport) -> list[str]:
     """The rules as text lines: too wide for a terminal table."""
     lines = []
-    for rule in _rules(report):
-        lines.append(f"- {rule.title} = {rule.formula}; acceptable {rule.range_text()}")
+    for rule in report.views[0].rules:
+        lines.append(f"- {rule.title} = {rule.formula}; acceptable {rule.range}")
         lines.append(f"    governed by {', '.join(rule.governs) or '-'}; threshold: {rule.source}")
     return lines
 
@@ -52,14 +50,13 @@ def explanations(report: HealthReport) -> list[str]:
 def recommendations(report: HealthReport) -> list[str]:
     """One line per failing rule: the figure, its range, the views it failed in, the change."""
     lines = []
-    for index, verdict in enumerate(report.views[0].verdicts):
-        failed = [(view.name, view.verdicts[index]) for view in report.views
-                  if view.verdicts[index].status == "fail"]
+    for index, rule in enumerate(report.views[0].rules):
+        failed = [(view.name, view.rules[index]) for view in report.views
+                  if view.rules[index].status == "fail"]
         if not failed:
             continue
-        figures = "; ".join(f"{name} {v.value_text} ({v.detail})" for name, v in failed)
-        lines.append(f"{verdict.rule.title}: {figures}; acceptable {verdict.rule.range_text()}"
-                     f" -> {verdict.rule.advice}")
+        figures = "; ".join(f"{name} {r.value_text} ({r.detail})" for name, r in failed)
+        lines.append(f"{rule.title}: {figures}; acceptable {rule.range} -> {failed[0][1].advice}")
     return lines
 
 
@@ -89,15 +86,10 @@ def render_html_section(report: HealthReport, title: str = "Server health") -> s
     return "\n".join(parts)
 
 
-def _rules(report: HealthReport) -> list[Rule]:
-    return [verdict.rule for verdict in report.views[0].verdicts]
-
-
-def _cell(verdict: Verdict) -> str:
-    if verdict.status == "n/a":
+def _cell(result: RuleResult) -> str:
+    if result.status == "n/a":
         return "n/a"
-    mark = MARK[verdict.status]
-    return f"{verdict.value_text} {mark}".rstrip()
+    return f"{result.value_text} {MARK[result.status]}".rstrip()
 
 
 def _seconds(seconds: float) -> str:

@@ -3,6 +3,9 @@
 A point is written in one transaction when it completes, so a run killed at any moment keeps
 every finished point and none half-written. Points are unique on (study, definition, threads,
 repeat): a resumed run skips what is stored, and a failed point is replaced when it is retried.
+
+JSON columns are encoded and decoded here and nowhere else: readers get typed records
+(records.py).
 """
 
 from __future__ import annotations
@@ -10,12 +13,21 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from perflab.plan import Plan, Point
+from perflab.plan import Plan
+from perflab.store.records import (
+    HealthReport,
+    Metrics,
+    PointRecord,
+    ServerState,
+    Session,
+    StoredHealth,
+    StoredPoint,
+)
 
-SCHEMA = """
+SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS plans (
     id INTEGER PRIMARY KEY,
     study TEXT NOT NULL,
@@ -54,25 +66,7 @@ CREATE TABLE IF NOT EXISTS points (
     server_state_id INTEGER REFERENCES server_states(id),
     started_at REAL NOT NULL,
     finished_at REAL NOT NULL,
-    seconds REAL,
-    events INTEGER,
-    queries INTEGER,
-    reads INTEGER,
-    writes INTEGER,
-    other INTEGER,
-    errors INTEGER,
-    reconnects INTEGER,
-    tps REAL,
-    qps REAL,
-    reads_ps REAL,
-    writes_ps REAL,
-    other_ps REAL,
-    latency_min_ms REAL,
-    latency_avg_ms REAL,
-    latency_p95_ms REAL,
-    latency_p99_ms REAL,
-    latency_max_ms REAL,
-    rows_per_query REAL,
+    {Metrics.columns()},
     series_json TEXT,
     status_delta_json TEXT,
     histogram_json TEXT,
@@ -88,32 +82,13 @@ CREATE TABLE IF NOT EXISTS health_reports (
     created_at REAL NOT NULL
 );
 """
-
-METRIC_COLUMNS = (
-    "seconds", "events", "queries", "reads", "writes", "other", "errors", "reconnects", "tps",
-    "qps", "reads_ps", "writes_ps", "other_ps", "latency_min_ms", "latency_avg_ms",
-    "latency_p95_ms", "latency_p99_ms", "latency_max_ms", "rows_per_query",
-)
-
-
-@dataclass
-class PointRecord:
-    """What the runner hands the store for one finished point."""
-
-    point: Point
-    status: str
-    started_at: float
-    finished_at: float
-    server_state_id: int | None
-    metrics: dict
-    series: list | None = None
-    status_delta: dict | None = None
-    histogram: dict | None = None
-    profile: list | None = None
-    error: str | None = None
+# Columns added to the points table after its first release: a lab made before gets them.
+LATER_POINT_COLUMNS = {"profile_json": "TEXT"}
 
 
 class ResultStore:
+    """The lab's results database. Use it as a context manager so that it is always closed."""
+
     def __init__(self, path: Path):
         self.path = path
         self.db = sqlite3.connect(path, isolation_level=None, timeout=30)
@@ -123,11 +98,18 @@ class ResultStore:
         self.db.execute("PRAGMA foreign_keys=ON")
         self.db.executescript(SCHEMA)
         columns = {row["name"] for row in self.db.execute("PRAGMA table_info(points)")}
-        if "profile_json" not in columns:  # results databases made before profiles existed
-            self.db.execute("ALTER TABLE points ADD COLUMN profile_json TEXT")
+        for name, kind in LATER_POINT_COLUMNS.items():
+            if name not in columns:
+                self.db.execute(f"ALTER TABLE points ADD COLUMN {name} {kind}")
 
     def close(self) -> None:
         self.db.close()
+
+    def __enter__(self) -> ResultStore:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
     # -- writing -------------------------------------------------------------------------------
 
@@ -172,6 +154,9 @@ class ResultStore:
 
     def save_point(self, session_id: int, study: str, record: PointRecord) -> None:
         point = record.point
+        metrics = record.metrics.as_dict() if record.metrics else {}
+        histogram = ({str(k): v for k, v in sorted(record.histogram.items())}
+                     if record.histogram is not None else None)
         columns = {
             "study": study,
             "definition": point.definition,
@@ -184,16 +169,16 @@ class ResultStore:
             "server_state_id": record.server_state_id,
             "started_at": record.started_at,
             "finished_at": record.finished_at,
-            **{name: record.metrics.get(name) for name in METRIC_COLUMNS},
-            "series_json": _json(record.series),
-            "status_delta_json": _json(record.status_delta),
-            "histogram_json": _json(record.histogram),
-            "profile_json": _json(record.profile),
+            **{name: metrics.get(name) for name in Metrics.names()},
+            "series_json": _encode(record.series),
+            "status_delta_json": _encode(record.status_delta),
+            "histogram_json": _encode(histogram),
+            "profile_json": _encode(record.profile),
             "error": record.error,
         }
         names = ", ".join(columns)
         marks = ", ".join("?" for _ in columns)
-        updates = ", ".join(f"{n} = excluded.{n}" for n in columns if n != "id")
+        updates = ", ".join(f"{n} = excluded.{n}" for n in columns)
         # A stored 'ok' point is never overwritten; a 'failed' one is replaced by its retry.
         self.db.execute(
             f"INSERT INTO points ({names}) VALUES ({marks}) "
@@ -202,67 +187,92 @@ class ResultStore:
             tuple(columns.values()),
         )
 
+    def save_health(self, study: str, config: str, report: HealthReport) -> None:
+        self.db.execute(
+            "INSERT INTO health_reports (study, config, report_json, created_at) "
+            "VALUES (?, ?, ?, ?)", (study, config, json.dumps(report.to_json()), time.time()))
+
     # -- reading -------------------------------------------------------------------------------
 
-    def done(self, study: str, point: Point) -> bool:
+    def done(self, study: str, definition: str, threads: int, repeat: int) -> bool:
         row = self.db.execute(
             "SELECT 1 FROM points WHERE study = ? AND definition = ? AND threads = ? "
             "AND repeat = ? AND status = 'ok'",
-            (study, point.definition, point.threads, point.repeat),
+            (study, definition, threads, repeat),
         ).fetchone()
         return row is not None
 
-    def repeats(self, study: str, definition: str, threads: int) -> list[tuple[int, str, float]]:
-        """(repeat, status, qps) of every stored repeat of one configuration and thread count."""
-        rows = self.db.execute(
-            "SELECT repeat, status, qps FROM points WHERE study = ? AND definition = ? "
-            "AND threads = ? ORDER BY repeat",
-            (study, definition, threads),
-        )
-        return [(row["repeat"], row["status"], row["qps"]) for row in rows]
-
     def studies(self) -> list[str]:
+        """Study names, the most recently planned first."""
         rows = self.db.execute("SELECT study FROM plans GROUP BY study ORDER BY MAX(id) DESC")
         return [row["study"] for row in rows]
 
-    def latest_plan(self, study: str) -> dict | None:
+    def latest_plan(self, study: str) -> Plan | None:
         row = self.db.execute(
             "SELECT plan_json FROM plans WHERE study = ? ORDER BY id DESC LIMIT 1", (study,)
         ).fetchone()
-        return json.loads(row["plan_json"]) if row else None
+        return Plan.from_json(json.loads(row["plan_json"])) if row else None
 
-    def points(self, study: str, definitions: list[str] | None = None) -> list[dict]:
+    def points(self, study: str, definitions: list[str] | None = None,
+               threads: int | None = None) -> list[StoredPoint]:
+        """A study's points, optionally only some configurations' (by definition) or one
+        thread count, ordered by configuration, threads and repeat."""
         sql = "SELECT * FROM points WHERE study = ?"
         args: list = [study]
         if definitions is not None:
             sql += f" AND definition IN ({', '.join('?' for _ in definitions)})"
             args += definitions
+        if threads is not None:
+            sql += " AND threads = ?"
+            args.append(threads)
         sql += " ORDER BY config, threads, repeat"
-        return [dict(row) for row in self.db.execute(sql, args)]
+        return [_point(row) for row in self.db.execute(sql, args)]
 
-    def sessions(self, study: str) -> list[dict]:
+    def sessions(self, study: str) -> list[Session]:
         rows = self.db.execute("SELECT * FROM sessions WHERE study = ? ORDER BY id", (study,))
-        return [dict(row) for row in rows]
+        return [Session(row["id"], row["study"], row["plan_id"], row["started_at"],
+                        row["finished_at"], row["outcome"], json.loads(row["host_json"]))
+                for row in rows]
 
-    def server_states(self, session_ids: list[int]) -> list[dict]:
+    def server_states(self, session_ids: list[int]) -> list[ServerState]:
         marks = ", ".join("?" for _ in session_ids)
         rows = self.db.execute(
             f"SELECT * FROM server_states WHERE session_id IN ({marks}) ORDER BY id", session_ids
         )
-        return [dict(row) for row in rows]
+        return [ServerState(row["id"], row["session_id"], row["config"], row["how"],
+                            row["version"], json.loads(row["variables_json"]),
+                            json.loads(row["process_json"]), row["created_at"])
+                for row in rows]
 
-    def save_health(self, study: str, config: str, report: dict) -> None:
-        self.db.execute(
-            "INSERT INTO health_reports (study, config, report_json, created_at) "
-            "VALUES (?, ?, ?, ?)", (study, config, json.dumps(report), time.time()))
-
-    def health_reports(self, study: str) -> list[dict]:
-        """The latest health report of each configuration of the study, as stored."""
+    def health_reports(self, study: str) -> list[StoredHealth]:
+        """The latest health report of each configuration of the study."""
         rows = self.db.execute(
             "SELECT config, report_json FROM health_reports WHERE id IN (SELECT MAX(id) FROM "
             "health_reports WHERE study = ? GROUP BY config) ORDER BY id", (study,))
-        return [{"config": row["config"], **json.loads(row["report_json"])} for row in rows]
+        return [StoredHealth(row["config"], HealthReport.from_json(json.loads(row["report_json"])))
+                for row in rows]
 
 
-def _json(value) -> str | None:
+def _point(row: sqlite3.Row) -> StoredPoint:
+    ok = row["status"] == "ok"
+    return StoredPoint(
+        id=row["id"], study=row["study"], definition=row["definition"], config=row["config"],
+        workload=row["workload"], threads=row["threads"], repeat=row["repeat"],
+        status=row["status"], session_id=row["session_id"],
+        server_state_id=row["server_state_id"], started_at=row["started_at"],
+        finished_at=row["finished_at"],
+        metrics=Metrics(**{name: row[name] for name in Metrics.names()}) if ok else None,
+        series=_decode(row["series_json"], []),
+        status_delta=_decode(row["status_delta_json"], {}),
+        histogram={int(k): v for k, v in _decode(row["histogram_json"], {}).items()},
+        profile=_decode(row["profile_json"], []),
+        error=row["error"],
+    )
+
+
+def _encode(value: Any) -> str | None:
     return None if value is None else json.dumps(value)
+
+
+def _decode(text: str | None, empty: Any) -> Any:
+    return json.loads(text) if text else empty

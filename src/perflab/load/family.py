@@ -1,0 +1,72 @@
+"""Workload families: the dataset a group of workloads reads, and what drives them.
+
+A family (sbtest, joinlimit, sql) owns its schema, the options it adds to its workloads, the
+options that shape its dataset rather than the load, its dataset loader, and what sysbench needs
+to run its scripts against that dataset. One family object is made per workload of a plan, with
+the workload's options, so a family that reads a file (sql) reads it once.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import ClassVar
+
+from perflab.plan import Dataset, Scalar
+from perflab.server.connection import Endpoint
+
+# sysbench 1.0's driver options, which apply to any script.
+DRIVER_OPTIONS = ("mysql_ignore_errors", "rate")
+
+# Server settings used only while a dataset is being loaded (the snapshot is taken afterwards,
+# so they never leak into a measured configuration).
+LOADER_OPTIONS = {
+    "key_buffer_size": str(256 << 20),
+    "myisam_sort_buffer_size": str(256 << 20),
+    "aria_sort_buffer_size": str(256 << 20),
+    "innodb_buffer_pool_size": str(1 << 30),
+    "innodb_flush_log_at_trx_commit": "0",
+    "innodb_doublewrite": "0",
+    "max_allowed_packet": str(64 << 20),
+}
+
+
+@dataclass(frozen=True)
+class LoadReport:
+    rows: int
+    tables: int
+    seconds: float
+
+
+class Family(ABC):
+    """A dataset schema and its loader, bound to one workload's options."""
+
+    schema: ClassVar[str]  # the database the dataset lives in (sysbench's --mysql-db)
+    common_options: ClassVar[tuple[str, ...]] = DRIVER_OPTIONS  # taken by all its workloads
+    dataset_options: ClassVar[tuple[str, ...]] = ()  # shape the dataset, never go to sysbench
+
+    def __init__(self, options: dict[str, Scalar], where: str):
+        self.options = options
+
+    def dataset_settings(self) -> dict[str, Scalar]:
+        """What, besides the plan's dataset, makes this family's data: part of its key."""
+        return {k: v for k, v in self.options.items() if k in self.dataset_options}
+
+    def dataset_key(self, dataset: Dataset) -> str:
+        """The name of a prepared dataset: schema, engine, size and the dataset options."""
+        key = f"{self.schema}-{dataset.engine.lower()}-{dataset.tables}x{dataset.rows}"
+        for name, value in sorted(self.dataset_settings().items()):
+            key += f"-{name}{value}"
+        return key
+
+    @abstractmethod
+    def load(self, endpoint: Endpoint, dataset: Dataset) -> LoadReport:
+        """Create and fill the schema on a running server."""
+
+    def sysbench_args(self, dataset: Dataset, writes: bool) -> list[str]:
+        """Arguments sysbench needs for this family's dataset (beyond the workload options)."""
+        return []
+
+    def sysbench_environment(self) -> dict[str, str]:
+        """Environment variables the family's Lua scripts read."""
+        return {}

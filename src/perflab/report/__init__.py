@@ -1,0 +1,1 @@
+"""Reports of a study: text, Markdown, CSV and JSON (study.py), charts, one HTML page."""

@@ -1,0 +1,214 @@
+"""Reports of a lab's study, rebuilt from the results database alone.
+
+One list of tables (`tables()`) feeds every format: text for the terminal, Markdown, CSV, JSON
+(every point plus the statistics) and a self-contained HTML page (html.py).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from dataclasses import dataclass
+
+from perflab.analysis import quality
+from perflab.analysis.stats import summarize
+from perflab.analysis.tables import (
+    absolute_by_threads,
+    absolute_table,
+    comparisons,
+    groups,
+    ladder_tables,
+    profile_table,
+    relative_table,
+    stats_table,
+    verdict_table,
+)
+from perflab.errors import PerflabError
+from perflab.render.table import Table
+from perflab.store.records import Metrics, StoredPoint, Study
+
+
+@dataclass(frozen=True)
+class ReportOptions:
+    min_effect: float = 0.02  # smallest change called faster/slower
+    cv_threshold: float = 0.05  # a point noisier than this is flagged
+    series: str | None = None  # CONFIG:THREADS[:REPEAT] for the per-second chart
+
+
+DEFAULT_OPTIONS = ReportOptions()
+
+
+def tables(study: Study, options: ReportOptions) -> list[Table]:
+    plan, points = study.plan, study.points
+    if plan.layout == "threads-down":
+        out = [absolute_by_threads(plan, points)]
+    else:
+        out = [absolute_table(plan, points)]
+    if len(plan.configs) > 1:
+        out += [relative_table(plan, points), verdict_table(plan, points, options.min_effect)]
+    if plan.ladder:
+        out += ladder_tables(plan, points)
+    profile = profile_table(plan, points)
+    if profile is not None:
+        out.append(profile)
+    out += [
+        stats_table(plan, points, options.cv_threshold),
+        absolute_table(plan, points, "latency_p95_ms", "p95 latency, ms", 2),
+        absolute_table(plan, points, "rows_per_query", "Rows read per query", 1),
+    ]
+    return out
+
+
+def headline(study: Study) -> list[str]:
+    plan, points = study.plan, study.points
+    ok = sum(p.ok for p in points)
+    failed = len(points) - ok
+    ds, run = plan.dataset, plan.run
+    workload = points[0].workload if points else plan.workload.name
+    repeats = f"{run.repeats} repeats"
+    if run.target_interval:
+        repeats += f" (adaptive to ±{run.target_interval:.0%}, at most {run.max_repeats})"
+    engines = sorted({plan.dataset_for(c).engine for c in plan.configs})
+    engine = engines[0] if len(engines) == 1 else "/".join(engines) + " (per configuration)"
+    return [
+        f"Study {plan.name}: {plan.description}".rstrip(": "),
+        f"Workload {workload}; dataset {engine} {ds.tables} table(s) x {ds.rows} rows;"
+        f" warm-up {run.warmup_seconds} s, run {run.run_seconds} s, {repeats}; baseline "
+        f"{plan.baseline}",
+        f"Points: {ok} ok, {failed} failed",
+    ]
+
+
+def environment_lines(study: Study) -> list[str]:
+    host = study.host
+    if host is None:
+        return []
+    memory = host.get("memory_bytes") or 0
+    lines = [
+        f"Host {host['hostname']}: {host['cpu_model']}, {host['cpu_count']} CPUs, "
+        f"{memory / 2**30:.1f} GiB, {host['os']}, kernel {host['kernel']}",
+        f"Datadir on {host.get('datadir_filesystem')}, I/O scheduler "
+        f"{host.get('io_scheduler')}; open files {host['open_files_limit']['soft']}",
+    ]
+    if study.server_states:
+        state = study.server_states[-1]
+        process = state.process
+        lines.append(
+            f"Server MariaDB {state.version}, allocator {process.get('allocator', '?')}, "
+            f"open files {process.get('open_files_limit', {}).get('soft', '?')}"
+        )
+    return lines
+
+
+def failures(study: Study) -> list[str]:
+    lines = []
+    for p in study.points:
+        if not p.ok:
+            first = (p.error or "unknown error").splitlines()[0]
+            lines.append(f"{p.label}: {first}")
+    return lines
+
+
+def render_text(study: Study, options: ReportOptions = DEFAULT_OPTIONS) -> str:
+    lines = headline(study) + environment_lines(study)
+    for table in tables(study, options):
+        lines += ["", table.render()]
+    return "\n".join(lines + _flag_lines(study, options))
+
+
+def render_markdown(study: Study, options: ReportOptions = DEFAULT_OPTIONS) -> str:
+    lines = [f"# {study.plan.name}", ""] + [f"- {line}" for line in
+                                            headline(study) + environment_lines(study)]
+    for table in tables(study, options):
+        lines += ["", table.markdown()]
+    return "\n".join(lines + _flag_lines(study, options, bullet="- "))
+
+
+def render_csv(study: Study, options: ReportOptions = DEFAULT_OPTIONS) -> str:
+    return "\n".join(table.csv() for table in tables(study, options))
+
+
+def _flag_lines(study: Study, options: ReportOptions, bullet: str = "  ") -> list[str]:
+    lines = []
+    found = quality.flags(study.points, options.cv_threshold)
+    if found:
+        lines += ["", "Flags:"] + [f"{bullet}{flag}" for flag in found]
+    failed = failures(study)
+    if failed:
+        lines += ["", "Failed points:"] + [f"{bullet}{line}" for line in failed]
+    return lines
+
+
+def analysis(study: Study, options: ReportOptions) -> dict:
+    """Statistics per (config, threads) and every comparison with the baseline."""
+    summaries = []
+    for (config, threads), values in groups(study.points, "qps").items():
+        s = summarize(values)
+        summaries.append({
+            "config": config, "threads": threads, "n": s.n, "median": s.median,
+            "mean": s.mean, "stdev": _finite(s.stdev), "cv": _finite(s.cv),
+            "ci95": [_finite(s.ci_low), _finite(s.ci_high)],
+            "outliers": [values[i] for i in s.outliers],
+        })
+    compared = [
+        {"config": config, "threads": threads, "change": c.change,
+         "ci95": [_finite(c.ci_low), _finite(c.ci_high)], "p_value": _finite(c.p_value),
+         "verdict": c.verdict}
+        for (config, threads), c in comparisons(study.plan, study.points,
+                                                options.min_effect).items()
+    ]
+    return {
+        "min_effect": options.min_effect,
+        "cv_threshold": options.cv_threshold,
+        "qps": summaries,
+        "vs_baseline": compared,
+        "flags": quality.flags(study.points, options.cv_threshold),
+    }
+
+
+def render_json(study: Study, options: ReportOptions = DEFAULT_OPTIONS) -> str:
+    document = {
+        "study": study.plan.name,
+        "plan": study.plan.to_json(),
+        "points": [_point_json(p) for p in study.points],
+        "analysis": analysis(study, options),
+        "sessions": [dataclasses.asdict(s) for s in study.sessions],
+        "server_states": [dataclasses.asdict(s) for s in study.server_states],
+    }
+    return json.dumps(document, indent=2)
+
+
+def _point_json(p: StoredPoint) -> dict:
+    figures = p.metrics.as_dict() if p.metrics else dict.fromkeys(Metrics.names())
+    return {
+        "config": p.config, "workload": p.workload, "threads": p.threads, "repeat": p.repeat,
+        "status": p.status, **figures, "started_at": p.started_at,
+        "finished_at": p.finished_at, "session_id": p.session_id,
+        "server_state_id": p.server_state_id, "error": p.error, "series": p.series,
+        "status_delta": p.status_delta, "profile": p.profile,
+    }
+
+
+def series_point(study: Study, choice: str | None) -> StoredPoint | None:
+    """The point whose per-second series is charted: CONFIG:THREADS[:REPEAT], or by default
+    the baseline's first repeat at the largest thread count."""
+    ok = [p for p in study.points if p.ok and p.series]
+    if choice:
+        parts = choice.split(":")
+        if len(parts) not in (2, 3) or not all(x.isdigit() for x in parts[1:]):
+            raise PerflabError(f"--series {choice!r}: expected CONFIG:THREADS or "
+                               "CONFIG:THREADS:REPEAT")
+        wanted = [p for p in ok if p.config == parts[0] and p.threads == int(parts[1])
+                  and (len(parts) == 2 or p.repeat == int(parts[2]))]
+        if not wanted:
+            raise PerflabError(f"--series {choice!r}: no such successful point")
+        return min(wanted, key=lambda p: p.repeat)
+    base = [p for p in ok if p.config == study.plan.baseline]
+    if not base:
+        return None
+    return min(base, key=lambda p: (-p.threads, p.repeat))
+
+
+def _finite(value: float) -> float | None:
+    return None if value is None or math.isnan(value) else value

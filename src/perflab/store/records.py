@@ -1,0 +1,226 @@
+"""What the results database holds, as typed values: one definition per kind of record.
+
+`Metrics` is the one list of per-point figures: the points table's columns, the insert and every
+reader follow from its fields. The read side (`StoredPoint`, `Session`, `ServerState`,
+`HealthReport`, `Study`) carries every JSON column already decoded, so no module outside the
+store package parses stored JSON.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, get_type_hints
+
+from perflab.plan import Plan, Point
+
+
+@dataclass(frozen=True)
+class Metrics:
+    """The figures of one measured point. Rates are per second of the measured window."""
+
+    seconds: float
+    events: int
+    queries: int
+    reads: int
+    writes: int
+    other: int
+    errors: int
+    reconnects: int
+    tps: float
+    qps: float
+    reads_ps: float
+    writes_ps: float
+    other_ps: float
+    latency_min_ms: float
+    latency_avg_ms: float
+    latency_p95_ms: float
+    latency_p99_ms: float
+    latency_max_ms: float
+    rows_per_query: float | None  # None when no statement touched a table
+
+    @classmethod
+    def names(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in dataclasses.fields(cls))
+
+    @classmethod
+    def columns(cls) -> str:
+        """The points table's column definitions for these fields."""
+        hints = get_type_hints(cls)
+        return ",\n    ".join(
+            f"{name} {'INTEGER' if hints[name] is int else 'REAL'}" for name in cls.names())
+
+    def as_dict(self) -> dict[str, float | int | None]:
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class PointRecord:
+    """What the runner hands the store for one finished point (the write side)."""
+
+    point: Point
+    status: str  # "ok" or "failed"
+    started_at: float
+    finished_at: float
+    server_state_id: int | None
+    metrics: Metrics | None
+    series: list[dict] | None = None
+    status_delta: dict[str, float] | None = None
+    histogram: dict[int, int] | None = None
+    profile: list[dict] | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class StoredPoint:
+    """One point as stored (the read side), its JSON columns decoded."""
+
+    id: int
+    study: str
+    definition: str
+    config: str
+    workload: str
+    threads: int
+    repeat: int
+    status: str
+    session_id: int
+    server_state_id: int | None
+    started_at: float
+    finished_at: float
+    metrics: Metrics | None  # None for a failed point
+    series: list[dict] = field(default_factory=list)  # per-second figures ("t", "qps", ...)
+    status_delta: dict[str, float] = field(default_factory=dict)
+    histogram: dict[int, int] = field(default_factory=dict)
+    profile: list[dict] = field(default_factory=list)  # perf's top symbols, when recorded
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok" and self.metrics is not None
+
+    def value(self, metric: str) -> float | None:
+        """A metric of a successful point (None for a failed one or a missing figure)."""
+        return getattr(self.metrics, metric) if self.ok else None
+
+    @property
+    def label(self) -> str:
+        return f"{self.config} threads={self.threads} repeat={self.repeat}"
+
+
+@dataclass(frozen=True)
+class Session:
+    """One perflab process's work on a study, with the host it ran on."""
+
+    id: int
+    study: str
+    plan_id: int
+    started_at: float
+    finished_at: float | None
+    outcome: str | None  # "complete", "interrupted", or None while running (or killed)
+    host: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ServerState:
+    """A server as a configuration ran on it: version, every variable, process facts."""
+
+    id: int
+    session_id: int
+    config: str
+    how: str  # "start" or "set" (SET GLOBAL on a running server)
+    version: str
+    variables: dict[str, str]
+    process: dict[str, Any]
+    created_at: float
+
+
+@dataclass(frozen=True)
+class RuleResult:
+    """One health rule judged over one view, self-contained: a stored report reads the same
+    later even if perflab's rules change."""
+
+    id: str
+    title: str
+    status: str  # "ok", "fail", "info", "few" or "n/a"
+    value: float | None
+    value_text: str
+    detail: str
+    unit: str
+    range: str
+    low: float | None
+    high: float | None
+    formula: str
+    governs: tuple[str, ...]
+    source: str
+    advice: str  # only for a failing rule
+
+
+@dataclass(frozen=True)
+class HealthView:
+    name: str  # "since start" or "hot"
+    seconds: float
+    rules: tuple[RuleResult, ...]
+
+
+@dataclass(frozen=True)
+class VariableRow:
+    group: str
+    name: str
+    value: str
+    human: str
+    default: str
+
+
+@dataclass(frozen=True)
+class HealthReport:
+    server: str  # where: socket path or host:port, or a lab's configuration
+    version: str
+    taken_at: float
+    views: tuple[HealthView, ...]
+    variables: tuple[VariableRow, ...]
+
+    def failing(self) -> dict[str, list[str]]:
+        """Failing rule ids per view name."""
+        return {v.name: [r.id for r in v.rules if r.status == "fail"] for v in self.views}
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> HealthReport:
+        views = tuple(
+            HealthView(view["name"], view["seconds"], tuple(
+                RuleResult(**{**rule, "governs": tuple(rule["governs"])})
+                for rule in view["rules"]))
+            for view in data["views"])
+        return cls(data["server"], data["version"], data["taken_at"], views,
+                   tuple(VariableRow(**row) for row in data["variables"]))
+
+
+@dataclass(frozen=True)
+class StoredHealth:
+    """The latest health report of one configuration of a study (perflab health --lab)."""
+
+    config: str
+    report: HealthReport
+
+
+@dataclass(frozen=True)
+class Study:
+    """Everything stored about one study of a lab: the latest plan and what it measured."""
+
+    lab: str
+    plan: Plan
+    points: list[StoredPoint]
+    sessions: list[Session]
+    server_states: list[ServerState]
+    health: list[StoredHealth]
+
+    @property
+    def ok_points(self) -> list[StoredPoint]:
+        return [p for p in self.points if p.ok]
+
+    @property
+    def host(self) -> dict[str, Any] | None:
+        """The host facts of the latest session."""
+        return self.sessions[-1].host if self.sessions else None

@@ -1,0 +1,24 @@
+"""`load_study`: one study of a lab as typed records, its JSON decoded once, for every reader."""
+
+from __future__ import annotations
+
+from perflab.errors import PerflabError
+from perflab.store.db import ResultStore
+from perflab.store.records import Study
+
+
+def load_study(store: ResultStore, study: str | None = None, where: str = "the lab") -> Study:
+    """The study named `study` (default: the latest planned) with its latest plan, the points
+    of that plan's configurations, its sessions, server states and health reports."""
+    studies = store.studies()
+    if not studies:
+        raise PerflabError(f"{where} holds no study yet",
+                           hint="run one first: perflab run key-cache-segments --lab DIR")
+    name = study or studies[0]
+    if name not in studies:
+        raise PerflabError(f"no study {name!r} in {where}", hint=f"studies: {', '.join(studies)}")
+    plan = store.latest_plan(name)
+    points = store.points(name, [plan.definition(c) for c in plan.configs])
+    sessions = store.sessions(name)
+    states = store.server_states([s.id for s in sessions]) if sessions else []
+    return Study(where, plan, points, sessions, states, store.health_reports(name))
