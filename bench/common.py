@@ -14,6 +14,8 @@ from perflab.lab import Lab  # noqa: E402
 from perflab.load.family import LOADER_OPTIONS  # noqa: E402
 from perflab.load.sbtest import SbtestFamily, load_sbtest  # noqa: E402
 from perflab.plan import Dataset  # noqa: E402
+
+SBTEST = SbtestFamily({}, "bench")  # the dataset of every benchmark here
 from perflab.server.managed import ManagedServer  # noqa: E402
 
 
@@ -24,7 +26,7 @@ def bench_lab(name: str) -> Lab:
 @contextmanager
 def dataset_server(lab: Lab, dataset: Dataset, options: dict[str, str] | None = None):
     """A running managed server on a fresh copy of the prepared dataset."""
-    key = SbtestFamily({}, "bench").dataset_key(dataset)
+    key = SBTEST.dataset_key(dataset)
     lab.ensure_dataset(
         key, lambda server: {"load": vars(load_sbtest(server.endpoint, dataset))},
         LOADER_OPTIONS, print,

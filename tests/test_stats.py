@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from perflab.analysis.stats import compare, outliers, summarize, trend
+from perflab.stats.summary import compare, outliers, summarize, trend
 
 
 def test_summary_of_a_known_sample():

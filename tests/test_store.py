@@ -14,6 +14,8 @@ from perflab.store import (
     PointRecord,
     ResultStore,
     RuleResult,
+    Sample,
+    Symbol,
     VariableRow,
     load_study,
 )
@@ -43,6 +45,9 @@ allocator = "jemalloc"
 [tune]
 knobs = ["key_buffer_size"]
 """)
+
+
+SAMPLE = Sample(1.0, 10.0, 99.0, 90.0, 5.0, 4.0, 0.0, 0.0, 1.5, 2)
 
 
 def metrics(qps: float) -> Metrics:
@@ -82,8 +87,8 @@ def test_written_records_read_back_typed_after_a_reopen(tmp_path):
             store.save_point(session, PLAN.name, PointRecord(
                 point, "failed" if failed else "ok", 10.0 + number, 11.0 + number,
                 None if failed else state, None if failed else metrics(100.0 + number),
-                series=[{"t": 1.0, "qps": 99.0}], status_delta={"Rows_read": 5.0},
-                histogram={3: 4, 10: 1}, profile=[{"symbol": "f", "share": 0.5}],
+                series=[SAMPLE], status_delta={"Rows_read": 5.0},
+                histogram={3: 4, 10: 1}, profile=[Symbol(0.5, "mariadbd", "f")],
                 error="boom\ntail" if failed else None))
         store.end_session(session, "complete")
         store.save_health(PLAN.name, "off", health())
@@ -99,8 +104,8 @@ def test_written_records_read_back_typed_after_a_reopen(tmp_path):
     ok = next(p for p in study.points if p.ok and p.config == "on")
     assert ok.metrics.rows_per_query is None and ok.metrics.events == 2
     assert ok.value("qps") == ok.metrics.qps >= 101 and failed[0].value("qps") is None
-    assert ok.series == [{"t": 1.0, "qps": 99.0}] and ok.status_delta == {"Rows_read": 5.0}
-    assert ok.histogram == {3: 4, 10: 1} and ok.profile == [{"symbol": "f", "share": 0.5}]
+    assert ok.series == [SAMPLE] and ok.status_delta == {"Rows_read": 5.0}
+    assert ok.histogram == {3: 4, 10: 1} and ok.profile == [Symbol(0.5, "mariadbd", "f")]
     assert study.sessions[0].host == {"hostname": "h", "cpu_count": 2}
     assert study.sessions[0].outcome == "complete"
     assert study.server_states[0].variables == {"a": "1"}
@@ -123,26 +128,68 @@ def test_a_failed_point_is_replaced_by_its_retry_and_an_ok_one_never(tmp_path):
     assert [(p.status, p.metrics.qps) for p in stored] == [("ok", 5.0)]
 
 
-def test_a_results_database_of_the_first_release_opens_and_reads(tmp_path):
-    """Labs made before profiles and the lossless plan JSON still open and report."""
+# What the first release (6aed42a) stored: its plan JSON and its points table, verbatim.
+FIRST_PLAN = {
+    "name": "old", "description": "", "baseline": "off", "source": "",
+    "configs": {"off": {"key_buffer_size": "16M", "key_cache_segments": 0},
+                "on": {"key_buffer_size": "16M", "key_cache_segments": 8}},
+    "workload": {"name": "oltp_point_select", "options": {}},
+    "dataset": {"engine": "MyISAM", "tables": 1, "rows": 1000},
+    "run": {"threads": [1, 2], "warmup_seconds": 1, "run_seconds": 1, "repeats": 1,
+            "warmup_threads": 0},
+    "definitions": {"off": "0123456789abcdef", "on": "fedcba9876543210"},
+}
+FIRST_POINTS = """CREATE TABLE points (id INTEGER PRIMARY KEY, study TEXT NOT NULL, definition TEXT
+    NOT NULL, config TEXT NOT NULL, workload TEXT NOT NULL, threads INTEGER NOT NULL, repeat
+    INTEGER NOT NULL, status TEXT NOT NULL CHECK (status IN ('ok', 'failed')), session_id
+    INTEGER NOT NULL REFERENCES sessions(id), server_state_id INTEGER REFERENCES
+    server_states(id), started_at REAL NOT NULL, finished_at REAL NOT NULL, seconds REAL,
+    events INTEGER, queries INTEGER, reads INTEGER, writes INTEGER, other INTEGER, errors
+    INTEGER, reconnects INTEGER, tps REAL, qps REAL, reads_ps REAL, writes_ps REAL, other_ps
+    REAL, latency_min_ms REAL, latency_avg_ms REAL, latency_p95_ms REAL, latency_p99_ms REAL,
+    latency_max_ms REAL, rows_per_query REAL, series_json TEXT, status_delta_json TEXT,
+    histogram_json TEXT, error TEXT, UNIQUE (study, definition, threads, repeat))"""
+
+
+def test_a_results_database_of_the_first_release_opens_and_reports(tmp_path):
+    from perflab.report.study import render_json, render_text
+
     path = tmp_path / "old.sqlite"
+    db = sqlite3.connect(path)
+    db.executescript(
+        "CREATE TABLE plans (id INTEGER PRIMARY KEY, study TEXT NOT NULL, plan_json TEXT NOT "
+        "NULL, created_at REAL NOT NULL); CREATE TABLE sessions (id INTEGER PRIMARY KEY, study "
+        "TEXT NOT NULL, plan_id INTEGER NOT NULL, started_at REAL NOT NULL, finished_at REAL, "
+        "outcome TEXT, host_json TEXT NOT NULL); CREATE TABLE server_states (id INTEGER PRIMARY "
+        "KEY, session_id INTEGER NOT NULL, config TEXT NOT NULL, how TEXT NOT NULL, version "
+        "TEXT NOT NULL, variables_json TEXT NOT NULL, process_json TEXT NOT NULL, created_at "
+        f"REAL NOT NULL); {FIRST_POINTS};")
+    db.execute("INSERT INTO plans VALUES (1, 'old', ?, 0)", (json.dumps(FIRST_PLAN),))
+    db.execute("INSERT INTO sessions VALUES (1, 'old', 1, 0, 1, 'complete', ?)", (json.dumps(
+        {"hostname": "h", "cpu_model": "c", "cpu_count": 2, "memory_bytes": 1 << 30, "os": "o",
+         "kernel": "k", "open_files_limit": {"soft": 1024, "hard": 4096}}),))
+    figures = ", ".join("1" for _ in Metrics.names())
+    for number, (config, qps) in enumerate((("off", 100.0), ("on", 150.0)), 1):
+        db.execute(
+            f"INSERT INTO points VALUES ({number}, 'old', ?, ?, 'oltp_point_select', 2, 1, 'ok',"
+            f" 1, NULL, 0, 1, {figures}, ?, '{{}}', '{{\"3\": 7}}', NULL)",
+            (FIRST_PLAN["definitions"][config], config,
+             json.dumps([{"t": 1.0, "tps": 1, "qps": qps, "reads_ps": 1, "writes_ps": 0,
+                          "other_ps": 0, "errors_ps": 0, "reconnects_ps": 0,
+                          "latency_p95_ms": 1, "threads": 2}])))
+        db.execute("UPDATE points SET qps = ? WHERE id = ?", (qps, number))
+    db.commit()
+    db.close()
+
     with ResultStore(path) as store:
-        store.db.execute("DROP TABLE points")
-        columns = ", ".join(f"{n} REAL" for n in Metrics.names())
-        store.db.execute(
-            "CREATE TABLE points (id INTEGER PRIMARY KEY, study TEXT NOT NULL, definition TEXT "
-            "NOT NULL, config TEXT NOT NULL, workload TEXT NOT NULL, threads INTEGER NOT NULL, "
-            "repeat INTEGER NOT NULL, status TEXT NOT NULL, session_id INTEGER NOT NULL, "
-            "server_state_id INTEGER, started_at REAL NOT NULL, finished_at REAL NOT NULL, "
-            f"{columns}, series_json TEXT, status_delta_json TEXT, histogram_json TEXT, "
-            "error TEXT, UNIQUE (study, definition, threads, repeat))")
-        old = PLAN.to_json()
-        del old["config_engines"], old["tune"]
-        store.db.execute("INSERT INTO plans (study, plan_json, created_at) VALUES (?, ?, 0)",
-                         (PLAN.name, json.dumps(old)))
-    with ResultStore(path) as store:
-        plan = store.latest_plan(PLAN.name)
-        assert [c.name for c in plan.configs] == ["off", "on"]
-        assert plan.config("on").engine == "Aria" and plan.config("off").engine is None
-        assert plan.definition(plan.config("on")) == PLAN.definition(PLAN.config("on"))
-        assert store.points(PLAN.name) == []
+        study = load_study(store)
+    assert [c.name for c in study.plan.configs] == ["off", "on"]
+    assert study.plan.config("on").engine is None and study.plan.run.repeats == 1
+    # points are found under the definitions stored then, whatever today's hash says
+    assert sorted(p.metrics.qps for p in study.points) == [100.0, 150.0]
+    assert study.points[0].histogram == {3: 7} and study.points[0].series[0].qps == 100.0
+    text = render_text(study)
+    assert "In relative numbers:" in text and "(on/off)" in text and "50%" in text
+    document = json.loads(render_json(study))
+    assert [p["qps"] for p in document["points"]] == [100.0, 150.0]
+    assert document["points"][0]["profile"] == []

@@ -12,6 +12,7 @@ from conftest import run_cli, write_plan
 from perflab.errors import PerflabError
 from perflab.load import sysbench
 from perflab.load.sbtest import load_sbtest
+from perflab.load.sqlworkload import SqlFamily
 from perflab.load.workloads import WORKLOADS, resolve
 from perflab.plan import Dataset, Environment, Workload
 from perflab.probes.status import delta, global_status, rows_per_query
@@ -39,7 +40,7 @@ weight = 1
 
 
 def workload_options(name: str, tmp_path: Path) -> tuple:
-    if name == "sql":
+    if WORKLOADS[name].family is SqlFamily:
         path = tmp_path / "sql-workload.toml"
         path.write_text(SQL_WORKLOAD)
         return (("file", str(path)),)
@@ -82,7 +83,7 @@ def test_every_workload_runs_on_the_engine(engine, tmp_path):
             if name == "join-limit":
                 # the page's plan: t2 by `val`, then t1 by primary key: 1206 + 18 rows at least
                 assert rows >= 1224, rows
-            if name == "sql":
+            if spec.family is SqlFamily:
                 assert result.writes > 0 and result.reads > result.writes
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import getpass
 import json
+import math
 import os
 import signal
 import sys
@@ -24,7 +25,7 @@ from perflab.errors import PerflabError
 from perflab.health import render as health_render
 from perflab.health.check import take_health
 from perflab.lab import Lab
-from perflab.plan import load_plan
+from perflab.plan import Plan, load_plan
 from perflab.probes.system import host_facts
 from perflab.server.connection import Endpoint
 from perflab.studies import builtin_names, builtin_path, resolve_plan
@@ -35,7 +36,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, _interrupt)
     try:
-        return args.func(args)
+        code = args.func(args)
+        sys.stdout.flush()  # here, so that a reader gone away is caught below
+        return code
     except PerflabError as exc:
         print(f"perflab: error: {exc.message}", file=sys.stderr)
         if exc.hint:
@@ -49,6 +52,11 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 130
+    except BrokenPipeError:
+        # stdout's reader went away (perflab report LAB | head): quiet, as for any Unix tool;
+        # stdout now points at /dev/null so that Python's flush at exit does not fail again
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + signal.SIGPIPE
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -212,6 +220,11 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     renderers = {"text": render_text, "md": render_markdown, "csv": render_csv,
                  "json": render_json, "html": render_html}
+    _check_statistics(args)
+    if args.html:
+        _check_output("--html", args.html)
+    if args.charts:
+        _check_output("--charts", args.charts, directory=True)
     study = Lab(args.lab).study(args.study)
     options = ReportOptions(args.min_effect, args.cv_threshold, args.series)
     print(renderers[args.format](study, options))
@@ -228,6 +241,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 def cmd_compare(args: argparse.Namespace) -> int:
     from perflab.analysis.compare import compare_labs
 
+    _check_statistics(args)
     table = compare_labs(Lab(args.lab_a).study(args.study_a), Lab(args.lab_b).study(args.study_b),
                          args.min_effect)
     print({"text": table.render, "md": table.markdown, "csv": table.csv}[args.format]())
@@ -238,6 +252,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
     from perflab.tune import render as tune_render
     from perflab.tune.search import Tuner, TuneSettings
 
+    if args.html:
+        _check_output("--html", args.html)
     plan = resolve_plan(args.study)
     settings = TuneSettings.from_plan(dict(plan.tune))
     tuner = Tuner(plan, Lab(args.lab), settings, args.method, budget=args.budget,
@@ -253,11 +269,21 @@ def cmd_tune(args: argparse.Namespace) -> int:
 
 
 def cmd_health(args: argparse.Namespace) -> int:
+    if not (math.isfinite(args.interval) and args.interval >= 0):
+        raise PerflabError(f"--interval must be 0 or more seconds, got {args.interval}",
+                           hint="0 reports the view since start only")
+    if args.threads is not None and args.threads < 1:
+        raise PerflabError(f"--threads must be at least 1, got {args.threads}")
+    if not 0 < args.port < 65536:
+        raise PerflabError(f"--port must be from 1 to 65535, got {args.port}")
+    if args.defaults_file and not Path(args.defaults_file).is_file():
+        raise PerflabError(f"--defaults-file {args.defaults_file} is not a file",
+                           hint="give an option file with a [client] group (user, password)")
     if args.lab:
         from perflab.health.lab import lab_health
 
         lab = Lab(args.lab)
-        plan = resolve_plan(args.study or lab.latest_study())
+        plan = _lab_plan(lab, args.study)
         threads = args.threads or plan.run.effective_warmup_threads
         seconds = max(1, round(args.interval))
         report = lab_health(lab, plan, args.config, threads, seconds, _say)
@@ -280,8 +306,10 @@ def cmd_digest(args: argparse.Namespace) -> int:
     for path in args.logs:
         if not path.is_file():
             raise PerflabError(f"{path} is not a file", hint="give one or more log files")
-    if args.burst < 2 or args.window <= 0 or args.top < 1 or args.jobs < 1:
+    if args.burst < 2 or not args.window > 0 or args.top < 1 or args.jobs < 1:
         raise PerflabError("--burst must be at least 2, --window, --top and --jobs positive")
+    if args.workload:
+        _check_output("--workload", args.workload)
     result = digest_logs(args.logs, args.log_format, args.burst, args.window, args.jobs, _say)
     print({"text": digest_render.render_text, "json": digest_render.render_json,
            "html": digest_render.render_html}[args.format](result, args.top))
@@ -299,8 +327,56 @@ def cmd_studies(args: argparse.Namespace) -> int:
 
 
 def cmd_env(args: argparse.Namespace) -> int:
+    if not args.path.exists():
+        raise PerflabError(f"--path {args.path} does not exist",
+                           hint="give an existing directory: where a lab's datadir would live")
     print(json.dumps(host_facts(args.path), indent=2))
     return 0
+
+
+def _lab_plan(lab: Lab, study: str | None) -> Plan:
+    """A lab command's --study: a plan file, a study the lab holds (its stored plan, with the
+    overrides it ran with), or a built-in study; by default the lab's latest study."""
+    if study is None:
+        return lab.study().plan
+    if not (study.endswith(".toml") or Path(study).exists()) and lab.exists():
+        with lab.store() as store:
+            if study in store.studies():
+                return lab.study(study).plan
+    return resolve_plan(study)
+
+
+def _check_statistics(args: argparse.Namespace) -> None:
+    if not 0 <= args.min_effect < 1:
+        raise PerflabError(f"--min-effect must be a fraction from 0 to 1, got {args.min_effect}",
+                           hint="e.g. 0.02: a change under 2% is called noise")
+    if not args.cv_threshold >= 0:
+        raise PerflabError(f"--cv-threshold must be 0 or more, got {args.cv_threshold}",
+                           hint="e.g. 0.05 flags points whose CV exceeds 5%")
+
+
+def _check_output(option: str, path: Path, directory: bool = False) -> None:
+    """Fail before any work, not after it, when an output FILE or DIR cannot be written."""
+    kind = "directory" if directory else "file"
+    if path.exists():
+        if path.is_dir() != directory:
+            raise PerflabError(f"{option} {path} is not a {kind}",
+                               hint=f"give {option} a {kind} name")
+        where = path
+    else:
+        if directory:  # made with its parents: the nearest existing one must be a directory
+            where = next(p for p in path.absolute().parents if p.exists())
+        else:
+            where = path.parent
+            if not where.exists():
+                raise PerflabError(f"{option} {path}: directory {where} does not exist",
+                                   hint=f"create it first (mkdir -p {where}), or write elsewhere")
+        if not where.is_dir():
+            raise PerflabError(f"{option} {path}: {where} is not a directory",
+                               hint=f"give {option} a path under a directory")
+    if not os.access(where, os.W_OK):
+        raise PerflabError(f"{option} {path}: {where} is not writable",
+                           hint=f"give {option} a path you can write to")
 
 
 def _thread_list(text: str) -> tuple[int, ...]:

@@ -1,4 +1,16 @@
-"""The one error type for user mistakes: bad plans, unknown variables, servers that won't start."""
+"""The one error type for user mistakes: bad plans, unknown variables, servers that won't start.
+
+Every failure a user can cause (a bad plan, an unknown variable, an out-of-range value, a server
+that will not start, a bad command-line value, an unreadable or unwritable file) is raised as a
+`PerflabError` where the value is parsed or first used, before any server starts when it can
+be; it is never made by catching every exception late.
+
+- `message`: one line saying what is wrong, naming the plan key, option or file;
+- `hint`: one line saying how to fix it (the values allowed, the option or file to change, the
+  package to install), given whenever the message does not already say it ("(allowed: 0 to
+  64)", "e.g. [1, 2, 4]"): a hint that repeats the message is noise;
+- `detail`: more lines the user needs to see, e.g. the tail of a server's error log.
+"""
 
 
 class PerflabError(Exception):

@@ -1,6 +1,6 @@
 """A lab directory: the results database, prepared datasets and the working server.
 
-    LAB/perflab.sqlite           results (store.py)
+    LAB/perflab.sqlite           results (store/)
     LAB/lock                     held while a run uses the lab
     LAB/catalog.json             the installed server's variables and engines, cached per version
     LAB/datasets/KEY/data        a prepared, never-measured datadir (the snapshot)
@@ -36,6 +36,9 @@ from perflab.store import ResultStore, Study, load_study
 class Lab:
     def __init__(self, root: Path):
         self.root = root.resolve()
+        if self.root.exists() and not self.root.is_dir():
+            raise PerflabError(f"lab {root} is a file, not a directory",
+                               hint="give a lab directory (perflab run creates a missing one)")
         self.server_dir = self.root / "server"
         self.datadir = self.server_dir / "data"
         self.datasets_dir = self.root / "datasets"
@@ -50,33 +53,33 @@ class Lab:
 
     def store(self) -> ResultStore:
         """The results database, created if missing; use it in a `with` block."""
-        self.root.mkdir(parents=True, exist_ok=True)
+        self._create()
         return ResultStore(self.db_path)
+
+    def _create(self) -> None:
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise PerflabError(f"cannot create lab {self.root}: {exc.strerror}",
+                               hint="give --lab a directory you can write to") from None
 
     def study(self, name: str | None = None) -> Study:
         """A study of this lab (default: the latest), read whole from the results database."""
+        self._require_results()
+        with self.store() as store:
+            return load_study(store, name, str(self.root))
+
+    def _require_results(self) -> None:
         if not self.exists():
             raise PerflabError(
                 f"{self.root} holds no results database",
                 hint="run a study first: perflab run key-cache-segments --lab DIR",
             )
-        with self.store() as store:
-            return load_study(store, name, str(self.root))
-
-    def latest_study(self) -> str:
-        """The name of the study run last in this lab."""
-        if self.exists():
-            with self.store() as store:
-                studies = store.studies()
-            if studies:
-                return studies[0]
-        raise PerflabError(f"{self.root} holds no study yet",
-                           hint="run one first, or name it with --study")
 
     @contextmanager
     def locked(self):
         """Exclusive use of the lab: two runs on one lab would share one server."""
-        self.root.mkdir(parents=True, exist_ok=True)
+        self._create()
         with open(self.root / "lock", "w") as handle:
             try:
                 fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+import math
 import tomllib
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
@@ -222,7 +223,7 @@ class Plan:
         """The plan with command-line overrides applied, each checked like its TOML twin."""
         dataset, run = self.dataset, self.run
         if scale is not None:
-            if scale <= 0:
+            if not (math.isfinite(scale) and scale > 0):
                 raise PerflabError(f"--scale must be positive, got {scale}")
             dataset = replace(dataset, rows=max(1, round(dataset.rows * scale)))
         if repeats is not None:
@@ -275,7 +276,12 @@ def load_plan(path: Path) -> Plan:
     try:
         text = path.read_text()
     except OSError as exc:
-        raise PerflabError(f"cannot read plan {path}: {exc.strerror}") from None
+        raise PerflabError(f"cannot read plan {path}: {exc.strerror}",
+                           hint="give a plan .toml file, or a built-in study name "
+                           "(see: perflab studies)") from None
+    except UnicodeDecodeError:
+        raise PerflabError(f"cannot read plan {path}: not UTF-8 text",
+                           hint="a plan is a TOML text file saved as UTF-8") from None
     return parse_plan(text, origin=str(path))
 
 
@@ -293,7 +299,8 @@ def _build(data: dict[str, Any], origin: str) -> Plan:
     for section, keys in SECTION_KEYS.items():
         value = data.get(section, {})
         if not isinstance(value, dict):
-            raise PerflabError(f"{origin}: [{section}] must be a table")
+            raise PerflabError(f"{origin}: [{section}] must be a table",
+                               hint=f"write a [{section}] header, then key = value lines")
         _known(value, keys, f"{section}.", origin)
         sections[section] = value
 
@@ -305,7 +312,11 @@ def _build(data: dict[str, Any], origin: str) -> Plan:
     shared = _settings(data.get("server", {}), "server", origin)
     if "steps" in data:
         if "configs" in data:
-            raise PerflabError(f"{origin}: a plan has either [configs.NAME] or [[steps]], not both")
+            raise PerflabError(
+                f"{origin}: a plan has either [configs.NAME] or [[steps]], not both",
+                hint="[configs.NAME] for independent configurations, [[steps]] for a ladder "
+                "whose steps add up; keep one of them",
+            )
         configs, changes = _ladder(data["steps"], shared, origin)
     else:
         configs, changes = _configs(data.get("configs"), shared, origin), ()
@@ -323,7 +334,8 @@ def _build(data: dict[str, Any], origin: str) -> Plan:
     workload_name = _string(workload_table, "name", f"{origin}: workload.name", required=True)
     options = workload_table.get("options", {})
     if not isinstance(options, dict):
-        raise PerflabError(f"{origin}: workload.options must be a table of option = value")
+        raise PerflabError(f"{origin}: workload.options must be a table of option = value",
+                           hint="e.g. options = { random_points = 10 } under [workload]")
     for key, value in options.items():
         if not isinstance(value, int | float | bool | str):
             raise PerflabError(f"{origin}: workload.options.{key} must be a number, bool or string")
@@ -357,7 +369,9 @@ def _build(data: dict[str, Any], origin: str) -> Plan:
         raise PerflabError(f"{origin}: run.max_repeats must be at least run.repeats")
     if run.target_interval and not run.max_repeats:
         raise PerflabError(
-            f"{origin}: run.target_interval needs run.max_repeats, the cap on repeats"
+            f"{origin}: run.target_interval needs run.max_repeats, the cap on repeats",
+            hint=f"add e.g. max_repeats = {max(10, run.repeats)} under [run], "
+            "or drop target_interval",
         )
     layout = _string(study, "layout", f"{origin}: study.layout") or "configs-down"
     if layout not in ("configs-down", "threads-down"):
@@ -365,7 +379,8 @@ def _build(data: dict[str, Any], origin: str) -> Plan:
                            "(allowed: configs-down, threads-down)")
     tune = data.get("tune", {})
     if not isinstance(tune, dict):
-        raise PerflabError(f"{origin}: [tune] must be a table")
+        raise PerflabError(f"{origin}: [tune] must be a table",
+                           hint="write a [tune] header, then key = value lines")
     tune_items = tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in tune.items())
     return Plan(name, description, baseline, tuple(configs), workload, dataset, run, source,
                 ladder=bool(changes), changes=changes, layout=layout, tune=tune_items)
@@ -412,7 +427,9 @@ def _cross(configs: list[ServerConfig], axes: Any, origin: str) -> list[ServerCo
     pinning = ["none", "0/1"] (server CPUs / client CPUs), engine = ["MyISAM", "InnoDB"].
     """
     if not isinstance(axes, dict):
-        raise PerflabError(f"{origin}: [axes] must be a table of axis = [values]")
+        raise PerflabError(f"{origin}: [axes] must be a table of axis = [values]",
+                           hint=f"axes: {', '.join(AXES)}; e.g. [axes] then "
+                           'allocator = ["glibc", "jemalloc"]')
     _known(axes, AXES, "axes.", origin)
     for axis, values in axes.items():
         if not isinstance(values, list) or not values or not all(

@@ -15,7 +15,6 @@ from dataclasses import dataclass, replace
 
 import pymysql
 
-from perflab.analysis.stats import summarize
 from perflab.errors import PerflabError
 from perflab.lab import Lab
 from perflab.load import sysbench
@@ -29,6 +28,7 @@ from perflab.server import environment as env
 from perflab.server.connection import query
 from perflab.server.managed import ManagedServer
 from perflab.server.variables import Catalog
+from perflab.stats.summary import summarize
 from perflab.store import PointRecord, ResultStore
 
 Say = Callable[[str], None]
@@ -44,12 +44,14 @@ class RunSummary:
     seconds: float
 
 
-def validate(plan: Plan, catalog: Catalog) -> dict[str, dict[str, str]]:
+def validate(plan: Plan, catalog: Catalog, workload: ResolvedWorkload
+             ) -> dict[str, dict[str, str]]:
     """Every configuration's variables as command-line strings; a PerflabError on the first bad
     one. Nothing has started when this raises."""
     checked = {}
     for config in plan.configs:
         where = f"configs.{config.name}"
+        workload.family.check(plan.dataset_for(config), where)
         engine = plan.dataset_for(config).engine
         plugin = env.engine_options(engine, f"{where}: dataset engine")
         if not plugin:
@@ -107,8 +109,9 @@ def run_study(plan: Plan, lab: Lab, say: Say = print) -> RunSummary:
 class Runner:
     """Runs the points of one plan in a lab the caller has locked, storing them in `store`.
 
-    Making one reads the server's variable catalog and checks the workload and every
-    configuration of the plan; nothing starts until a point needs a server.
+    Making one checks the workload and every configuration of the plan against the server's
+    variable catalog (read once per server version by a scratch server, then cached in the
+    lab); the measured server starts when the first point needs it.
     """
 
     def __init__(self, plan: Plan, lab: Lab, store: ResultStore, say: Say = print):
@@ -120,7 +123,7 @@ class Runner:
         self.workload: ResolvedWorkload = resolve(plan.workload)
         self.catalog: Catalog = lab.catalog()
         self.version = self.catalog.version
-        self._options = validate(plan, self.catalog)
+        self._options = validate(plan, self.catalog, self.workload)
         self.dynamic = {name for name, spec in self.catalog.variables.items() if spec.dynamic}
         self.plan_id = store.save_plan(plan)
         self.server: ManagedServer | None = None
@@ -169,7 +172,7 @@ class Runner:
     def add_config(self, config: ServerConfig) -> None:
         """A configuration not in the plan (a tuning trial): checked, its dataset ready."""
         single = replace(self.plan, configs=(config,), baseline=config.name)
-        self._options[config.name] = validate(single, self.catalog)[config.name]
+        self._options[config.name] = validate(single, self.catalog, self.workload)[config.name]
         self._ensure_dataset(config)
 
     def open_session(self) -> int:

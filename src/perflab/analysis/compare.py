@@ -8,9 +8,9 @@ from __future__ import annotations
 import math
 import statistics
 
-from perflab.analysis.stats import compare
 from perflab.errors import PerflabError
-from perflab.render.table import Table
+from perflab.output.table import Table
+from perflab.stats.summary import compare
 from perflab.store.records import Study
 
 

@@ -5,8 +5,8 @@ Each flag is a sentence a reader can act on; nothing is dropped from the data be
 
 from __future__ import annotations
 
-from perflab.analysis.stats import summarize, trend
 from perflab.analysis.tables import groups
+from perflab.stats.summary import summarize, trend
 from perflab.store.records import StoredPoint
 
 DRIFT_THRESHOLD = 0.05  # a fitted change of 5% or more over the measured window
@@ -41,7 +41,7 @@ def drift_flags(points: list[StoredPoint]) -> list[str]:
         previous_state = p.server_state_id
         if not p.ok or not p.series:
             continue
-        fitted = trend([s["qps"] for s in p.series])
+        fitted = trend([s.qps for s in p.series])
         if fitted is None or not fitted.significant(DRIFT_THRESHOLD):
             continue
         where = f"{p.config} at {p.threads} threads, repeat {p.repeat}"

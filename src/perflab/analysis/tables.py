@@ -15,9 +15,9 @@ from __future__ import annotations
 import math
 import statistics
 
-from perflab.analysis.stats import Comparison, compare, summarize
+from perflab.output.table import Table
 from perflab.plan import Plan
-from perflab.render.table import Table
+from perflab.stats.summary import Comparison, compare, summarize
 from perflab.store.records import StoredPoint
 
 
@@ -167,7 +167,7 @@ def profile_table(plan: Plan, points: list[StoredPoint], top: int = 5) -> Table 
         point = min(profiled, key=lambda p: (-p.threads, p.repeat))
         symbols = point.profile[:top]
         rows.append([config, str(point.threads),
-                     "; ".join(f"{s['share']:.0%} {s['symbol']}" for s in symbols)])
+                     "; ".join(f"{s.share:.0%} {s.symbol}" for s in symbols)])
     if not rows:
         return None
     return Table("Where mariadbd's CPU goes (perf, share of samples)",

@@ -29,6 +29,7 @@ import codecs
 import gzip
 import io
 import re
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -88,7 +89,16 @@ def _is_gzip(path: Path) -> bool:
         with open(path, "rb") as raw:
             return raw.read(2) == b"\x1f\x8b"
     except OSError as exc:
-        raise PerflabError(f"cannot read {path}: {exc.strerror}") from None
+        raise PerflabError(f"cannot read {path}: {exc.strerror}",
+                           hint="a server's logs belong to its user (mysql): read a copy, or "
+                           "run perflab as a user allowed to read them") from None
+
+
+def _damaged(path: Path, exc: Exception) -> PerflabError:
+    """A gzip'd log that ends early or is corrupt, or a read error, as the user's to fix."""
+    return PerflabError(f"cannot read {path}: {exc}",
+                        hint=f"check the file (gzip -t {path} for a gzip'd log); a log still "
+                        "being copied or compressed ends early")
 
 
 def open_log(path: Path) -> io.TextIOBase:
@@ -100,19 +110,22 @@ def open_log(path: Path) -> io.TextIOBase:
 
 def detect_format(path: Path) -> str:
     """'general' or 'slow', from the first lines that say."""
-    with open_log(path) as handle:
-        for count, line in enumerate(handle):
-            if line.startswith(("# Time:", "# User@Host:", "# Query_time:")):
-                return "slow"
-            if BANNER.match(line):
-                continue  # both kinds of log start with the same banner
-            if GENERAL_LINE.match(line.rstrip("\n")):
-                return "general"
-            if count > 200:
-                break
+    try:
+        with open_log(path) as handle:
+            for count, line in enumerate(handle):
+                if line.startswith(("# Time:", "# User@Host:", "# Query_time:")):
+                    return "slow"
+                if BANNER.match(line):
+                    continue  # both kinds of log start with the same banner
+                if GENERAL_LINE.match(line.rstrip("\n")):
+                    return "general"
+                if count > 200:
+                    break
+    except (OSError, EOFError, zlib.error) as exc:
+        raise _damaged(path, exc) from None
     raise PerflabError(f"{path}: neither a general query log nor a slow query log",
-                       hint="give --format general or --format slow if the start of the file "
-                       "is unusual")
+                       hint="give --log-format general or --log-format slow if the start of "
+                       "the file is unusual")
 
 
 @dataclass(frozen=True)
@@ -196,6 +209,8 @@ def read_events(part: Part, stats: ParseStats) -> Iterator[Event]:
     handle = open_log(part.path) if part.end is None else _Range(part.path, part.start, part.end)
     try:
         yield from reader(_entries(handle, pattern, stats, part.first_line), stats)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise _damaged(part.path, exc) from None
     finally:
         handle.close()
 

@@ -6,8 +6,8 @@ import html
 import json
 
 from perflab.digest.digest import Digest
-from perflab.render.page import page
-from perflab.render.table import Table
+from perflab.output.page import page
+from perflab.output.table import Table
 
 FINDING_TITLES = {
     "repeats": "Identical reads repeated back to back on one connection",

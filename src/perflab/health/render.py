@@ -6,7 +6,7 @@ from __future__ import annotations
 import html
 import json
 
-from perflab.render.table import Table
+from perflab.output.table import Table
 from perflab.store.records import HealthReport, RuleResult
 
 MARK = {"ok": "ok", "fail": "FAIL", "info": "", "few": "(few)", "n/a": "n/a"}

@@ -46,7 +46,13 @@ class Family(ABC):
     dataset_options: ClassVar[tuple[str, ...]] = ()  # shape the dataset, never go to sysbench
 
     def __init__(self, options: dict[str, Scalar], where: str):
+        """`where` names the plan key the options came from, for error messages."""
         self.options = options
+
+    def check(self, dataset: Dataset, where: str) -> None:
+        """Raise a PerflabError when the options cannot work with this dataset; called for
+        every configuration's dataset before anything starts. Most families take any."""
+        return None
 
     def dataset_settings(self) -> dict[str, Scalar]:
         """What, besides the plan's dataset, makes this family's data: part of its key."""

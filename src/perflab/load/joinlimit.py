@@ -6,7 +6,7 @@ import time
 
 from perflab.errors import PerflabError
 from perflab.load.family import Family, LoadReport
-from perflab.plan import Dataset
+from perflab.plan import Dataset, Scalar
 from perflab.server.connection import Endpoint, query
 
 SCHEMA = "joinlimit"
@@ -19,8 +19,23 @@ class JoinLimitFamily(Family):
     schema = SCHEMA
     dataset_options = ("t2_rows",)
 
+    def __init__(self, options: dict[str, Scalar], where: str):
+        super().__init__(options, where)
+        t2_rows = options.get("t2_rows", T2_ROWS)
+        if isinstance(t2_rows, bool) or not isinstance(t2_rows, int) or t2_rows < 1:
+            raise PerflabError(f"{where}.options.t2_rows must be a positive integer, "
+                               f"got {t2_rows!r}", hint=f"the page's t2 has {T2_ROWS} rows")
+        self.t2_rows = t2_rows
+
+    def check(self, dataset: Dataset, where: str) -> None:
+        if self.t2_rows > dataset.rows:
+            raise PerflabError(f"{where}: join-limit's t2_rows = {self.t2_rows} exceeds t1's "
+                               f"{dataset.rows} rows, but every t2 row needs its own t1_id",
+                               hint="lower workload.options.t2_rows, or raise dataset.rows "
+                               "(or --scale)")
+
     def load(self, endpoint: Endpoint, dataset: Dataset) -> LoadReport:
-        return load_join_limit(endpoint, dataset, int(self.options.get("t2_rows", T2_ROWS)))
+        return load_join_limit(endpoint, dataset, self.t2_rows)
 
 
 def load_join_limit(endpoint: Endpoint, dataset: Dataset, t2_rows: int = T2_ROWS) -> LoadReport:
@@ -31,7 +46,9 @@ def load_join_limit(endpoint: Endpoint, dataset: Dataset, t2_rows: int = T2_ROWS
     """
     if t2_rows > dataset.rows:
         raise PerflabError(f"join-limit: t2_rows = {t2_rows} exceeds t1's {dataset.rows} rows, "
-                           "but every t2 row needs its own t1_id")
+                           "but every t2 row needs its own t1_id",
+                           hint="lower workload.options.t2_rows, or raise dataset.rows "
+                           "(or --scale)")
     started = time.monotonic()
     engine = dataset.engine
     with endpoint.connect() as conn:

@@ -75,18 +75,18 @@ class SqlFamily(Family):
         if "file" not in options:
             raise PerflabError(f"{where}.options.file is required for the sql workload",
                                hint='options = { file = "my-workload.toml" }')
-        self.workload = load_sql_workload(str(options["file"]), f"{where}.options.file")
+        self.sql_file = load_sql_workload(str(options["file"]), f"{where}.options.file")
 
     def dataset_settings(self) -> dict[str, Scalar]:
-        return {"sql": self.workload.digest}  # the file's content names the data, not its path
+        return {"sql": self.sql_file.digest}  # the file's content names the data, not its path
 
     def load(self, endpoint: Endpoint, dataset: Dataset) -> LoadReport:
         started = time.monotonic()
-        rows = load_sql_dataset(endpoint, self.workload, dataset.engine)
-        return LoadReport(rows, len(self.workload.data), time.monotonic() - started)
+        rows = load_sql_dataset(endpoint, self.sql_file, dataset.engine)
+        return LoadReport(rows, len(self.sql_file.data), time.monotonic() - started)
 
     def sysbench_environment(self) -> dict[str, str]:
-        return {"PERFLAB_SQL_STATEMENTS": str(self.workload.statements_file())}
+        return {"PERFLAB_SQL_STATEMENTS": str(self.sql_file.statements_file())}
 
 
 def load_sql_workload(path: str | Path, where: str = "workload.options.file") -> SqlWorkload:
@@ -95,13 +95,25 @@ def load_sql_workload(path: str | Path, where: str = "workload.options.file") ->
         text = path.read_text()
         data = tomllib.loads(text)
     except OSError as exc:
-        raise PerflabError(f"{where}: cannot read {path}: {exc.strerror}") from None
+        hint = f"check {where}" if path.is_absolute() else (
+            f"a relative path is taken from the directory perflab runs in ({Path.cwd()})")
+        raise PerflabError(f"{where}: cannot read {path}: {exc.strerror}", hint=hint) from None
+    except UnicodeDecodeError:
+        raise PerflabError(f"{where}: cannot read {path}: not UTF-8 text",
+                           hint="a sql workload is a TOML text file saved as UTF-8") from None
     except tomllib.TOMLDecodeError as exc:
         raise PerflabError(f"{where}: {path} is not valid TOML: {exc}") from None
     unknown = set(data) - {"schema", "data", "statements"}
     if unknown:
         raise PerflabError(f"{path}: unknown key {sorted(unknown)[0]} "
                            "(allowed: schema, data, statements)")
+    if not isinstance(data.get("schema", {}), dict):
+        raise PerflabError(f"{path}: schema must be a table",
+                           hint='write [schema] then sql = ["CREATE TABLE ..."]')
+    for key in ("data", "statements"):
+        if not isinstance(data.get(key, []), list):
+            raise PerflabError(f"{path}: {key} must be an array of tables",
+                               hint=f"write each entry as [[{key}]] (double brackets)")
     schema = data.get("schema", {}).get("sql", [])
     if isinstance(schema, str):
         schema = [schema]
@@ -162,17 +174,22 @@ def _expression(generator: str, seed: int) -> str:
 def _data(item, n: int, path: Path) -> DataSpec:
     where = f"{path}: data[{n}]"
     if not isinstance(item, dict) or set(item) - {"table", "rows", "columns"}:
-        raise PerflabError(f"{where} must be a table with table, rows and columns")
+        raise PerflabError(f"{where} must be a table with table, rows and columns",
+                           hint='write each as [[data]] then table = "items", rows = 1000, '
+                           'columns = { id = "seq" }')
     table, rows, columns = item.get("table"), item.get("rows"), item.get("columns")
     if not isinstance(table, str) or not IDENTIFIER.match(table):
-        raise PerflabError(f"{where}.table must be a table name")
+        raise PerflabError(f"{where}.table must be a table name",
+                           hint="letters, digits and _, not starting with a digit")
     if isinstance(rows, bool) or not isinstance(rows, int) or rows < 1:
         raise PerflabError(f"{where}.rows must be a positive integer")
     if not isinstance(columns, dict) or not columns:
-        raise PerflabError(f"{where}.columns must map column names to generators")
+        raise PerflabError(f"{where}.columns must map column names to generators",
+                           hint='e.g. columns = { id = "seq", price = "int:1:1000" }')
     for name, generator in columns.items():
         if not IDENTIFIER.match(name):
-            raise PerflabError(f"{where}.columns: {name!r} is not a column name")
+            raise PerflabError(f"{where}.columns: {name!r} is not a column name",
+                               hint="letters, digits and _, not starting with a digit")
         match = GENERATOR.match(str(generator))
         if not match:
             raise PerflabError(f"{where}.columns.{name} = {generator!r} is not a generator "
@@ -188,7 +205,9 @@ def _data(item, n: int, path: Path) -> DataSpec:
 def _statement(item, n: int, path: Path) -> tuple[int, str]:
     where = f"{path}: statements[{n}]"
     if not isinstance(item, dict) or set(item) - {"sql", "weight"}:
-        raise PerflabError(f"{where} must be a table with sql and weight")
+        raise PerflabError(f"{where} must be a table with sql and weight",
+                           hint='write each as [[statements]] then sql = "SELECT ..." and '
+                           "weight = 1")
     sql, weight = item.get("sql"), item.get("weight", 1)
     if not isinstance(sql, str) or not sql.strip():
         raise PerflabError(f"{where}.sql must be a statement")

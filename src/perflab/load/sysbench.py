@@ -21,7 +21,7 @@ from perflab.load.workloads import ResolvedWorkload
 from perflab.plan import Dataset
 from perflab.procs import die_with_parent
 from perflab.server.connection import Endpoint
-from perflab.store.records import Metrics
+from perflab.store.records import Metrics, Sample
 
 SYSBENCH = "sysbench"
 SYSBENCH_SCRIPTS = Path("/usr/share/sysbench")
@@ -43,7 +43,7 @@ class LoadResult:
     latency_max_ms: float
     latency_p95_ms: float
     latency_p99_ms: float
-    series: list[dict] = field(default_factory=list)
+    series: list[Sample] = field(default_factory=list)
     histogram: dict[int, int] = field(default_factory=dict)
 
     @property
@@ -74,11 +74,8 @@ class LoadResult:
 
 
 class LoadFailed(PerflabError):
-    """sysbench did not produce a result; the detail carries its output's tail."""
-
-    def __init__(self, message: str, detail: str | None = None):
-        super().__init__(message, hint="the point is stored as failed; see its error",
-                         detail=detail)
+    """sysbench did not produce a result; the detail carries its output's tail. A failed
+    point stores it; elsewhere the CLI prints it."""
 
 
 def sysbench_version() -> str:
@@ -142,8 +139,11 @@ def run(argv: list[str], env: dict[str, str], seconds: int, threads: int) -> Loa
     result = parse(out.stdout)
     if out.returncode != 0 or result is None:
         tail = "\n".join((out.stderr or out.stdout).strip().splitlines()[-12:])
-        first = tail.splitlines()[-1] if tail else "no output"
-        raise LoadFailed(f"sysbench exited with code {out.returncode}: {first}", detail=tail)
+        lines = tail.splitlines()
+        reason = next((line for line in lines if "FATAL" in line), lines[-1] if lines else
+                      "no output")
+        raise LoadFailed(f"sysbench exited with code {out.returncode}: {reason.strip()}",
+                         detail=tail)
     return result
 
 
@@ -202,21 +202,21 @@ def percentile(histogram: dict[int, int], pct: float) -> float:
     return math.exp(bucket / MULT + LOG_MIN)
 
 
-def _interval(record: dict) -> dict:
+def _interval(record: dict) -> Sample:
     seconds = record["seconds"] or 1.0
     queries = record["reads"] + record["writes"] + record["other"]
-    return {
-        "t": round(record["time"], 3),
-        "tps": record["events"] / seconds,
-        "qps": queries / seconds,
-        "reads_ps": record["reads"] / seconds,
-        "writes_ps": record["writes"] / seconds,
-        "other_ps": record["other"] / seconds,
-        "errors_ps": record["errors"] / seconds,
-        "reconnects_ps": record["reconnects"] / seconds,
-        "latency_p95_ms": record["latency_pct_ms"],
-        "threads": record["threads"],
-    }
+    return Sample(
+        t=round(record["time"], 3),
+        tps=record["events"] / seconds,
+        qps=queries / seconds,
+        reads_ps=record["reads"] / seconds,
+        writes_ps=record["writes"] / seconds,
+        other_ps=record["other"] / seconds,
+        errors_ps=record["errors"] / seconds,
+        reconnects_ps=record["reconnects"] / seconds,
+        latency_p95_ms=record["latency_pct_ms"],
+        threads=record["threads"],
+    )
 
 
 def _option(value) -> str:

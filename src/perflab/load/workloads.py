@@ -54,10 +54,6 @@ class ResolvedWorkload:
     def writes(self) -> bool:
         return self.spec.writes
 
-    @property
-    def label(self) -> str:
-        return self.workload.label
-
     def sysbench_options(self) -> dict[str, Scalar]:
         """The workload's options that go to sysbench (not those that shape the dataset)."""
         return {k: v for k, v in self.workload.options if k not in self.family.dataset_options}

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from perflab.procs import die_with_parent
+from perflab.store.records import Symbol
 
 FREQUENCY = 499  # samples per second; odd, so as not to beat with periodic work
 LINE = re.compile(r"^\s*([\d.]+)%\s+(\S+)\s+\[[.k]\]\s+(.+?)\s*$")
@@ -44,7 +45,7 @@ class Profiler:
         )
 
     @staticmethod
-    def finish(recorder: subprocess.Popen | None, output: Path, top: int = 15) -> list[dict]:
+    def finish(recorder: subprocess.Popen | None, output: Path, top: int = 15) -> list[Symbol]:
         """Wait for the recording and summarise it: the top symbols by share of samples."""
         if recorder is None:
             return []
@@ -58,7 +59,7 @@ class Profiler:
         return top_symbols(output, top)
 
 
-def top_symbols(data: Path, top: int = 15) -> list[dict]:
+def top_symbols(data: Path, top: int = 15) -> list[Symbol]:
     out = subprocess.run(
         ["perf", "report", "-i", str(data), "--stdio", "--no-children", "--sort", "dso,sym",
          "--percent-limit", "0.5", "-g", "none"],
@@ -69,7 +70,7 @@ def top_symbols(data: Path, top: int = 15) -> list[dict]:
         match = LINE.match(line)
         if match:
             share, dso, symbol = match.groups()
-            symbols.append({"share": float(share) / 100, "dso": dso, "symbol": symbol})
+            symbols.append(Symbol(float(share) / 100, dso, symbol))
         if len(symbols) >= top:
             break
     return symbols

@@ -14,10 +14,10 @@ from pathlib import Path
 
 from matplotlib.figure import Figure
 
-from perflab.analysis.stats import summarize
 from perflab.analysis.tables import comparisons, groups, medians
+from perflab.output.figure import new_figure, render
 from perflab.plan import Plan
-from perflab.render.figure import new_figure, render
+from perflab.stats.summary import summarize
 from perflab.store.records import StoredPoint, Study
 
 
@@ -91,7 +91,7 @@ def series(point: StoredPoint) -> Figure:
     fig, ax = new_figure(
         f"{point.config} at {point.threads} threads, repeat {point.repeat}: "
         "per-second throughput", "seconds into the run", "queries/s")
-    ax.plot([s["t"] for s in point.series], [s["qps"] for s in point.series], marker=".")
+    ax.plot([s.t for s in point.series], [s.qps for s in point.series], marker=".")
     ax.set_ylim(bottom=0)
     return fig
 

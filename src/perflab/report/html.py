@@ -11,8 +11,8 @@ import json
 
 from perflab.analysis import quality
 from perflab.health.render import render_html_section
-from perflab.render.figure import png_data_uri
-from perflab.render.page import page
+from perflab.output.figure import png_data_uri
+from perflab.output.page import page
 from perflab.report import charts
 from perflab.report.study import (
     DEFAULT_OPTIONS,

@@ -12,7 +12,6 @@ import math
 from dataclasses import dataclass
 
 from perflab.analysis import quality
-from perflab.analysis.stats import summarize
 from perflab.analysis.tables import (
     absolute_by_threads,
     absolute_table,
@@ -25,7 +24,8 @@ from perflab.analysis.tables import (
     verdict_table,
 )
 from perflab.errors import PerflabError
-from perflab.render.table import Table
+from perflab.output.table import Table
+from perflab.stats.summary import summarize
 from perflab.store.records import Metrics, StoredPoint, Study
 
 
@@ -185,8 +185,9 @@ def _point_json(p: StoredPoint) -> dict:
         "config": p.config, "workload": p.workload, "threads": p.threads, "repeat": p.repeat,
         "status": p.status, **figures, "started_at": p.started_at,
         "finished_at": p.finished_at, "session_id": p.session_id,
-        "server_state_id": p.server_state_id, "error": p.error, "series": p.series,
-        "status_delta": p.status_delta, "profile": p.profile,
+        "server_state_id": p.server_state_id, "error": p.error,
+        "series": [dataclasses.asdict(s) for s in p.series], "status_delta": p.status_delta,
+        "profile": [dataclasses.asdict(s) for s in p.profile],
     }
 
 
@@ -202,7 +203,10 @@ def series_point(study: Study, choice: str | None) -> StoredPoint | None:
         wanted = [p for p in ok if p.config == parts[0] and p.threads == int(parts[1])
                   and (len(parts) == 2 or p.repeat == int(parts[2]))]
         if not wanted:
-            raise PerflabError(f"--series {choice!r}: no such successful point")
+            known = [f"{c}:{t}" for c, t in sorted({(p.config, p.threads) for p in ok})]
+            shown = ", ".join(known[:12]) + (", ..." if len(known) > 12 else "")
+            raise PerflabError(f"--series {choice!r}: no such successful point",
+                               hint=f"points with a series: {shown or 'none'}")
         return min(wanted, key=lambda p: p.repeat)
     base = [p for p in ok if p.config == study.plan.baseline]
     if not base:

@@ -72,7 +72,9 @@ def install_datadir(datadir: Path) -> None:
     out = subprocess.run(argv, capture_output=True, text=True, check=False)
     if out.returncode != 0:
         tail = "\n".join((out.stdout + out.stderr).strip().splitlines()[-15:])
-        raise PerflabError(f"mariadb-install-db failed for {datadir}", detail=tail)
+        raise PerflabError(f"mariadb-install-db failed for {datadir}",
+                           hint="the lab directory must be writable, on a local disk with free "
+                           "space; its output follows", detail=tail)
 
 
 class ManagedServer:
@@ -109,7 +111,9 @@ class ManagedServer:
         if self.environment.preload:
             for lib in self.environment.preload:
                 if not Path(lib).exists():
-                    raise PerflabError(f"library {lib} to preload does not exist")
+                    raise PerflabError(f"library {lib} to preload does not exist",
+                                       hint='install the allocator again, or use '
+                                       'allocator = "glibc"')
             env["LD_PRELOAD"] = ":".join(self.environment.preload)
         with open(self.rundir / "mariadbd.out", "ab") as out:
             self.process = subprocess.Popen(
@@ -178,7 +182,8 @@ class ManagedServer:
         maps = Path(f"/proc/{self.process.pid}/maps").read_text()
         for lib in self.environment.preload:
             if os.path.realpath(lib) not in maps and lib not in maps:
-                raise PerflabError(f"{lib} was preloaded but is not mapped into mariadbd")
+                raise PerflabError(f"{lib} was preloaded but is not mapped into mariadbd",
+                                   hint='check the library with ldd, or use allocator = "glibc"')
 
     def stop(self, timeout: float = 600) -> None:
         """Clean shutdown (SIGTERM), escalating to SIGKILL only if it hangs."""

@@ -88,7 +88,8 @@ class Catalog:
         spec = self.variables.get(name)
         if spec is None:
             close = difflib.get_close_matches(name, self.variables, n=3)
-            hint = f"did you mean {' or '.join(close)}?" if close else None
+            hint = f"did you mean {' or '.join(close)}?" if close else (
+                "remove it, or check its name in SHOW GLOBAL VARIABLES of this server")
             raise PerflabError(
                 f"{where}: unknown server variable {name!r} "
                 f"(not in information_schema.SYSTEM_VARIABLES of MariaDB {self.version})",
@@ -100,7 +101,8 @@ class Catalog:
         """The value as the server's command line takes it, or a one-line PerflabError."""
         spec = self.spec(name, where)
         if spec.command_line is None:
-            raise PerflabError(f"{where}: {name} cannot be set at server start (it is read-only)")
+            raise PerflabError(f"{where}: {name} cannot be set at server start (it is read-only)",
+                               hint=f"remove {name} from the plan")
         return check_value(spec, value, where)
 
     def require_engine(self, engine: str, where: str) -> None:
@@ -128,10 +130,12 @@ def check_value(spec: VariableSpec, value: Scalar, where: str) -> str:
             number = float(value) if not isinstance(value, bool) else None
         except ValueError:
             number = None
-        if number is None:
-            raise PerflabError(f"{label} is not a number")
         low, high = float(spec.minimum or 0), float(spec.maximum or 0)
-        if spec.minimum is not None and spec.maximum is not None and not low <= number <= high:
+        bounded = spec.minimum is not None and spec.maximum is not None
+        if number is None:
+            raise PerflabError(f"{label} is not a number",
+                               hint=f"allowed: {low:g} to {high:g}" if bounded else None)
+        if bounded and not low <= number <= high:
             raise PerflabError(f"{label} is out of range (allowed: {low:g} to {high:g})")
         return repr(number)
     if spec.type == "BOOLEAN":
@@ -143,7 +147,8 @@ def check_value(spec: VariableSpec, value: Scalar, where: str) -> str:
         items = [item.strip() for item in str(value).split(",") if item.strip()]
         return ",".join(_choice(spec, item, label) for item in items)
     if isinstance(value, bool):
-        raise PerflabError(f"{label}: {spec.name} takes a string, not a boolean")
+        raise PerflabError(f"{label}: {spec.name} takes a string, not a boolean",
+                           hint='write the value in quotes, e.g. "ON"')
     return str(value)
 
 

@@ -8,17 +8,19 @@ from perflab.store.records import (
     Metrics,
     PointRecord,
     RuleResult,
+    Sample,
     ServerState,
     Session,
     StoredHealth,
     StoredPoint,
     Study,
+    Symbol,
     VariableRow,
 )
-from perflab.store.study import load_study
+from perflab.store.study import load_study, study_name
 
 __all__ = [
-    "HealthReport", "HealthView", "Metrics", "PointRecord", "ResultStore", "RuleResult",
-    "ServerState", "Session", "StoredHealth", "StoredPoint", "Study", "VariableRow",
-    "load_study",
+    "HealthReport", "HealthView", "Metrics", "PointRecord", "ResultStore", "RuleResult", "Sample",
+    "ServerState", "Session", "StoredHealth", "StoredPoint", "Study", "Symbol", "VariableRow",
+    "load_study", "study_name",
 ]

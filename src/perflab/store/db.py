@@ -10,21 +10,25 @@ JSON columns are encoded and decoded here and nowhere else: readers get typed re
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sqlite3
 import time
 from pathlib import Path
 from typing import Any
 
+from perflab.errors import PerflabError
 from perflab.plan import Plan
 from perflab.store.records import (
     HealthReport,
     Metrics,
     PointRecord,
+    Sample,
     ServerState,
     Session,
     StoredHealth,
     StoredPoint,
+    Symbol,
 )
 
 SCHEMA = f"""
@@ -93,14 +97,23 @@ class ResultStore:
         self.path = path
         self.db = sqlite3.connect(path, isolation_level=None, timeout=30)
         self.db.row_factory = sqlite3.Row
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=NORMAL")
-        self.db.execute("PRAGMA foreign_keys=ON")
-        self.db.executescript(SCHEMA)
-        columns = {row["name"] for row in self.db.execute("PRAGMA table_info(points)")}
-        for name, kind in LATER_POINT_COLUMNS.items():
-            if name not in columns:
-                self.db.execute(f"ALTER TABLE points ADD COLUMN {name} {kind}")
+        try:
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=NORMAL")
+            self.db.execute("PRAGMA foreign_keys=ON")
+            self.db.executescript(SCHEMA)
+            columns = {row["name"] for row in self.db.execute("PRAGMA table_info(points)")}
+            for name, kind in LATER_POINT_COLUMNS.items():
+                if name not in columns:
+                    self.db.execute(f"ALTER TABLE points ADD COLUMN {name} {kind}")
+        except sqlite3.DatabaseError as exc:
+            self.db.close()
+            if isinstance(exc, sqlite3.OperationalError):  # locked, or not writable
+                hint = "wait for the perflab that holds it, or check that you can write to it"
+            else:  # not SQLite, or damaged
+                hint = "give a lab made by perflab; move a damaged file aside to start afresh"
+            raise PerflabError(f"cannot use {path} as a results database: {exc}",
+                               hint=hint) from None
 
     def close(self) -> None:
         self.db.close()
@@ -170,10 +183,10 @@ class ResultStore:
             "started_at": record.started_at,
             "finished_at": record.finished_at,
             **{name: metrics.get(name) for name in Metrics.names()},
-            "series_json": _encode(record.series),
+            "series_json": _encode(_dicts(record.series)),
             "status_delta_json": _encode(record.status_delta),
             "histogram_json": _encode(histogram),
-            "profile_json": _encode(record.profile),
+            "profile_json": _encode(_dicts(record.profile)),
             "error": record.error,
         }
         names = ", ".join(columns)
@@ -207,11 +220,18 @@ class ResultStore:
         rows = self.db.execute("SELECT study FROM plans GROUP BY study ORDER BY MAX(id) DESC")
         return [row["study"] for row in rows]
 
-    def latest_plan(self, study: str) -> Plan | None:
+    def latest_plan(self, study: str) -> tuple[Plan, list[str]] | None:
+        """The study's latest plan and the definitions its configurations' points are stored
+        under (as recorded then, so that a later change of the hash cannot hide them)."""
         row = self.db.execute(
             "SELECT plan_json FROM plans WHERE study = ? ORDER BY id DESC LIMIT 1", (study,)
         ).fetchone()
-        return Plan.from_json(json.loads(row["plan_json"])) if row else None
+        if row is None:
+            return None
+        data = json.loads(row["plan_json"])
+        plan = Plan.from_json(data)
+        stored = data.get("definitions", {})
+        return plan, [stored.get(c.name) or plan.definition(c) for c in plan.configs]
 
     def points(self, study: str, definitions: list[str] | None = None,
                threads: int | None = None) -> list[StoredPoint]:
@@ -262,12 +282,16 @@ def _point(row: sqlite3.Row) -> StoredPoint:
         server_state_id=row["server_state_id"], started_at=row["started_at"],
         finished_at=row["finished_at"],
         metrics=Metrics(**{name: row[name] for name in Metrics.names()}) if ok else None,
-        series=_decode(row["series_json"], []),
+        series=[Sample(**item) for item in _decode(row["series_json"], [])],
         status_delta=_decode(row["status_delta_json"], {}),
         histogram={int(k): v for k, v in _decode(row["histogram_json"], {}).items()},
-        profile=_decode(row["profile_json"], []),
+        profile=[Symbol(**item) for item in _decode(row["profile_json"], [])],
         error=row["error"],
     )
+
+
+def _dicts(records: list | None) -> list[dict] | None:
+    return None if records is None else [dataclasses.asdict(r) for r in records]
 
 
 def _encode(value: Any) -> str | None:

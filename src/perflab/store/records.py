@@ -55,6 +55,31 @@ class Metrics:
 
 
 @dataclass(frozen=True)
+class Sample:
+    """One interval of a point's run (sysbench's report interval, one second by default)."""
+
+    t: float  # seconds into the run at the interval's end
+    tps: float
+    qps: float
+    reads_ps: float
+    writes_ps: float
+    other_ps: float
+    errors_ps: float
+    reconnects_ps: float
+    latency_p95_ms: float
+    threads: int
+
+
+@dataclass(frozen=True)
+class Symbol:
+    """A share of the server's CPU samples (perf) in one function of one binary."""
+
+    share: float
+    dso: str
+    symbol: str
+
+
+@dataclass(frozen=True)
 class PointRecord:
     """What the runner hands the store for one finished point (the write side)."""
 
@@ -64,10 +89,10 @@ class PointRecord:
     finished_at: float
     server_state_id: int | None
     metrics: Metrics | None
-    series: list[dict] | None = None
+    series: list[Sample] | None = None
     status_delta: dict[str, float] | None = None
     histogram: dict[int, int] | None = None
-    profile: list[dict] | None = None
+    profile: list[Symbol] | None = None
     error: str | None = None
 
 
@@ -88,10 +113,10 @@ class StoredPoint:
     started_at: float
     finished_at: float
     metrics: Metrics | None  # None for a failed point
-    series: list[dict] = field(default_factory=list)  # per-second figures ("t", "qps", ...)
+    series: list[Sample] = field(default_factory=list)
     status_delta: dict[str, float] = field(default_factory=dict)
-    histogram: dict[int, int] = field(default_factory=dict)
-    profile: list[dict] = field(default_factory=list)  # perf's top symbols, when recorded
+    histogram: dict[int, int] = field(default_factory=dict)  # latency bucket -> events
+    profile: list[Symbol] = field(default_factory=list)  # perf's top symbols, when recorded
     error: str | None = None
 
     @property
@@ -109,7 +134,8 @@ class StoredPoint:
 
 @dataclass(frozen=True)
 class Session:
-    """One perflab process's work on a study, with the host it ran on."""
+    """One perflab process's work on a study, with the facts of the host it ran on (a dict:
+    the facts recorded grow with perflab's versions, see probes/system.py)."""
 
     id: int
     study: str

@@ -7,9 +7,8 @@ from perflab.store.db import ResultStore
 from perflab.store.records import Study
 
 
-def load_study(store: ResultStore, study: str | None = None, where: str = "the lab") -> Study:
-    """The study named `study` (default: the latest planned) with its latest plan, the points
-    of that plan's configurations, its sessions, server states and health reports."""
+def study_name(store: ResultStore, study: str | None = None, where: str = "the lab") -> str:
+    """`study` if the results database holds it, else the latest planned study's name."""
     studies = store.studies()
     if not studies:
         raise PerflabError(f"{where} holds no study yet",
@@ -17,8 +16,15 @@ def load_study(store: ResultStore, study: str | None = None, where: str = "the l
     name = study or studies[0]
     if name not in studies:
         raise PerflabError(f"no study {name!r} in {where}", hint=f"studies: {', '.join(studies)}")
-    plan = store.latest_plan(name)
-    points = store.points(name, [plan.definition(c) for c in plan.configs])
+    return name
+
+
+def load_study(store: ResultStore, study: str | None = None, where: str = "the lab") -> Study:
+    """The study named `study` (default: the latest planned) with its latest plan, the points
+    of that plan's configurations, its sessions, server states and health reports."""
+    name = study_name(store, study, where)
+    plan, definitions = store.latest_plan(name)
+    points = store.points(name, definitions)
     sessions = store.sessions(name)
     states = store.server_states([s.id for s in sessions]) if sessions else []
     return Study(where, plan, points, sessions, states, store.health_reports(name))

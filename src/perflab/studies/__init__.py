@@ -23,7 +23,9 @@ def resolve_plan(name_or_path: str) -> Plan:
     path = Path(name_or_path)
     if path.suffix == ".toml" or path.exists():
         if not path.exists():
-            raise PerflabError(f"plan file {path} does not exist")
+            raise PerflabError(f"plan file {path} does not exist",
+                               hint="check the path, or give a built-in study name "
+                               "(see: perflab studies)")
         return load_plan(path)
     builtin = builtin_path(name_or_path)
     if builtin.exists():

@@ -6,10 +6,10 @@ from __future__ import annotations
 import html
 import math
 
-from perflab.analysis.stats import Comparison, summarize
-from perflab.render.figure import new_figure, png_data_uri
-from perflab.render.page import page
-from perflab.render.table import Table
+from perflab.output.figure import new_figure, png_data_uri
+from perflab.output.page import page
+from perflab.output.table import Table
+from perflab.stats.summary import Comparison, summarize
 from perflab.tune.search import TuneResult, best_so_far
 
 

@@ -25,15 +25,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 import optuna
+import sqlalchemy.exc
 from optuna.distributions import CategoricalDistribution, IntDistribution
 from optuna.trial import TrialState
 
-from perflab.analysis.stats import Comparison, compare
 from perflab.errors import PerflabError
 from perflab.lab import Lab
 from perflab.plan import Plan, Point
 from perflab.runner import Runner
 from perflab.server.memory import configured_sizes, memory_estimate
+from perflab.stats.summary import Comparison, compare
 from perflab.store import Metrics, ResultStore
 from perflab.tune.space import Knob, knob_space, memory_budget
 
@@ -69,7 +70,17 @@ class TuneSettings:
         if unknown:
             raise PerflabError(f"tune: unknown key tune.{sorted(unknown)[0]} "
                                f"(allowed: {', '.join(sorted(allowed))})")
-        settings = cls(**{k: tuple(v) if k == "knobs" else v for k, v in raw.items()})
+        knobs = raw.get("knobs", ())
+        if not isinstance(knobs, list | tuple) or not all(isinstance(k, str) for k in knobs):
+            raise PerflabError(f"tune.knobs must be a list of server variable names, got {knobs!r}",
+                               hint='e.g. knobs = ["key_buffer_size", "table_open_cache"]')
+        for key, kinds in (("min_qps", int | float), ("memory_share", int | float),
+                           ("final_repeats", int)):
+            value = raw.get(key, 0)
+            if isinstance(value, bool) or not isinstance(value, kinds):
+                kind = "an integer" if kinds is int else "a number"
+                raise PerflabError(f"tune.{key} must be {kind}, got {value!r}")
+        settings = cls(**{**raw, "knobs": tuple(knobs)})
         if settings.objective not in OBJECTIVES:
             raise PerflabError(f"tune.objective = {settings.objective!r} is not allowed "
                                f"(allowed: {', '.join(OBJECTIVES)})")
@@ -82,10 +93,6 @@ class TuneSettings:
     @property
     def direction(self) -> str:
         return "maximize" if self.objective == "throughput" else "minimize"
-
-    def better(self, a: float, b: float, by: float = 0.0) -> bool:
-        """Whether objective value `a` beats `b` by more than the fraction `by`."""
-        return better(self.direction, a, b, by)
 
 
 def better(direction: str, a: float, b: float, by: float = 0.0) -> bool:
@@ -142,8 +149,16 @@ class Tuner:
         if method == "bayes" and sampler not in SAMPLERS:
             raise PerflabError(f"--sampler {sampler!r} is not known",
                                hint=f"samplers: {', '.join(SAMPLERS)}")
+        if budget is not None and budget < 1:
+            raise PerflabError(f"--budget must be at least 1 trial, got {budget}")
+        if seconds is not None and not seconds > 0:
+            raise PerflabError(f"--time must be a positive number of seconds, got {seconds}")
+        if not 0 <= seed < 2**32:
+            raise PerflabError(f"--seed must be from 0 to {2**32 - 1}, got {seed}")
         if not budget and not seconds:
             raise PerflabError("give the search a --budget (trials) or a --time (seconds)")
+        if storage:
+            _check_storage(storage)
         self.plan, self.lab, self.settings, self.method = plan, lab, settings, method
         self.budget, self.seconds, self.seed, self.say = budget, seconds, seed, say
         self.sampler_name = {"random": "random", "ofat": "random"}.get(method, sampler)
@@ -161,7 +176,7 @@ class Tuner:
 
     def _run(self, store: ResultStore, started: float) -> TuneResult:
         self.runner = Runner(self.plan, self.lab, store, self.say)
-        self.catalog = self.runner.catalog
+        self.catalog = self.lab.catalog()
         self.knobs = knob_space(self.catalog, list(self.settings.knobs), self.allow_unsafe)
         self.budget_bytes = memory_budget(self.settings.memory_share)
         study = self._study()
@@ -300,18 +315,11 @@ class Tuner:
     # -- the honest result ---------------------------------------------------------------------
 
     def _result(self, study: optuna.Study) -> TuneResult:
-        trials = [
-            TrialOutcome(t.number, {k: str(v) for k, v in t.params.items()},
-                         t.user_attrs.get("state", "failed"),
-                         t.value if t.state == TrialState.COMPLETE else None,
-                         t.user_attrs.get("error", None if "state" in t.user_attrs
-                                          else "interrupted before the trial finished"))
-            for t in _finished(study)
-        ]
+        trials = [_outcome(t) for t in _finished(study)]
         best = None
         for trial in trials:
-            if trial.state == "ok" and (best is None or self.settings.better(trial.value,
-                                                                             best.value)):
+            if trial.state == "ok" and (best is None or better(self.settings.direction,
+                                                               trial.value, best.value)):
                 best = trial
         ok = [t for t in trials if t.state == "ok"]
         importance = {}
@@ -420,6 +428,29 @@ def best_so_far(trials: list[TrialOutcome], direction: str) -> list[float | None
             best = t.value
         out.append(best)
     return out
+
+
+def _check_storage(url: str) -> None:
+    """Fail before any server starts when the --storage URL cannot be opened."""
+    try:
+        optuna.storages.get_storage(url)
+    except (ImportError, ValueError, sqlalchemy.exc.SQLAlchemyError) as exc:
+        raise PerflabError(f"--storage {url}: {str(exc).splitlines()[0]}",
+                           hint="an SQLAlchemy URL whose driver is installed, e.g. "
+                           "sqlite:///tune.db or mysql+pymysql://user@host/db") from None
+
+
+def _outcome(trial: optuna.trial.FrozenTrial) -> TrialOutcome:
+    """A finished trial as perflab reports it. Only a COMPLETE trial is "ok": one whose worker
+    died after recording its state but before telling Optuna is failed, whatever it said."""
+    params = {k: str(v) for k, v in trial.params.items()}
+    if trial.state == TrialState.COMPLETE:
+        return TrialOutcome(trial.number, params, "ok", trial.value)
+    state = trial.user_attrs.get("state", "failed")
+    error = trial.user_attrs.get("error")
+    if state == "ok" or error is None:
+        state, error = "failed", "interrupted before the trial finished"
+    return TrialOutcome(trial.number, params, state, None, error)
 
 
 def _finished(study: optuna.Study) -> list:

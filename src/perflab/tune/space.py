@@ -89,7 +89,8 @@ def knob_space(catalog: Catalog, names: list[str] | None = None,
             continue
         knobs.append(_knob(name, spec, CURATED.get(name), allow_unsafe, durability))
     if not knobs:
-        raise PerflabError("tune: no knob to search")
+        raise PerflabError("tune: no knob to search",
+                           hint='name the knobs in the plan: [tune] knobs = ["key_buffer_size"]')
     return knobs
 
 
@@ -103,13 +104,16 @@ def _knob(name, spec, curated, allow_unsafe: bool, durability: bool) -> Knob:
         return Knob(name, "choice", choices=choices, dynamic=dynamic, durability=durability)
     if spec.type not in INTEGER_TYPES:
         raise PerflabError(f"tune.knobs: {name} is a {spec.type}; perflab tunes integers, "
-                           "booleans and enums")
+                           "booleans and enums", hint=f"remove {name} from tune.knobs")
     low, high = int(spec.minimum), int(spec.maximum)
     log = False
     if curated:
         low, high, log = max(low, curated[0]), min(high, curated[1]), curated[2]
     elif high > 1 << 32:
-        raise PerflabError(f"tune.knobs: {name} ranges up to {high}; give it a curated range")
+        raise PerflabError(f"tune.knobs: {name} ranges up to {high}, too wide to search "
+                           "without a curated range",
+                           hint=f"remove {name} from tune.knobs; without tune.knobs, perflab "
+                           "searches its curated knobs")
     return Knob(name, "int", low, high, log and low > 0, (), dynamic, durability)
 
 

@@ -1,0 +1,1 @@
+"""Statistics, at the bottom of the house: plain numbers in, plain numbers out."""
