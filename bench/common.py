@@ -31,9 +31,10 @@ def dataset_server(lab: Lab, dataset: Dataset, options: dict[str, str] | None = 
         key, lambda server: {"load": vars(load_sbtest(server.endpoint, dataset))},
         LOADER_OPTIONS, print,
     )
-    lab.set_working_state(dirty=True)
-    lab.checkout(key, print)
-    server: ManagedServer = lab.server(options or {})
+    slot = lab.slot(0)
+    slot.set_state(dirty=True)
+    slot.checkout(key, print)
+    server: ManagedServer = slot.server(options or {})
     with server:
         yield server
 

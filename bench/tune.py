@@ -67,7 +67,7 @@ final_repeats = {args.final_repeats}
           f"{'trials to 90% of best':>22} {'failed':>7}")
     for method, result in results.items():
         c = result.gain_vs_default
-        gain = "-" if c is None else f"{c.change:+.1%} [{c.ci_low:+.1%}, {c.ci_high:+.1%}]"
+        gain = "-" if c is None else f"{c.change:+.1%} {c.interval_text()}"
         gains = trial_gains(result)
         reach = next((i for i, g in enumerate(gains, 1)
                       if g is not None and g >= 0.9 * best_gain), None)

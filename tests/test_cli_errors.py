@@ -63,8 +63,8 @@ def test_outputs_that_cannot_be_written_fail_before_the_work(tmp_path, capsys, m
 
 def test_bad_option_values_are_user_errors(tmp_path, capsys, monkeypatch):
     code, lines = perflab(capsys, monkeypatch, "compare", tmp_path, tmp_path,
-                          "--min-effect", "-0.5")
-    assert_user_error(code, lines, "--min-effect must be a fraction", "0.02")
+                          "--margin", "0.7")
+    assert_user_error(code, lines, "--margin must be a fraction", "0.05")
     code, lines = perflab(capsys, monkeypatch, "env", "--path", tmp_path / "missing")
     assert_user_error(code, lines, "does not exist", "existing directory")
     # checked before perflab connects anywhere

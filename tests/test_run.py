@@ -32,12 +32,11 @@ def test_tiny_plan_runs_end_to_end_and_every_point_is_stored(shared_lab, tmp_pat
     assert "In relative numbers:" in out.stdout
     assert "(seg/off)" in out.stdout
     assert "Traceback" not in out.stderr
-    assert "[8/8]" in out.stderr
-    # two configurations, one dataset: prepared at most once (the lab may hold it already)
-    # and the working datadir restored at most once, the second configuration by SET GLOBAL
+    assert "[round 2]" in out.stderr and "schedule: fleet" in out.stderr
+    # two configurations, one dataset: prepared at most once (the lab may hold it already),
+    # one working copy per server, restored at most once (the workload only reads)
     assert out.stderr.count("preparing dataset") <= 1
-    assert out.stderr.count("restoring the working datadir") <= 1
-    assert out.stderr.count("starting mariadbd") == 1
+    assert out.stderr.count("datadir from the") <= 2
 
     points = stored_points(shared_lab, "e2e")
     assert len(points) == 2 * 2 * 2
@@ -67,7 +66,12 @@ def test_tiny_plan_runs_end_to_end_and_every_point_is_stored(shared_lab, tmp_pat
                  "open_files_limit", "perflab"):
         assert fact in session["host"]
     states = document["server_states"]
-    assert {s["how"] for s in states} == {"start", "set"}  # seg is reached with SET GLOBAL
+    # side by side: both configurations' servers start afresh every round, and move to the
+    # other copy of the dataset the next round
+    assert [(s["config"], s["how"]) for s in states] == [
+        ("off", "start"), ("seg", "start"), ("off", "start"), ("seg", "start")]
+    datadirs = [s["process"]["datadir"] for s in states]
+    assert datadirs[0] == datadirs[3] != datadirs[1] == datadirs[2]
     assert states[0]["variables"]["key_buffer_size"] == str(32 << 20)
     assert states[0]["version"].startswith("10.")
 
@@ -201,6 +205,7 @@ def test_ctrl_c_stops_the_server_cleanly_and_keeps_finished_points(shared_lab, t
 
 def test_a_refused_set_global_falls_back_to_a_restart(shared_lab, tmp_path):
     plan = write_plan(tmp_path / "kb0.toml", "kb0", configs="""
+schedule = "serial"
 [configs.kb16]
 key_buffer_size = "16M"
 [configs.kb0]

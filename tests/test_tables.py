@@ -1,6 +1,7 @@
 import dataclasses
 
 from perflab.analysis.tables import absolute_table, percent, relative_table
+from perflab.analysis.verdicts import judge
 from perflab.plan import parse_plan
 from perflab.store import Metrics, StoredPoint
 
@@ -20,10 +21,10 @@ repeats = 3
 METRICS = Metrics(**dict.fromkeys(Metrics.names(), 0))
 
 
-def point(config, threads, qps, status="ok"):
+def point(config, threads, qps, status="ok", repeat=1):
     metrics = dataclasses.replace(METRICS, qps=qps) if status == "ok" else None
-    return StoredPoint(0, "tables", "d", config, "w", threads, 1, status, 1, None, 0.0, 0.0,
-                       metrics)
+    return StoredPoint(0, "tables", "d", config, "w", threads, repeat, status, 1, None, 0.0,
+                       0.0, metrics)
 
 
 def test_percent_matches_the_key_cache_page():
@@ -35,14 +36,21 @@ def test_percent_matches_the_key_cache_page():
     assert percent(None) == "-"
 
 
-def test_relative_table_uses_median_over_repeats_per_thread_count():
-    points = [point("off", 1, q) for q in (100, 90, 110)] + [
-        point("off", 4, 200), point("off", 8, 400),
-        point("32", 1, 97), point("32", 1, 1000), point("32", 1, 50),  # median 97
-        point("32", 4, 306), point("32", 8, 888),
-        point("64", 1, 94), point("64", 4, 310), point("64", 8, 920),
-    ]
-    table = relative_table(PLAN, points)
+def test_relative_table_shows_the_paired_change_per_thread_count():
+    """Each round pairs a configuration with the baseline measured beside it: the table shows
+    the geometric mean of those ratios, the estimate the verdicts rest on, in the page's
+    format, whatever the machine's speed did between rounds."""
+    ratios = {("32", 1): 0.97, ("32", 4): 1.53, ("32", 8): 2.22,
+              ("64", 1): 0.94, ("64", 4): 1.55, ("64", 8): 2.30}
+    points = []
+    for repeat, speed in enumerate((100.0, 70.0, 130.0), 1):  # a drifting machine
+        for threads in (1, 4, 8):
+            base = speed * threads
+            points.append(point("off", threads, base, repeat=repeat))
+            for config in ("32", "64"):
+                points.append(point(config, threads, base * ratios[(config, threads)],
+                                    repeat=repeat))
+    table = relative_table(PLAN, judge(PLAN, points))
     assert table.header == ["Threads", "1", "4", "8"]
     assert table.rows == [["(32/off)", "-3%", "53%", "122%"], ["(64/off)", "-6%", "55%", "130%"]]
     text = table.render()
@@ -52,7 +60,7 @@ def test_relative_table_uses_median_over_repeats_per_thread_count():
 
 def test_failed_points_are_left_out_and_missing_cells_show_a_dash():
     points = [point("off", 1, 100), point("32", 1, 1e9, status="failed"), point("32", 4, 10)]
-    table = relative_table(PLAN, points)
+    table = relative_table(PLAN, judge(PLAN, points))
     assert table.rows[0] == ["(32/off)", "-", "-", "-"]
     absolute = absolute_table(PLAN, points)
     assert absolute.rows[0] == ["off", "100", "-", "-"]

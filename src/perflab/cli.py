@@ -76,6 +76,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--run-seconds", type=int, help="override run.run_seconds")
     run.add_argument("--warmup-seconds", type=int, help="override run.warmup_seconds")
     run.add_argument("--threads", type=_thread_list, help="override run.threads, e.g. 1,4,16")
+    run.add_argument("--time", metavar="DURATION",
+                     help="decide within this budget (e.g. 10m): rounds go on for the "
+                     "comparisons still undecided (overrides run.time)")
+    run.add_argument("--margin", type=float, metavar="FRACTION",
+                     help="'equivalent' means within ±FRACTION (default: the plan's, or 0.05)")
     run.add_argument("--quiet", action="store_true", help="no progress lines")
     run.set_defaults(func=cmd_run)
 
@@ -100,6 +105,19 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_argument("--format", choices=("text", "md", "csv"), default="text")
     _statistics_options(compare)
     compare.set_defaults(func=cmd_compare)
+
+    calibrate = sub.add_parser(
+        "calibrate", help="measure this machine's noise for a study (an A/A run), kept in the "
+        "lab for the study's runs",
+        description="Runs the study's baseline against an identical copy of itself, as a run "
+        "would measure them, and prints the noise per round and what the study's rounds can "
+        "resolve with it.")
+    calibrate.add_argument("study", help="built-in study name or a plan .toml")
+    calibrate.add_argument("--lab", required=True, type=Path)
+    calibrate.add_argument("--rounds", type=int, default=8, help="A/A rounds (default 8)")
+    calibrate.add_argument("--threads", type=_thread_list,
+                           help="thread counts (default: the plan's smallest, middle, largest)")
+    calibrate.set_defaults(func=cmd_calibrate)
 
     tune = sub.add_parser("tune", help="search server settings for a plan's workload")
     tune.add_argument("study", help="built-in study name or plan .toml (its [tune] section)")
@@ -184,13 +202,16 @@ def cmd_run(args: argparse.Namespace) -> int:
         run_seconds=args.run_seconds,
         warmup_seconds=args.warmup_seconds,
         threads=args.threads,
+        time=args.time,
+        margin=args.margin,
     )
     lab = Lab(args.lab)
     say = (lambda _msg: None) if args.quiet else _say
     summary = run_study(plan, lab, say)
     say(
-        f"{summary.measured} point(s) measured ({summary.failed} failed), "
-        f"{summary.already_stored} already stored, in {summary.seconds:.0f} s"
+        f"{summary.measured} point(s) measured in {summary.rounds} round(s) "
+        f"({summary.failed} failed, {summary.schedule}), {summary.already_stored} already "
+        f"stored, in {summary.seconds:.0f} s: {summary.stopped}"
     )
     print(render_text(lab.study(plan.name)))
     return 1 if summary.failed else 0
@@ -200,10 +221,12 @@ FORMATS = ("text", "md", "csv", "json", "html")
 
 
 def _statistics_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--min-effect", type=float, default=0.02, metavar="FRACTION",
-                        help="smallest change called faster/slower (default 0.02 = 2%%)")
-    parser.add_argument("--cv-threshold", type=float, default=0.05, metavar="FRACTION",
-                        help="flag points whose CV over repeats exceeds this (default 0.05)")
+    parser.add_argument("--margin", type=float, metavar="FRACTION",
+                        help="'equivalent' means the interval lies within ±FRACTION (default: "
+                        "the plan's run.margin, 0.05 unless it says otherwise)")
+    parser.add_argument("--cv-threshold", type=float, default=0.15, metavar="FRACTION",
+                        help="flag cells whose throughput varies more than this over rounds "
+                        "(default 0.15)")
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -211,6 +234,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     from perflab.report.html import render_html
     from perflab.report.study import (
         ReportOptions,
+        judgement,
         render_csv,
         render_json,
         render_markdown,
@@ -226,13 +250,14 @@ def cmd_report(args: argparse.Namespace) -> int:
     if args.charts:
         _check_output("--charts", args.charts, directory=True)
     study = Lab(args.lab).study(args.study)
-    options = ReportOptions(args.min_effect, args.cv_threshold, args.series)
+    options = ReportOptions(args.margin, args.cv_threshold, args.series)
     print(renderers[args.format](study, options))
     if args.html:
         args.html.write_text(render_html(study, options))
         print(f"wrote {args.html}", file=sys.stderr)
     if args.charts:
-        count = charts.write_charts(study, args.charts, options.min_effect,
+        judged = judgement(study, options) if len(study.plan.configs) > 1 else None
+        count = charts.write_charts(study, args.charts, judged,
                                     series_point(study, options.series))
         print(f"wrote {count} charts (PNG and SVG) into {args.charts}", file=sys.stderr)
     return 0
@@ -243,8 +268,16 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     _check_statistics(args)
     table = compare_labs(Lab(args.lab_a).study(args.study_a), Lab(args.lab_b).study(args.study_b),
-                         args.min_effect)
+                         args.margin or 0.05)
     print({"text": table.render, "md": table.markdown, "csv": table.csv}[args.format]())
+    return 0
+
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    from perflab.calibrate import calibrate
+
+    result = calibrate(resolve_plan(args.study), Lab(args.lab), args.rounds, args.threads, _say)
+    print("\n\n".join(table.render() for table in result.tables()))
     return 0
 
 
@@ -347,9 +380,9 @@ def _lab_plan(lab: Lab, study: str | None) -> Plan:
 
 
 def _check_statistics(args: argparse.Namespace) -> None:
-    if not 0 <= args.min_effect < 1:
-        raise PerflabError(f"--min-effect must be a fraction from 0 to 1, got {args.min_effect}",
-                           hint="e.g. 0.02: a change under 2% is called noise")
+    if args.margin is not None and not 0 < args.margin < 0.5:
+        raise PerflabError(f"--margin must be a fraction from 0 to 0.5, got {args.margin}",
+                           hint="e.g. 0.05: within ±5% two configurations are equivalent")
     if not args.cv_threshold >= 0:
         raise PerflabError(f"--cv-threshold must be 0 or more, got {args.cv_threshold}",
                            hint="e.g. 0.05 flags points whose CV exceeds 5%")

@@ -24,3 +24,9 @@ class PerflabError(Exception):
 
     def __str__(self) -> str:
         return self.message
+
+
+def error_text(exc: Exception) -> str:
+    """What a failed point stores: the message, and the detail (a log tail) under it."""
+    detail = getattr(exc, "detail", None)
+    return f"{exc}\n{detail}" if detail else str(exc)

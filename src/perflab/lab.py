@@ -5,9 +5,10 @@
     LAB/catalog.json             the installed server's variables and engines, cached per version
     LAB/datasets/KEY/data        a prepared, never-measured datadir (the snapshot)
     LAB/datasets/KEY/dataset.json
-    LAB/server/data              the working datadir, restored from a snapshot when needed
-    LAB/server/state.json        which dataset the working datadir holds, and whether it is dirty
+    LAB/server/data              slot 0: a working datadir, restored from a snapshot when needed
+    LAB/server/state.json        which dataset the slot's datadir holds, and whether it is dirty
     LAB/server/error.log, mysqld.pid, mysqld.sock
+    LAB/server-N/...             slot N: more working datadirs, for servers that run side by side
 """
 
 from __future__ import annotations
@@ -33,16 +34,59 @@ from perflab.server.variables import CATALOG_QUERY, Catalog
 from perflab.store import ResultStore, Study, load_study
 
 
+class Slot:
+    """A place for one working server: its datadir, run files and state.
+
+    The datadir holds a copy of one dataset; `state.json` says which, and whether it is dirty
+    (written to by a workload, or left by a server that crashed) so that it must be restored
+    before it is measured again.
+    """
+
+    def __init__(self, root: Path, snapshots: Callable[[str], Path]):
+        self.root = root
+        self.datadir = root / "data"
+        self.state_file = root / "state.json"
+        self._snapshot = snapshots
+
+    def state(self) -> dict:
+        try:
+            return json.loads(self.state_file.read_text())
+        except (OSError, ValueError):
+            return {}
+
+    def set_state(self, **state) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.state_file.write_text(json.dumps({**self.state(), **state}))
+
+    def holds(self, key: str) -> bool:
+        """Whether the datadir is a pristine copy of dataset `key`."""
+        state = self.state()
+        return state.get("dataset") == key and not state.get("dirty") and self.datadir.exists()
+
+    def checkout(self, key: str, say: Callable[[str], None]) -> None:
+        """Make the datadir a pristine copy of dataset `key`, unless it already is."""
+        if self.holds(key):
+            return
+        say(f"restoring {self.root.name}'s datadir from the {key} snapshot")
+        shutil.rmtree(self.datadir, ignore_errors=True)
+        self.root.mkdir(parents=True, exist_ok=True)
+        subprocess.run(
+            ["cp", "-a", "--reflink=auto", str(self._snapshot(key)), str(self.datadir)],
+            check=True)
+        self.set_state(dataset=key, dirty=False)
+
+    def server(self, options: dict[str, str] | None = None,
+               environment: ServerEnvironment | None = None) -> ManagedServer:
+        return ManagedServer(self.datadir, self.root, options, environment or ServerEnvironment())
+
+
 class Lab:
     def __init__(self, root: Path):
         self.root = root.resolve()
         if self.root.exists() and not self.root.is_dir():
             raise PerflabError(f"lab {root} is a file, not a directory",
                                hint="give a lab directory (perflab run creates a missing one)")
-        self.server_dir = self.root / "server"
-        self.datadir = self.server_dir / "data"
         self.datasets_dir = self.root / "datasets"
-        self.state_file = self.server_dir / "state.json"
 
     @property
     def db_path(self) -> Path:
@@ -90,10 +134,14 @@ class Lab:
                 ) from None
             yield
 
-    def server(self, options: dict[str, str] | None = None,
-               environment: ServerEnvironment | None = None) -> ManagedServer:
-        return ManagedServer(self.datadir, self.server_dir, options,
-                             environment or ServerEnvironment())
+    def slot(self, number: int = 0) -> Slot:
+        """Working server place `number` (0: LAB/server, N: LAB/server-N)."""
+        name = "server" if number == 0 else f"server-{number}"
+        return Slot(self.root / name, self.snapshot)
+
+    @property
+    def server_dir(self) -> Path:
+        return self.slot(0).root
 
     # -- catalog -------------------------------------------------------------------------------
 
@@ -124,6 +172,10 @@ class Lab:
     def snapshot(self, key: str) -> Path:
         return self.datasets_dir / key / "data"
 
+    def snapshot_bytes(self, key: str) -> int:
+        """The size of a prepared dataset's datadir (what a copy of it takes)."""
+        return sum(p.stat().st_size for p in self.snapshot(key).rglob("*") if p.is_file())
+
     def ensure_dataset(
         self,
         key: str,
@@ -146,26 +198,3 @@ class Lab:
         meta = {"key": key, "prepared_at": time.time(), **meta}
         meta_path.write_text(json.dumps(meta, indent=2))
         return meta
-
-    def checkout(self, key: str, say: Callable[[str], None]) -> None:
-        """Make the working datadir a pristine copy of dataset `key`, unless it already is."""
-        state = self.working_state()
-        if state.get("dataset") == key and not state.get("dirty") and self.datadir.exists():
-            return
-        say(f"restoring the working datadir from the {key} snapshot")
-        shutil.rmtree(self.datadir, ignore_errors=True)
-        self.server_dir.mkdir(parents=True, exist_ok=True)
-        subprocess.run(
-            ["cp", "-a", "--reflink=auto", str(self.snapshot(key)), str(self.datadir)], check=True
-        )
-        self.set_working_state(dataset=key, dirty=False)
-
-    def working_state(self) -> dict:
-        try:
-            return json.loads(self.state_file.read_text())
-        except (OSError, ValueError):
-            return {}
-
-    def set_working_state(self, **state) -> None:
-        self.server_dir.mkdir(parents=True, exist_ok=True)
-        self.state_file.write_text(json.dumps({**self.working_state(), **state}))

@@ -12,12 +12,14 @@ import difflib
 import hashlib
 import json
 import math
+import re
 import tomllib
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
 from perflab.errors import PerflabError
+from perflab.stats.design import Design
 
 ENGINES = ("InnoDB", "MyISAM", "Aria", "MEMORY", "RocksDB")
 
@@ -26,7 +28,8 @@ SECTION_KEYS: dict[str, tuple[str, ...]] = {
     "dataset": ("engine", "tables", "rows"),
     "workload": ("name", "options"),
     "run": ("threads", "warmup_seconds", "run_seconds", "repeats", "warmup_threads",
-            "target_interval", "max_repeats", "profile"),
+            "target_interval", "max_repeats", "profile", "time", "margin", "max_rounds",
+            "slice_seconds", "schedule", "alpha"),
 }
 TOP_KEYS = (*SECTION_KEYS, "server", "configs", "steps", "axes", "tune")
 # Keys of [server], [configs.NAME] and [[steps]] that are perflab's, not server variables.
@@ -34,6 +37,7 @@ ENVIRONMENT_KEYS = ("engine", "allocator", "server_cpus", "client_cpus", "connec
 ALLOCATORS = ("glibc", "jemalloc", "tcmalloc")
 CONNECTIONS = ("socket", "tcp")
 AXES = ("engine", "allocator", "connection", "pinning")
+SCHEDULES = ("auto", "fleet", "serial")
 
 Scalar = int | float | bool | str
 
@@ -102,10 +106,27 @@ class RunSettings:
     target_interval: float = 0.0
     max_repeats: int = 0
     profile: bool = False  # perf record mariadbd during every point, when perf works here
+    # Deciding within a budget: with `time` (seconds), rounds go on after `repeats` only for the
+    # comparisons still undecided, until all are decided, the time is spent or max_rounds.
+    time: float = 0.0
+    margin: float = 0.05  # "equivalent" means within ±margin
+    alpha: float = 0.05  # the chance of any false verdict in a table
+    max_rounds: int = 20
+    # How configurations are measured side by side: "fleet" (one server each, taking turns in
+    # time slices of slice_seconds), "serial" (one server, back to back) or "auto" (fleet when
+    # the servers fit in memory and disk).
+    schedule: str = "auto"
+    slice_seconds: float = 0.25
 
     @property
     def effective_warmup_threads(self) -> int:
         return self.warmup_threads or min(max(self.threads), 16)
+
+    def design(self) -> Design:
+        """How the verdicts are judged: one look after `repeats` rounds, or with a time budget
+        a look after every round up to max_rounds."""
+        last = self.max_rounds if self.time else self.repeats
+        return Design(self.alpha, self.margin, self.repeats, max(last, self.repeats))
 
 
 @dataclass(frozen=True)
@@ -199,6 +220,7 @@ class Plan:
             "warmup_seconds": self.run.warmup_seconds,
             "warmup_threads": self.run.effective_warmup_threads,
             "run_seconds": self.run.run_seconds,
+            "schedule": [self.run.schedule, self.run.slice_seconds],
         }
         if config.environment != Environment():
             payload["environment"] = config.environment.describe()
@@ -219,6 +241,8 @@ class Plan:
         run_seconds: int | None = None,
         warmup_seconds: int | None = None,
         threads: tuple[int, ...] | None = None,
+        time: float | None = None,
+        margin: float | None = None,
     ) -> Plan:
         """The plan with command-line overrides applied, each checked like its TOML twin."""
         dataset, run = self.dataset, self.run
@@ -236,6 +260,10 @@ class Plan:
             run = replace(run, warmup_seconds=warmup_seconds)
         if threads is not None:
             run = replace(run, threads=_thread_list("--threads", list(threads)))
+        if time is not None:
+            run = replace(run, time=_seconds("--time", time))
+        if margin is not None:
+            run = replace(run, margin=_margin("--margin", margin))
         return replace(self, dataset=dataset, run=run)
 
 
@@ -364,7 +392,18 @@ def _build(data: dict[str, Any], origin: str) -> Plan:
         target_interval=_fraction(run_table, "target_interval", f"{origin}: run.target_interval"),
         max_repeats=run_int("max_repeats", 0, 0),
         profile=_bool(run_table, "profile", f"{origin}: run.profile"),
+        time=_seconds(f"{origin}: run.time", run_table.get("time", 0)),
+        margin=_margin(f"{origin}: run.margin", run_table.get("margin", RunSettings.margin)),
+        alpha=_alpha(f"{origin}: run.alpha", run_table.get("alpha", RunSettings.alpha)),
+        max_rounds=run_int("max_rounds", RunSettings.max_rounds, 2),
+        slice_seconds=_positive_number(f"{origin}: run.slice_seconds",
+                                       run_table.get("slice_seconds", RunSettings.slice_seconds)),
+        schedule=_choice(f"{origin}: run.schedule", run_table.get("schedule", "auto"),
+                         SCHEDULES),
     )
+    if run.time and run.max_rounds < run.repeats:
+        raise PerflabError(f"{origin}: run.max_rounds ({run.max_rounds}) is below run.repeats "
+                           f"({run.repeats})", hint="max_rounds caps the rounds a budget adds")
     if run.max_repeats and run.max_repeats < run.repeats:
         raise PerflabError(f"{origin}: run.max_repeats must be at least run.repeats")
     if run.target_interval and not run.max_repeats:
@@ -571,6 +610,51 @@ def _fraction(table: dict[str, Any], key: str, where: str) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < 1:
         raise PerflabError(f"{where} must be a fraction such as 0.02 (for ±2%), got {value!r}")
     return float(value)
+
+
+def _seconds(where: str, value: Any) -> float:
+    """A duration: seconds as a number, or a string such as "90s", "10m", "1h", "1h30m"."""
+    if isinstance(value, bool):
+        value = None
+    if isinstance(value, int | float):
+        seconds = float(value)
+    elif isinstance(value, str) and re.fullmatch(r"\s*(\d+(\.\d+)?\s*[hms]?\s*)+", value):
+        seconds = 0.0
+        for number, unit in re.findall(r"(\d+(?:\.\d+)?)\s*([hms]?)", value):
+            seconds += float(number) * {"h": 3600, "m": 60, "s": 1, "": 1}[unit]
+    else:
+        seconds = math.nan
+    if not math.isfinite(seconds) or seconds < 0:
+        raise PerflabError(f"{where} = {value!r} is not a duration",
+                           hint='seconds, or e.g. "90s", "10m", "1h30m"')
+    return seconds
+
+
+def _margin(where: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < 0.5:
+        raise PerflabError(f"{where} must be a fraction such as 0.05 (±5%), got {value!r}",
+                           hint="the margin within which two configurations count as "
+                           "equivalent; from 0 to 0.5")
+    return float(value)
+
+
+def _alpha(where: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 0.2:
+        raise PerflabError(f"{where} must be a probability such as 0.05, got {value!r}",
+                           hint="the chance of any false verdict in a table; from 0 to 0.2")
+    return float(value)
+
+
+def _positive_number(where: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+        raise PerflabError(f"{where} must be a positive number, got {value!r}")
+    return float(value)
+
+
+def _choice(where: str, value: Any, allowed: tuple[str, ...]) -> str:
+    if value not in allowed:
+        raise PerflabError(f"{where} = {value!r} is not allowed (allowed: {', '.join(allowed)})")
+    return value
 
 
 def _positive(where: str, value: int) -> int:

@@ -1,26 +1,35 @@
-"""Running a study: from a validated plan to stored points, on a managed server.
+"""Running a study: from a validated plan to stored points, round after round.
 
-The runner owns the order of work (points come from plan.expand: repeats outside, configurations
-interleaved), the server's configuration between points (SET GLOBAL when every changed variable
-is dynamic, a restart otherwise), the warm-up after every change, and the handling of failures:
-a point whose server dies is stored as failed with the error-log tail, and the next point starts
-a fresh server on a restored datadir.
+A round measures every comparison still open once: at each thread count, the baseline and the
+configurations compared with it are measured close in time, in an order drawn for the round,
+so that each round gives one paired ratio per comparison (stats/decide.py). With a fleet (one
+server per configuration, fleet.py) they take turns in time slices within one run; serially,
+they run back to back on one server, switched by SET GLOBAL when every changed variable is
+dynamic and restarted otherwise, each change followed by a warm-up.
+
+Without a time budget a study runs its `repeats` rounds. With one, rounds go on after those only
+for the comparisons still inconclusive, until every one is decided, the budget is spent or
+max_rounds is reached. A point whose server dies is stored as failed with the error-log tail.
 """
 
 from __future__ import annotations
 
+import math
+import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import pymysql
 
-from perflab.errors import PerflabError
+from perflab.errors import PerflabError, error_text
+from perflab.fleet import Fleet, fits
 from perflab.lab import Lab
 from perflab.load import sysbench
 from perflab.load.family import LOADER_OPTIONS
+from perflab.load.preload import preload
 from perflab.load.workloads import ResolvedWorkload, resolve
-from perflab.plan import Dataset, Plan, Point, ServerConfig, expand
+from perflab.plan import Dataset, Plan, Point, ServerConfig
 from perflab.probes.profile import Profiler
 from perflab.probes.status import delta, global_status, rows_per_query
 from perflab.probes.system import host_facts, process_facts
@@ -28,20 +37,24 @@ from perflab.server import environment as env
 from perflab.server.connection import query
 from perflab.server.managed import ManagedServer
 from perflab.server.variables import Catalog
+from perflab.stats.decide import decide, log_ratios
 from perflab.stats.summary import summarize
-from perflab.store import PointRecord, ResultStore
+from perflab.store import Noise, PointRecord, ResultStore, StoredPoint
 
 Say = Callable[[str], None]
+ASSUMED_NOISE = 0.10  # per-round sd of a log ratio, before this lab has measured any
 
 
 @dataclass
 class RunSummary:
     study: str
-    total: int
+    schedule: str  # "fleet" or "serial"
+    rounds: int  # rounds with at least one point measured by this run
     already_stored: int
     measured: int
     failed: int
     seconds: float
+    stopped: str = "complete"  # "complete", "all decided", "budget spent" or "interrupted"
 
 
 def validate(plan: Plan, catalog: Catalog, workload: ResolvedWorkload
@@ -101,7 +114,7 @@ def run_load(
 
 
 def run_study(plan: Plan, lab: Lab, say: Say = print) -> RunSummary:
-    """The whole study in `lab`: every point not stored yet, then the adaptive repeats."""
+    """The study in `lab`: its rounds not stored yet, within its time budget if it has one."""
     with lab.locked(), lab.store() as store:
         return Runner(plan, lab, store, say).run()
 
@@ -130,37 +143,66 @@ class Runner:
         self.active: str | None = None  # name of the configuration the server runs
         self.server_state_id: int | None = None
         self.profiler = Profiler(say)
+        self.slot = lab.slot(0)  # the serial server's place
+        self.schedule = "serial"
+        self.noise_source = "run"  # what the noise this run measures is stored as
 
     def run(self) -> RunSummary:
-        """Every point of the plan not stored yet, then the adaptive repeats."""
-        started = time.monotonic()
-        points = expand(self.plan)
-        todo = [p for p in points if not self._done(p)]
-        summary = RunSummary(self.plan.name, len(points), len(points) - len(todo), 0, 0, 0.0)
-        if not todo:
-            self.say(f"all {len(points)} points of {self.plan.name} are already stored")
-            return summary
-        if summary.already_stored:
-            self.say(f"resuming: {summary.already_stored} of {len(points)} points already stored")
-
-        for config in dict.fromkeys(p.config for p in todo):
+        """Every round not stored yet; with a time budget, the rounds that decide."""
+        run, started = self.plan.run, time.monotonic()
+        design = run.design()
+        deadline = started + run.time if run.time else None
+        for config in self.plan.configs:
             self._ensure_dataset(config)
+        schedule, why = self._schedule()
+        self.schedule = schedule
+        self.say(f"schedule: {schedule} ({why})")
+        self._announce(design)
+        summary = RunSummary(self.plan.name, schedule, 0, len(self._ok()), 0, 0, 0.0)
+        if summary.already_stored:
+            planned = len(self.plan.configs) * len(run.threads) * run.repeats
+            self.say(f"resuming: {summary.already_stored} of {planned} points already stored")
+        progress = Progress(self.plan, self.say, deadline)
         session = self.open_session()
-        progress = Progress(len(todo), self.say)
-        outcome = "interrupted"
+        fleet = self._fleet(session) if schedule == "fleet" else None
+        self.session = session
+        round_number = 0
         try:
-            while todo:
-                for point in todo:
-                    record = self.measure_point(session, point)
-                    summary.measured += 1
-                    summary.failed += record.status == "failed"
-                    progress.done(point, record)
-                todo = self._more_repeats(progress.rounds)
-                progress.extend(len(todo), "adaptive repeats: " + _wide(todo))
-            outcome = "complete"
+            while True:
+                round_number += 1
+                needed = self._needed(round_number, design)
+                if needed is None:
+                    summary.stopped = ("all decided" if design.sequential and
+                                       round_number <= design.last_look else "complete")
+                    break
+                if not needed:
+                    continue  # stored by an earlier run
+                if deadline is not None and time.monotonic() >= deadline:
+                    summary.stopped = "budget spent"
+                    break
+                summary.rounds += 1
+                progress.round(round_number, needed)
+                records = (self._fleet_round(fleet, round_number, needed, deadline, progress)
+                           if fleet else
+                           self._serial_round(session, round_number, needed, deadline,
+                                              progress))
+                summary.measured += len(records)
+                summary.failed += sum(r.status == "failed" for r in records)
+                if deadline is not None and time.monotonic() >= deadline:
+                    summary.stopped = "budget spent"
+                    break
+        except BaseException:
+            summary.stopped = "interrupted"
+            raise
         finally:
-            self.close_session(session, outcome)
+            if fleet is not None:
+                fleet.stop()
+            self.close_session(session, summary.stopped)
             summary.seconds = time.monotonic() - started
+            self._save_noise()
+        if not summary.rounds and summary.already_stored:
+            self.say(f"all {summary.already_stored} points of {self.plan.name} are already "
+                     "stored")
         return summary
 
     # -- the pieces, also used by tune and health ----------------------------------------------
@@ -196,35 +238,194 @@ class Runner:
         run_load(self.server, self.workload, self.plan.dataset_for(config), threads, seconds,
                  env.client_prefix(config.environment))
         if self.workload.writes:
-            self.lab.set_working_state(dirty=True)
+            self.slot.set_state(dirty=True)
 
     def close_session(self, session: int, outcome: str) -> None:
         self.stop()
         self.store.end_session(session, outcome)
 
-    def _done(self, point: Point) -> bool:
-        return self.store.done(self.plan.name, point.definition, point.threads, point.repeat)
+    # -- what a round measures ---------------------------------------------------------------
 
-    def _more_repeats(self, round_number: int) -> list[Point]:
-        """One more repeat of every (config, threads) whose interval is still too wide."""
+    def _ok(self) -> list[StoredPoint]:
+        definitions = [self.plan.definition(c) for c in self.plan.configs]
+        return [p for p in self.store.points(self.plan.name, definitions) if p.ok]
+
+    def _needed(self, round_number: int, design) -> dict[int, list[ServerConfig]] | None:
+        """Round `round_number`'s configurations per thread count, minus what is stored;
+        None when the study needs no such round."""
         run = self.plan.run
-        if not run.target_interval:
-            return []
-        configs = list(self.plan.configs)
-        shift = round_number % len(configs)
-        extra = []
-        for config in configs[shift:] + configs[:shift]:
-            definition = self.plan.definition(config)
-            for threads in run.threads:
-                stored = self.store.points(self.plan.name, [definition], threads)
-                ok = [p.metrics.qps for p in stored if p.ok]
-                if len(stored) >= run.max_repeats:
-                    continue
-                if len(ok) >= 2 and summarize(ok).half_width <= run.target_interval:
-                    continue
-                repeat = max((p.repeat for p in stored), default=0) + 1
-                extra.append(Point(config, self.plan.workload, threads, repeat, definition))
-        return extra
+        ok = self._ok()
+        configs, threads = list(self.plan.configs), list(run.threads)
+        if round_number <= run.repeats:
+            wanted = {t: configs for t in threads}
+        elif run.target_interval:
+            if round_number > run.max_repeats:
+                return None
+            wanted = self._wide(ok)
+            if wanted:
+                cells = ", ".join(f"{c.name}@{t}" for t, cs in wanted.items() for c in cs)
+                self.say(f"adaptive repeats: round {round_number} for the cells whose 95% "
+                         f"interval is still wider than ±{run.target_interval:.0%} ({cells})")
+        elif design.sequential and round_number <= design.last_look:
+            qps = {(p.config, p.threads, p.repeat): p.metrics.qps for p in ok
+                   if p.repeat < round_number}
+            verdicts = decide(log_ratios(qps, self.plan.baseline), design)
+            open_cells = {key for key, v in verdicts.items() if not v.decided}
+            self.say(f"after round {round_number - 1}: {len(verdicts) - len(open_cells)} of "
+                     f"{len(verdicts)} comparisons decided")
+            if not open_cells:
+                return None
+            wanted = {t: [c for c in configs if c.name == self.plan.baseline
+                          or (c.name, t) in open_cells] for t in threads}
+            wanted = {t: cs for t, cs in wanted.items() if len(cs) > 1}
+        else:
+            return None
+        stored = {(p.config, p.threads) for p in ok if p.repeat == round_number}
+        needed = {t: [c for c in cs if (c.name, t) not in stored] for t, cs in wanted.items()}
+        return {t: cs for t, cs in needed.items() if cs}
+
+    def _wide(self, ok: list[StoredPoint]) -> dict[int, list[ServerConfig]]:
+        """run.target_interval: the (configuration, threads) whose interval of the mean is
+        still wider than the target."""
+        wanted: dict[int, list[ServerConfig]] = {}
+        for config in self.plan.configs:
+            for t in self.plan.run.threads:
+                values = [p.metrics.qps for p in ok if p.config == config.name and p.threads == t]
+                if len(values) < 2 or summarize(values).half_width > self.plan.run.target_interval:
+                    wanted.setdefault(t, []).append(config)
+        return wanted
+
+    def _order(self, round_number: int, needed: dict[int, list[ServerConfig]]) -> list[int]:
+        """The round's thread counts, rotated by one each round."""
+        return [t for t in rotated(list(self.plan.run.threads), round_number) if t in needed]
+
+    def _fleet_round(self, fleet: Fleet, round_number: int,
+                     needed: dict[int, list[ServerConfig]], deadline: float | None,
+                     progress: Progress) -> list[PointRecord]:
+        configs = [c for c in self.plan.configs if any(c in cs for cs in needed.values())]
+        fleet.start_round(round_number, configs)
+        records, lead, step = [], float(self.plan.run.warmup_seconds), 0.0
+        for threads in self._order(round_number, needed):
+            if deadline is not None and records and time.monotonic() + step > deadline:
+                break
+            begun = time.monotonic()
+            batch = fleet.measure(round_number, threads, rotated(needed[threads], round_number),
+                                  lead)
+            for record in batch:
+                self.store.save_point(self.session, self.plan.name, record)
+                progress.done(record)
+            records += batch
+            lead, step = 0.0, time.monotonic() - begun
+        fleet.stop()
+        return records
+
+    def _serial_round(self, session: int, round_number: int,
+                      needed: dict[int, list[ServerConfig]], deadline: float | None,
+                      progress: Progress) -> list[PointRecord]:
+        records, step = [], 0.0
+        for threads in self._order(round_number, needed):
+            for config in rotated(needed[threads], round_number):
+                if deadline is not None and records and time.monotonic() + step > deadline:
+                    return records
+                begun = time.monotonic()
+                point = Point(config, self.plan.workload, threads, round_number,
+                              self.plan.definition(config))
+                record = self.measure_point(session, point)
+                progress.done(record)
+                records.append(record)
+                step = time.monotonic() - begun
+        return records
+
+    # -- fleet or serial, and what to expect ---------------------------------------------------
+
+    def _schedule(self) -> tuple[str, str]:
+        requested = self.plan.run.schedule
+        if requested == "serial" or len(self.plan.configs) == 1:
+            return "serial", ("as the plan asks" if requested == "serial"
+                              else "one configuration")
+        size = sum(self.lab.snapshot_bytes(self._dataset_key(c)) for c in self.plan.configs)
+        why_not = fits(self.plan, self.catalog, self._options, self.lab,
+                       size // len(self.plan.configs))
+        if why_not is None:
+            return "fleet", (f"{len(self.plan.configs)} servers side by side, taking turns in "
+                             f"{self._slice_text()} slices")
+        if requested == "fleet":
+            self.say(f"warning: {why_not}; running the fleet as the plan asks")
+            return "fleet", "as the plan asks"
+        return "serial", f"{why_not}: one server, configurations back to back"
+
+    def _slice_text(self) -> str:
+        run = self.plan.run
+        return f"{min(run.slice_seconds, run.run_seconds / 4):g} s"
+
+    def _schedule_key(self) -> str:
+        """The way of measuring that noise figures belong to."""
+        return f"fleet {self._slice_text()}" if self.schedule == "fleet" else "serial"
+
+    def _fleet(self, session: int) -> Fleet:
+        def record(server: ManagedServer, config: ServerConfig) -> int:
+            return self._record_state(session, server, config, "start")
+
+        return Fleet(self.plan, self.lab, self.workload, self._options, self._dataset_key,
+                     record, self.say)
+
+    def _noise(self) -> tuple[float, str]:
+        """The per-round sd of a log ratio this lab measured for this way of measuring, with
+        where it comes from; ASSUMED_NOISE when it has measured none."""
+        run = self.plan.run
+        dataset = self._dataset_key(self.plan.config(self.plan.baseline))
+        found = self.store.noise(self.workload.workload.label, dataset, self._schedule_key(),
+                                 run.run_seconds)
+        per_threads: dict[int, Noise] = {}
+        for noise in found:
+            per_threads.setdefault(noise.threads, noise)
+        if not per_threads:
+            return ASSUMED_NOISE, "assumed: this lab has not measured it yet (perflab calibrate)"
+        sd = statistics.median(n.sd for n in per_threads.values())
+        rounds = sum(n.rounds for n in per_threads.values())
+        return sd, f"measured in this lab over {rounds} rounds"
+
+    def _announce(self, design) -> None:
+        """Before the first point: the interval the plan's rounds and budget can reach."""
+        cells = (len(self.plan.configs) - 1) * len(self.plan.run.threads)
+        if cells == 0:
+            return
+        sd, source = self._noise()
+        level = design.alpha / cells
+        lines = [f"noise: {sd:.1%} per round ({source}); {cells} comparisons, "
+                 f"margin ±{design.margin:.0%}"]
+        for rounds in sorted({design.first_look, design.last_look}):
+            half = _half_width(design, level, sd, rounds)
+            lines.append(f"  {rounds} rounds: intervals about ±{half:.0%}")
+        if self.plan.run.time:
+            lines.append(f"  budget {_duration(self.plan.run.time)}: rounds go on for the "
+                         "undecided comparisons only, up to the last above")
+        for line in lines:
+            self.say(line)
+
+    def _save_noise(self) -> None:
+        """What this study's rounds say of the noise: per thread count, the pooled sd of its
+        comparisons' log ratios, for the next run's forecast."""
+        ok = self._ok()
+        qps = {(p.config, p.threads, p.repeat): p.metrics.qps for p in ok}
+        cells = log_ratios(qps, self.plan.baseline)
+        pooled: dict[int, list[tuple[int, float]]] = {}
+        for (_, threads), rounds in cells.items():
+            values = list(rounds.values())
+            if len(values) >= 3:
+                pooled.setdefault(threads, []).append((len(values) - 1,
+                                                       statistics.variance(values)))
+        if not pooled:
+            return
+        dataset = self._dataset_key(self.plan.config(self.plan.baseline))
+        records = []
+        for threads, parts in sorted(pooled.items()):
+            df = sum(d for d, _ in parts)
+            sd = math.sqrt(sum(d * v for d, v in parts) / df)
+            records.append(Noise(self.workload.workload.label, dataset, self._schedule_key(),
+                                 self.plan.run.run_seconds, threads, df + len(parts), sd,
+                                 self.noise_source, self.plan.name))
+        self.store.save_noise(records)
 
     def _dataset_key(self, config: ServerConfig) -> str:
         return self.workload.dataset_key(self.plan.dataset_for(config))
@@ -251,7 +452,7 @@ class Runner:
         except (PerflabError, pymysql.MySQLError) as exc:  # LoadFailed is a PerflabError
             self.stop()
             return PointRecord(point, "failed", started, time.time(), None, None,
-                               error=_error_text(exc))
+                               error=error_text(exc))
         return self._measure(point, started)
 
     def _measure(self, point: Point, started: float) -> PointRecord:
@@ -270,7 +471,7 @@ class Runner:
             return self._failed(point, started, exc)
         profile = Profiler.finish(recorder, profile_data) if recorder else None
         if self.workload.writes:
-            self.lab.set_working_state(dirty=True)
+            self.slot.set_state(dirty=True)
         metrics = result.metrics(rows_per_query(status_delta, result.reads + result.writes))
         return PointRecord(point, "ok", started, time.time(), self.server_state_id, metrics,
                            series=result.series, status_delta=status_delta,
@@ -281,10 +482,10 @@ class Runner:
         if server is not None and not server.alive():
             code = server.process.returncode if server.process else None
             error = f"mariadbd died during the point (exit code {code})\n{server.error_log_tail()}"
-            self.lab.set_working_state(dirty=True)  # tables may be marked crashed: restore
+            self.slot.set_state(dirty=True)  # tables may be marked crashed: restore
             self.stop()
         else:
-            error = _error_text(exc)
+            error = error_text(exc)
         self.say(f"point {point.label} failed: {error.splitlines()[0]}")
         return PointRecord(point, "failed", started, time.time(), self.server_state_id, None,
                            error=error)
@@ -310,16 +511,16 @@ class Runner:
         if how == "start":
             self._start_fresh(config)
         self.active = config.name
-        self.server_state_id = self._record_state(session, config, how)
+        self.server_state_id = self._record_state(session, self.server, config, how)
         self._warm_up(config)
 
     def _start_fresh(self, config: ServerConfig) -> None:
         """A just-started server for `config` on a datadir restored from its dataset."""
         self.stop()
-        self.lab.checkout(self._dataset_key(config), self.say)
+        self.slot.checkout(self._dataset_key(config), self.say)
         wanted = self._options[config.name]
         self.say(f"configuration {config.name}: starting mariadbd {_pairs(wanted)}")
-        self.server = self.lab.server(wanted, env.server_environment(config.environment))
+        self.server = self.slot.server(wanted, env.server_environment(config.environment))
         self.server.start()
         self.active = config.name
 
@@ -327,34 +528,44 @@ class Runner:
         server = self.server
         if server is None or not server.alive() or self.workload.writes:
             return False  # writing workloads restart on a restored datadir for equal footing
-        if self.lab.working_state().get("dataset") != key or server.environment != environment:
+        if self.slot.state().get("dataset") != key or server.environment != environment:
             return False  # another dataset, allocator, pinning or connection: restart
         if set(server.options) != set(wanted):
             return False  # a variable would have to return to its default: restart
         changed = [k for k, v in wanted.items() if server.options.get(k) != v]
         return all(name in self.dynamic for name in changed)
 
-    def _record_state(self, session: int, config: ServerConfig, how: str) -> int:
-        with self.server.connect() as conn:
+    def _record_state(self, session: int, server: ManagedServer, config: ServerConfig,
+                      how: str) -> int:
+        with server.connect() as conn:
             variables = dict(query(conn, "SHOW GLOBAL VARIABLES"))
-        process = process_facts(self.server.pid)
-        process["argv"] = self.server.argv()
+        process = process_facts(server.pid)
+        process["argv"] = server.argv()
         process["environment"] = config.environment.describe()
-        port = self.server.port
-        process["connection"] = f"tcp 127.0.0.1:{port}" if port else f"socket {self.server.socket}"
+        port = server.port
+        process["connection"] = f"tcp 127.0.0.1:{port}" if port else f"socket {server.socket}"
+        process["datadir"] = str(server.datadir)
         process["dataset"] = self._dataset_key(config)
         return self.store.save_server_state(session, config.name, how, self.version, variables,
                                             process)
 
     def _warm_up(self, config: ServerConfig) -> None:
+        """Caches preloaded, then the workload until its throughput stops rising (at most
+        run.warmup_seconds)."""
         run = self.plan.run
+        loaded = preload(self.server.endpoint, self.workload.family.schema, self.server.datadir)
         if run.warmup_seconds <= 0:
             return
-        self.say(
-            f"warming up {config.name}: {run.warmup_seconds} s at "
-            f"{run.effective_warmup_threads} threads"
-        )
-        self.load(config, run.effective_warmup_threads, run.warmup_seconds)
+        threads = run.effective_warmup_threads
+        argv = sysbench.command(self.workload, self.plan.dataset_for(config),
+                                self.server.endpoint, threads, run.warmup_seconds)
+        took = sysbench.run_until_steady([*env.client_prefix(config.environment), *argv],
+                                         sysbench.environment(self.workload),
+                                         run.warmup_seconds)
+        if self.workload.writes:
+            self.slot.set_state(dirty=True)
+        self.say(f"warmed up {config.name}: caches preloaded in {loaded:.1f} s, steady after "
+                 f"{took:.1f} s at {threads} threads")
 
     def stop(self) -> None:
         if self.server is not None:
@@ -364,28 +575,25 @@ class Runner:
 
 
 class Progress:
-    """Points done / total, the last point's figures and an ETA, one line per point."""
+    """One line per point: its round, figures, and the time left (ETA, or the budget)."""
 
-    def __init__(self, total: int, say: Say):
-        self.total = total
-        self.say = say
-        self.count = 0
-        self.rounds = 0
+    def __init__(self, plan: Plan, say: Say, deadline: float | None):
+        self.plan, self.say, self.deadline = plan, say, deadline
         self.started = time.monotonic()
+        self.count = 0
+        self.planned = 0  # points of the rounds announced so far
+        self.round_number = 0
 
-    def extend(self, more: int, why: str) -> None:
-        """Adaptive repeats add points once the planned ones are done."""
-        self.rounds += 1
-        if more:
-            self.total += more
-            self.say(why)
+    def round(self, round_number: int, needed: dict[int, list[ServerConfig]]) -> None:
+        self.round_number = round_number
+        self.planned += sum(len(cs) for cs in needed.values())
+        cells = sum(len(cs) for cs in needed.values())
+        self.say(f"round {round_number}: {cells} point(s) at {len(needed)} thread count(s)")
 
-    def done(self, point: Point, record: PointRecord) -> None:
+    def done(self, record: PointRecord) -> None:
         self.count += 1
+        point = record.point
         elapsed = time.monotonic() - self.started
-        # Warm-ups recur with every configuration block, so the mean wall time per point
-        # (warm-ups included) is the honest rate for what remains.
-        eta = (self.total - self.count) * elapsed / self.count
         if record.metrics is not None:
             m = record.metrics
             rows = m.rows_per_query
@@ -393,23 +601,33 @@ class Progress:
                        f"rows/q {rows:7.1f}" if rows is not None else f"qps {m.qps:10.1f}")
         else:
             figures = "FAILED"
-        width = len(str(self.total))
-        self.say(
-            f"[{self.count:{width}}/{self.total}] {point.config.name:>10}  "
-            f"threads={point.threads:<4} repeat={point.repeat}  {figures}  "
-            f"ETA {_duration(eta)}"
-        )
+        if self.deadline is not None:
+            left = f"budget left {_duration(max(0.0, self.deadline - time.monotonic()))}"
+        elif self.round_number <= self.plan.run.repeats:
+            total = len(self.plan.configs) * len(self.plan.run.threads) * self.plan.run.repeats
+            eta = max(0, total - self.count) * elapsed / self.count
+            left = f"ETA {_duration(eta)}"
+        else:
+            left = f"{_duration(elapsed)} so far"
+        self.say(f"[round {point.repeat}] {point.config.name:>10}  threads={point.threads:<4} "
+                 f"{figures}  {left}")
 
 
-def _wide(points: list[Point]) -> str:
-    cells = ", ".join(f"{p.config.name}@{p.threads}" for p in points)
-    return f"{len(points)} more point(s) whose 95% interval is still too wide ({cells})"
+def rotated(items: list, round_number: int) -> list:
+    """The order of a round: rotated by one each round, so that over as many rounds as there
+    are items each one takes every place once (which one runs first, or right after a start,
+    is spread over all of them)."""
+    shift = (round_number - 1) % len(items) if items else 0
+    return items[shift:] + items[:shift]
 
 
-def _error_text(exc: Exception) -> str:
-    """What a failed point stores: the message, and the detail (a log tail) under it."""
-    detail = getattr(exc, "detail", None)
-    return f"{exc}\n{detail}" if detail else str(exc)
+def _half_width(design, level: float, sd: float, rounds: int) -> float:
+    """The interval half width, as a ratio, that `rounds` rounds with this noise give."""
+    from perflab.stats.sequential import critical_t
+
+    if rounds < 2:
+        return math.inf
+    return math.expm1(critical_t(design.nominal(level), rounds - 1) * sd / math.sqrt(rounds))
 
 
 def _pairs(options: dict[str, str]) -> str:

@@ -1,6 +1,8 @@
 """Two labs side by side (two hosts, two versions: seed 004's old node vs new node).
 
-Points are matched by configuration, workload and thread count; lab A is the reference.
+Points are matched by configuration, workload and thread count; lab A is the reference. Two labs
+ran at different times, so nothing can be paired: each match compares the mean log throughput
+of B's rounds with A's (Welch), and the matches form one family (stats/decide.py).
 """
 
 from __future__ import annotations
@@ -10,11 +12,14 @@ import statistics
 
 from perflab.errors import PerflabError
 from perflab.output.table import Table
-from perflab.stats.summary import compare
+from perflab.stats.decide import Judge, welch
+from perflab.stats.design import Design
 from perflab.store.records import Study
 
+ALPHA = 0.05
 
-def compare_labs(a: Study, b: Study, min_effect: float) -> Table:
+
+def compare_labs(a: Study, b: Study, margin: float) -> Table:
     ours, theirs = _by_key(a), _by_key(b)
     shared = [key for key in ours if key in theirs]
     if not shared:
@@ -22,23 +27,26 @@ def compare_labs(a: Study, b: Study, min_effect: float) -> Table:
             "the two labs share no (configuration, workload, threads) with successful points",
             hint="compare labs that ran the same plan",
         )
+    design = Design(ALPHA, margin, 2, 2)
+    estimates = {key: welch([math.log(v) for v in ours[key]], [math.log(v) for v in theirs[key]])
+                 for key in shared}
+    judge = Judge(shared, design)
+    judge.look(estimates)
+    verdicts = judge.verdicts(estimates)
     rows = []
     for config, workload, threads in shared:
         base, other = ours[(config, workload, threads)], theirs[(config, workload, threads)]
-        c = compare(base, other, min_effect)
-        interval = "-" if math.isnan(c.ci_low) else f"[{c.ci_low:+.1%}, {c.ci_high:+.1%}]"
-        p_value = "-" if math.isnan(c.p_value) else f"{c.p_value:.3f}"
+        v = verdicts[(config, workload, threads)]
         rows.append([config, workload, str(threads), f"{statistics.median(base):.0f}",
-                     f"{statistics.median(other):.0f}", f"{c.change:+.1%}", interval, p_value,
-                     c.verdict])
+                     f"{statistics.median(other):.0f}", f"{v.change:+.1%}", v.interval_text(),
+                     v.verdict])
     return Table(
         f"B vs A: {b.lab} ({b.plan.name}) against {a.lab} ({a.plan.name})",
-        ["Config", "Workload", "Threads", "A qps", "B qps", "Change", "95% interval", "p",
-         "Verdict"],
+        ["Config", "Workload", "Threads", "A qps", "B qps", "Change", "Interval", "Verdict"],
         rows,
-        note=f"faster/slower: p < 0.05, the interval excludes 0 and |change| >= "
-             f"{min_effect:.0%}; otherwise noise. "
-             "Medians shown; the change compares means.",
+        note=f"medians shown; the change is B's geometric mean over A's (Welch on log "
+             f"throughput); intervals keep a {ALPHA:.0%} error rate over all {len(shared)} "
+             f"rows; equivalent: within ±{margin:.0%}",
     )
 
 

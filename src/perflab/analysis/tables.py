@@ -1,6 +1,6 @@
 """The tables engineers publish, plus the statistics that say which differences are real.
 
-- absolute: a metric per configuration x thread count (median over repeats);
+- absolute: a metric per configuration x thread count (median over rounds);
 - relative: the key-cache page's `(32/off)` rows, QPS(config) / QPS(baseline) - 1, in its
   percent format;
 - verdicts: every relative number with its 95% interval, Welch's p-value and a verdict;
@@ -15,9 +15,11 @@ from __future__ import annotations
 import math
 import statistics
 
+from perflab.analysis.verdicts import Judgement, paired_change
 from perflab.output.table import Table
 from perflab.plan import Plan
-from perflab.stats.summary import Comparison, compare, summarize
+from perflab.stats.decide import INCONCLUSIVE
+from perflab.stats.summary import summarize
 from perflab.store.records import StoredPoint
 
 
@@ -44,7 +46,7 @@ def absolute_table(plan: Plan, points: list[StoredPoint], metric: str = "qps",
         cells = [_number(values.get((config, t)), digits) for t in threads]
         rows.append([config, *cells])
     return Table(
-        f"{title} (median over repeats)",
+        f"{title} (median over rounds)",
         ["Threads", *[str(t) for t in threads]],
         rows,
     )
@@ -56,54 +58,48 @@ def absolute_by_threads(plan: Plan, points: list[StoredPoint]) -> Table:
     configs = plan.config_names
     rows = [[str(t), *[_number(values.get((c, t)), 0) for c in configs]]
             for t in plan.run.threads]
-    return Table("Queries per second (median over repeats)", ["Threads", *configs], rows)
+    return Table("Queries per second (median over rounds)", ["Threads", *configs], rows)
 
 
-def comparisons(plan: Plan, points: list[StoredPoint], min_effect: float, metric: str = "qps"
-                ) -> dict[tuple[str, int], Comparison]:
-    """(config, threads) -> the comparison against the baseline, for non-baseline configs."""
-    baseline = plan.baseline
-    values = groups(points, metric)
-    out = {}
-    for config in plan.config_names:
-        if config == baseline:
-            continue
-        for t in plan.run.threads:
-            base, mine = values.get((baseline, t)), values.get((config, t))
-            if base and mine:
-                out[(config, t)] = compare(base, mine, min_effect)
-    return out
-
-
-def relative_table(plan: Plan, points: list[StoredPoint], metric: str = "qps") -> Table:
-    """The seed's format: one row per non-baseline configuration, ratio of medians."""
-    baseline = plan.baseline
+def relative_table(plan: Plan, judgement: Judgement) -> Table:
+    """The seed's format: one row per configuration, its change over the baseline per thread
+    count (the paired estimate the verdicts rest on)."""
     threads = plan.run.threads
-    values = medians(points, metric)
     rows = []
     for config in plan.config_names:
-        if config == baseline:
+        if config == plan.baseline:
             continue
         cells = []
         for t in threads:
-            base, mine = values.get((baseline, t)), values.get((config, t))
-            cells.append(percent(mine / base - 1) if base and mine is not None else "-")
-        rows.append([f"({config}/{baseline})", *cells])
+            verdict = judgement.verdicts.get((config, t))
+            cells.append(percent(verdict.change) if verdict and verdict.n else "-")
+        rows.append([f"({config}/{plan.baseline})", *cells])
     return Table("In relative numbers:", ["Threads", *[str(t) for t in threads]], rows)
 
 
-def verdict_table(plan: Plan, points: list[StoredPoint], min_effect: float) -> Table:
+def verdict_table(plan: Plan, judgement: Judgement) -> Table:
+    design = judgement.design
     rows = []
-    for (config, threads), c in comparisons(plan, points, min_effect).items():
-        interval = "-" if math.isnan(c.ci_low) else f"[{c.ci_low:+.1%}, {c.ci_high:+.1%}]"
-        p_value = "-" if math.isnan(c.p_value) else f"{c.p_value:.3f}"
-        rows.append([config, str(threads), f"{c.change:+.1%}", interval, p_value, c.verdict])
+    for (config, threads), v in judgement.verdicts.items():
+        if v.decided:
+            note = f"decided after round {v.look}" if v.look else ""
+        elif v.verdict == INCONCLUSIVE:
+            note = (f"~{v.more_rounds} more rounds" if v.more_rounds is not None
+                    else "more rounds than the plan allows")
+        else:
+            note = ""
+        change = "-" if math.isnan(v.change) else f"{v.change:+.1%}"
+        rows.append([config, str(threads), str(v.n), change, v.interval_text(), v.verdict,
+                     note])
+    looks = (f"a look after every round from {design.first_look} to {design.last_look}"
+             if design.sequential else "one look at the end")
     return Table(
-        f"Change vs {plan.baseline} (mean queries/s, 95% interval, Welch's t-test)",
-        ["Config", "Threads", "Change", "95% interval", "p", "Verdict"],
+        f"Change vs {plan.baseline} (paired by round; intervals keep a {design.alpha:.0%} "
+        f"error rate over all {len(judgement.verdicts)} comparisons)",
+        ["Config", "Threads", "Rounds", "Change", "Interval", "Verdict", ""],
         rows,
-        note=f"faster/slower: p < 0.05, the interval excludes 0 and |change| >= "
-             f"{min_effect:.0%}; otherwise noise",
+        note=f"equivalent: the interval lies within ±{design.margin:.0%}; faster/slower: it "
+             f"excludes 0; {looks}, Shaffer's step-down across the table",
     )
 
 
@@ -127,30 +123,30 @@ def stats_table(plan: Plan, points: list[StoredPoint], cv_threshold: float) -> T
             rows.append([config, str(t), str(s.n), f"{s.median:.0f}", f"{s.mean:.0f}", sd, cv,
                          interval, " ".join(flags)])
     return Table(
-        "Queries per second over repeats",
+        "Queries per second over rounds",
         ["Config", "Threads", "n", "Median", "Mean", "SD", "CV", "95% interval", "Flags"],
         rows,
     )
 
 
 def ladder_tables(plan: Plan, points: list[StoredPoint]) -> list[Table]:
-    """Seed 003's progression: one table per thread count."""
+    """Seed 003's progression: one table per thread count, each step's change paired by round
+    with the step before and with the start."""
     values = medians(points, "qps")
     changes = dict(plan.changes)
     steps = plan.config_names
     tables = []
     for t in plan.run.threads:
-        rows, previous, start = [], None, values.get((steps[0], t))
+        rows, previous = [], None
         for step in steps:
-            qps = values.get((step, t))
             rows.append([
                 step,
                 changes.get(step, "-"),
-                _number(qps, 1),
-                percent(qps / previous - 1) if qps and previous else "-",
-                percent(qps / start - 1) if qps and start else "-",
+                _number(values.get((step, t)), 1),
+                percent(paired_change(points, previous, step, t)) if previous else "-",
+                percent(paired_change(points, steps[0], step, t)),
             ])
-            previous = qps
+            previous = step
         tables.append(Table(f"Ladder at {t} thread(s): each step keeps the changes above it",
                             ["Step", "Change", "Queries/s", "vs previous", "vs start"], rows))
     return tables

@@ -13,6 +13,7 @@ import os
 import shutil
 import signal
 import subprocess
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -121,34 +122,118 @@ def environment(workload: ResolvedWorkload) -> dict[str, str]:
     return env
 
 
-def run(argv: list[str], env: dict[str, str], seconds: int, threads: int) -> LoadResult:
-    """Run sysbench to completion and parse its JSON lines. Raises LoadFailed."""
-    timeout = seconds + 60 + threads // 4
+@dataclass(frozen=True)
+class Slicing:
+    """Several sysbench processes, one per server, taking turns on one clock: slice s (of
+    slice_ms, counted from epoch_ms on CLOCK_MONOTONIC) belongs to process s mod count. The
+    first lead_ms warm up, the next measure_ms are measured (see lua/perflab.lua)."""
+
+    epoch_ms: float
+    slice_ms: float
+    count: int
+    lead_ms: float
+    measure_ms: float
+
+    def variable(self, index: int) -> str:
+        return (f"{self.epoch_ms:.3f} {self.slice_ms:.3f} {self.count} {index} "
+                f"{self.lead_ms:.3f} {self.measure_ms:.3f}")
+
+    @property
+    def seconds(self) -> float:
+        """Each process's measured time: its share of the measured window."""
+        return self.measure_ms / self.count / 1000
+
+    def run_seconds(self, now_ms: float) -> int:
+        """sysbench's --time for a process started at now_ms: past the measured window."""
+        return math.ceil((self.epoch_ms - now_ms + self.lead_ms + self.measure_ms) / 1000) + 1
+
+
+def start(argv: list[str], env: dict[str, str]) -> subprocess.Popen:
+    return subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, preexec_fn=die_with_parent(signal.SIGKILL))
+
+
+def finish(process: subprocess.Popen, timeout: float,
+           slicing: tuple[Slicing, int] | None = None) -> LoadResult:
+    """Wait for a started sysbench and parse its JSON lines. Raises LoadFailed."""
     try:
-        out = subprocess.run(
-            argv,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            preexec_fn=die_with_parent(signal.SIGKILL),
-            check=False,
-        )
+        stdout, stderr = process.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        raise LoadFailed(f"sysbench did not finish within {timeout} s") from None
-    result = parse(out.stdout)
-    if out.returncode != 0 or result is None:
-        tail = "\n".join((out.stderr or out.stdout).strip().splitlines()[-12:])
+        process.kill()
+        process.communicate()
+        raise LoadFailed(f"sysbench did not finish within {timeout:.0f} s") from None
+    result = parse(stdout, slicing)
+    if process.returncode != 0 or result is None:
+        tail = "\n".join((stderr or stdout).strip().splitlines()[-12:])
         lines = tail.splitlines()
         reason = next((line for line in lines if "FATAL" in line), lines[-1] if lines else
                       "no output")
-        raise LoadFailed(f"sysbench exited with code {out.returncode}: {reason.strip()}",
+        raise LoadFailed(f"sysbench exited with code {process.returncode}: {reason.strip()}",
                          detail=tail)
     return result
 
 
-def parse(stdout: str) -> LoadResult | None:
-    series, histogram, total = [], {}, None
+def run(argv: list[str], env: dict[str, str], seconds: int, threads: int) -> LoadResult:
+    """Run sysbench to completion and parse its JSON lines. Raises LoadFailed."""
+    return finish(start(argv, env), seconds + 60 + threads // 4)
+
+
+STEADY_RISE = 0.03  # a warm-up is over when the last 2 s run no more than 3% above the 2 s before
+
+
+def run_until_steady(argv: list[str], env: dict[str, str], seconds: int) -> float:
+    """A warm-up: sysbench for at most `seconds`, stopped as soon as its throughput stops
+    rising (at least 4 one-second intervals). Returns the seconds it ran. Raises LoadFailed."""
+    started = time.monotonic()
+    process = start(argv, env)
+    rates: list[float] = []
+    try:
+        for line in process.stdout:
+            if line.startswith('{"type":"interval"'):
+                rates.append(_interval(json.loads(line)).qps)
+                if steady(rates):
+                    process.terminate()
+                    break
+        process.wait(timeout=seconds + 60)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+        raise LoadFailed(f"the warm-up did not finish within {seconds + 60} s") from None
+    if process.returncode not in (0, -signal.SIGTERM) and not steady(rates):
+        tail = "\n".join(process.stderr.read().strip().splitlines()[-12:])
+        raise LoadFailed(f"sysbench's warm-up exited with code {process.returncode}",
+                         detail=tail)
+    return time.monotonic() - started
+
+
+def steady(rates: list[float]) -> bool:
+    """No rise left: the mean of the last two intervals is within STEADY_RISE of (or below)
+    the mean of the two before them."""
+    if len(rates) < 4:
+        return False
+    before, last = sum(rates[-4:-2]) / 2, sum(rates[-2:]) / 2
+    return last <= before * (1 + STEADY_RISE)
+
+
+def run_sliced(jobs: list[tuple[list[str], dict[str, str]]], slicing: Slicing,
+               threads: int) -> list[LoadResult | LoadFailed]:
+    """Start one sysbench per job (each with its place in the slicing), wait for all, and give
+    each job's result or its failure: one server failing does not fail the others."""
+    processes = []
+    for index, (argv, env) in enumerate(jobs):
+        processes.append(start(argv, {**env, "PERFLAB_SLICES": slicing.variable(index)}))
+    timeout = (slicing.lead_ms + slicing.measure_ms) / 1000 + 60 + threads // 4
+    results: list[LoadResult | LoadFailed] = []
+    for index, process in enumerate(processes):
+        try:
+            results.append(finish(process, timeout, (slicing, index)))
+        except LoadFailed as exc:
+            results.append(exc)
+    return results
+
+
+def parse(stdout: str, slicing: tuple[Slicing, int] | None = None) -> LoadResult | None:
+    series, histogram, total, windows = [], {}, None, []
     for line in stdout.splitlines():
         if not line.startswith('{"type":'):
             continue
@@ -159,10 +244,14 @@ def parse(stdout: str) -> LoadResult | None:
         elif kind == "histogram":
             for bucket, count in record["buckets"].items():
                 histogram[int(bucket)] = histogram.get(int(bucket), 0) + count
+        elif kind == "window":
+            windows.append(record)
         elif kind == "total":
             total = record
     if total is None or total["seconds"] <= 0:
         return None
+    if slicing is not None:
+        return _sliced_result(total, windows, histogram, *slicing)
     return LoadResult(
         seconds=total["seconds"],
         events=total["events"],
@@ -179,6 +268,66 @@ def parse(stdout: str) -> LoadResult | None:
         series=series,
         histogram=histogram,
     )
+
+
+def _sliced_result(total: dict, windows: list[dict], histogram: dict[int, int],
+                   slicing: Slicing, index: int) -> LoadResult:
+    """The measured window of one process of a sliced run.
+
+    sysbench counts queries per process, not per event, so the window's queries are its events
+    times the run's queries per executed event (constant for every built-in workload).
+    """
+    late = [w["first_ms"] for w in windows if w["first_ms"] > slicing.lead_ms]
+    if late or not windows:
+        started, lead = max(late or [0]) / 1000, slicing.lead_ms / 1000
+        raise LoadFailed(
+            "sysbench threads were still starting when the measured window began "
+            f"(a first event at {started:.1f} s, the window began at {lead:.1f} s)",
+            hint="this machine is slow to start this many threads; lower the thread count or "
+                 "raise run.warmup_seconds")
+    executed = sum(w["executed"] for w in windows)
+    measured = sum(w["measured"] for w in windows)
+    share = measured / executed if executed else 0.0
+    seconds = slicing.seconds
+    per_slice: dict[int, int] = {}
+    for w in windows:
+        for s, n in w["slices"].items():
+            per_slice[int(s)] = per_slice.get(int(s), 0) + n
+    per_event = (total["reads"] + total["writes"] + total["other"]) / executed if executed else 0
+    slice_seconds = slicing.slice_ms / 1000
+    series = []
+    for s in range(index, round(slicing.measure_ms / slicing.slice_ms), slicing.count):
+        n = per_slice.get(s, 0)
+        series.append(Sample(
+            t=round((s + 1) * slice_seconds, 3), tps=n / slice_seconds,
+            qps=n * per_event / slice_seconds,
+            reads_ps=n * per_event * _part(total, "reads") / slice_seconds,
+            writes_ps=n * per_event * _part(total, "writes") / slice_seconds,
+            other_ps=n * per_event * _part(total, "other") / slice_seconds,
+            errors_ps=0.0, reconnects_ps=0.0, latency_p95_ms=None,
+            threads=len(windows)))
+    return LoadResult(
+        seconds=seconds,
+        events=measured,
+        reads=round(total["reads"] * share),
+        writes=round(total["writes"] * share),
+        other=round(total["other"] * share),
+        errors=round(total["errors"] * share),
+        reconnects=round(total["reconnects"] * share),
+        latency_min_ms=min((w["latency_min_ms"] for w in windows if w["measured"]),
+                           default=0.0),
+        latency_avg_ms=sum(w["latency_sum_ms"] for w in windows) / measured if measured else 0,
+        latency_max_ms=max((w["latency_max_ms"] for w in windows), default=0.0),
+        latency_p95_ms=percentile(histogram, 95),
+        latency_p99_ms=percentile(histogram, 99),
+        series=series,
+        histogram=histogram,
+    )
+
+
+def _part(total: dict, kind: str) -> float:
+    queries = total["reads"] + total["writes"] + total["other"]
+    return total[kind] / queries if queries else 0.0
 
 
 # Bucket geometry of lua/perflab.lua (and of sysbench's own histogram).

@@ -14,10 +14,11 @@ from pathlib import Path
 
 from matplotlib.figure import Figure
 
-from perflab.analysis.tables import comparisons, groups, medians
+from perflab.analysis.tables import groups, medians
+from perflab.analysis.verdicts import Judgement
 from perflab.output.figure import new_figure, render
 from perflab.plan import Plan
-from perflab.stats.summary import summarize
+from perflab.stats.summary import geometric
 from perflab.store.records import StoredPoint, Study
 
 
@@ -31,16 +32,16 @@ def throughput(plan: Plan, points: list[StoredPoint]) -> Figure:
             samples = values.get((config, t))
             if not samples:
                 continue
-            s = summarize(samples)
+            centre, lower, upper = geometric(samples)
             xs.append(t)
-            mid.append(s.median)
-            low.append(s.ci_low if s.n > 1 else s.median)
-            high.append(s.ci_high if s.n > 1 else s.median)
+            mid.append(centre)
+            low.append(lower)
+            high.append(upper)
         if xs:
             (line,) = ax.plot(xs, mid, marker="o", label=config)
             ax.fill_between(xs, low, high, color=line.get_color(), alpha=0.2)
     ax.set_xticks(threads, [str(t) for t in threads])
-    ax.legend(title="configuration (band: 95% interval)")
+    ax.legend(title="configuration (geometric mean, band: its 95% interval)")
     ax.set_ylim(bottom=0)
     return fig
 
@@ -62,28 +63,31 @@ def latency(plan: Plan, points: list[StoredPoint]) -> Figure:
     return fig
 
 
-def relative(plan: Plan, points: list[StoredPoint], min_effect: float) -> Figure:
+def relative(plan: Plan, judgement: Judgement) -> Figure:
+    """Each comparison's change with the interval its verdict rests on; the margin shaded,
+    inconclusive ones faded."""
     fig, ax = new_figure(f"{plan.name}: change vs {plan.baseline}", "threads",
                          "change in queries/s, %")
-    found = comparisons(plan, points, min_effect)
     configs = [c for c in plan.config_names if c != plan.baseline]
     threads = plan.run.threads
     width = 0.8 / max(len(configs), 1)
+    margin = judgement.design.margin * 100
+    ax.axhspan(-margin, margin, color="grey", alpha=0.12,
+               label=f"±{judgement.design.margin:.0%}: equivalent if the whole interval is in")
     for i, config in enumerate(configs):
         for j, t in enumerate(threads):
-            c = found.get((config, t))
-            if c is None:
+            v = judgement.verdicts.get((config, t))
+            if v is None or not v.n:
                 continue
             x = j + (i - (len(configs) - 1) / 2) * width
             errors = None
-            if not math.isnan(c.ci_low):
-                errors = [[(c.change - c.ci_low) * 100], [(c.ci_high - c.change) * 100]]
-            ax.bar(x, c.change * 100, width, yerr=errors, capsize=3,
-                   color=f"C{i}", alpha=1.0 if c.significant else 0.35,
-                   label=config if j == 0 else None)
+            if not math.isnan(v.low):
+                errors = [[(v.change - v.low) * 100], [(v.high - v.change) * 100]]
+            ax.bar(x, v.change * 100, width, yerr=errors, capsize=3, color=f"C{i}",
+                   alpha=1.0 if v.decided else 0.35, label=config if j == 0 else None)
     ax.axhline(0, color="black", linewidth=0.8)
     ax.set_xticks(range(len(threads)), [str(t) for t in threads])
-    ax.legend(title="faded: within noise")
+    ax.legend(title="faded: inconclusive")
     return fig
 
 
@@ -109,12 +113,12 @@ def ladder(plan: Plan, points: list[StoredPoint]) -> Figure:
     return fig
 
 
-def study_charts(plan: Plan, points: list[StoredPoint], min_effect: float,
+def study_charts(plan: Plan, points: list[StoredPoint], judgement: Judgement | None,
                  series_point: StoredPoint | None) -> dict[str, Figure]:
     """Every chart that applies to the study, by file stem."""
     charts = {"throughput": throughput(plan, points), "latency": latency(plan, points)}
-    if len(plan.configs) > 1:
-        charts["relative"] = relative(plan, points, min_effect)
+    if judgement is not None and len(plan.configs) > 1:
+        charts["relative"] = relative(plan, judgement)
     if plan.ladder:
         charts["ladder"] = ladder(plan, points)
     if series_point is not None:
@@ -122,11 +126,11 @@ def study_charts(plan: Plan, points: list[StoredPoint], min_effect: float,
     return charts
 
 
-def write_charts(study: Study, directory: Path, min_effect: float,
+def write_charts(study: Study, directory: Path, judgement: Judgement | None,
                  series_point: StoredPoint | None) -> int:
     """Every chart of the study as NAME.png and NAME.svg in `directory`; returns how many."""
     directory.mkdir(parents=True, exist_ok=True)
-    figures = study_charts(study.plan, study.points, min_effect, series_point)
+    figures = study_charts(study.plan, study.points, judgement, series_point)
     for name, fig in figures.items():
         png, svg = render(fig)
         (directory / f"{name}.png").write_bytes(png)

@@ -19,7 +19,9 @@ from perflab.report.study import (
     ReportOptions,
     environment_lines,
     failures,
+    findings,
     headline,
+    judgement,
     series_point,
     tables,
 )
@@ -29,13 +31,17 @@ from perflab.store.records import Study
 def render_html(study: Study, options: ReportOptions = DEFAULT_OPTIONS) -> str:
     plan = study.plan
     parts = [f"<h1>perflab: {html.escape(plan.name)}</h1>"]
+    found = findings(study, options)
+    if found:
+        parts.append("<div class='findings'>" + "".join(
+            f"<p><strong>{html.escape(line)}</strong></p>" for line in found) + "</div>")
     parts.append("<ul>" + "".join(f"<li>{html.escape(line)}</li>" for line in
                                   headline(study) + environment_lines(study)) + "</ul>")
     parts.append("<h2>Tables</h2>")
     parts += [table.html() for table in tables(study, options)]
     parts.append("<h2>Charts</h2>")
-    figures = charts.study_charts(plan, study.points, options.min_effect,
-                                  series_point(study, options.series))
+    judged = judgement(study, options) if len(plan.configs) > 1 else None
+    figures = charts.study_charts(plan, study.points, judged, series_point(study, options.series))
     for name, fig in figures.items():
         parts.append(f"<figure><img alt='{name} chart' src='{png_data_uri(fig)}'>"
                      f"<figcaption>{name}</figcaption></figure>")

@@ -15,7 +15,6 @@ from perflab.analysis import quality
 from perflab.analysis.tables import (
     absolute_by_threads,
     absolute_table,
-    comparisons,
     groups,
     ladder_tables,
     profile_table,
@@ -23,6 +22,8 @@ from perflab.analysis.tables import (
     stats_table,
     verdict_table,
 )
+from perflab.analysis.verdicts import Judgement, judge
+from perflab.analysis.verdicts import headline as verdict_headline
 from perflab.errors import PerflabError
 from perflab.output.table import Table
 from perflab.stats.summary import summarize
@@ -31,12 +32,16 @@ from perflab.store.records import Metrics, StoredPoint, Study
 
 @dataclass(frozen=True)
 class ReportOptions:
-    min_effect: float = 0.02  # smallest change called faster/slower
-    cv_threshold: float = 0.05  # a point noisier than this is flagged
+    margin: float | None = None  # "equivalent" within ±margin (None: the plan's)
+    cv_threshold: float = 0.15  # a cell whose throughput varies more over rounds is flagged
     series: str | None = None  # CONFIG:THREADS[:REPEAT] for the per-second chart
 
 
 DEFAULT_OPTIONS = ReportOptions()
+
+
+def judgement(study: Study, options: ReportOptions) -> Judgement:
+    return judge(study.plan, study.points, options.margin)
 
 
 def tables(study: Study, options: ReportOptions) -> list[Table]:
@@ -46,7 +51,8 @@ def tables(study: Study, options: ReportOptions) -> list[Table]:
     else:
         out = [absolute_table(plan, points)]
     if len(plan.configs) > 1:
-        out += [relative_table(plan, points), verdict_table(plan, points, options.min_effect)]
+        judged = judgement(study, options)
+        out += [relative_table(plan, judged), verdict_table(plan, judged)]
     if plan.ladder:
         out += ladder_tables(plan, points)
     profile = profile_table(plan, points)
@@ -66,8 +72,12 @@ def headline(study: Study) -> list[str]:
     failed = len(points) - ok
     ds, run = plan.dataset, plan.run
     workload = points[0].workload if points else plan.workload.name
-    repeats = f"{run.repeats} repeats"
-    if run.target_interval:
+    rounds = max((p.repeat for p in points), default=0)
+    repeats = f"{rounds} rounds"
+    if run.time:
+        repeats += (f" (at least {run.repeats}; a budget of {run.time / 60:g} min, at most "
+                    f"{run.max_rounds})")
+    elif run.target_interval:
         repeats += f" (adaptive to ±{run.target_interval:.0%}, at most {run.max_repeats})"
     engines = sorted({plan.dataset_for(c).engine for c in plan.configs})
     engine = engines[0] if len(engines) == 1 else "/".join(engines) + " (per configuration)"
@@ -78,6 +88,13 @@ def headline(study: Study) -> list[str]:
         f"{plan.baseline}",
         f"Points: {ok} ok, {failed} failed",
     ]
+
+
+def findings(study: Study, options: ReportOptions) -> list[str]:
+    """What the study found, one line per configuration (empty for a single one)."""
+    if len(study.plan.configs) < 2:
+        return []
+    return verdict_headline(study.plan, judgement(study, options))
 
 
 def environment_lines(study: Study) -> list[str]:
@@ -111,15 +128,17 @@ def failures(study: Study) -> list[str]:
 
 
 def render_text(study: Study, options: ReportOptions = DEFAULT_OPTIONS) -> str:
-    lines = headline(study) + environment_lines(study)
+    found = findings(study, options)
+    lines = [*found, ""] if found else []
+    lines += headline(study) + environment_lines(study)
     for table in tables(study, options):
         lines += ["", table.render()]
     return "\n".join(lines + _flag_lines(study, options))
 
 
 def render_markdown(study: Study, options: ReportOptions = DEFAULT_OPTIONS) -> str:
-    lines = [f"# {study.plan.name}", ""] + [f"- {line}" for line in
-                                            headline(study) + environment_lines(study)]
+    lines = [f"# {study.plan.name}", ""] + [f"**{line}**  " for line in findings(study, options)]
+    lines += [""] + [f"- {line}" for line in headline(study) + environment_lines(study)]
     for table in tables(study, options):
         lines += ["", table.markdown()]
     return "\n".join(lines + _flag_lines(study, options, bullet="- "))
@@ -151,15 +170,19 @@ def analysis(study: Study, options: ReportOptions) -> dict:
             "ci95": [_finite(s.ci_low), _finite(s.ci_high)],
             "outliers": [values[i] for i in s.outliers],
         })
+    judged = judgement(study, options)
     compared = [
-        {"config": config, "threads": threads, "change": c.change,
-         "ci95": [_finite(c.ci_low), _finite(c.ci_high)], "p_value": _finite(c.p_value),
-         "verdict": c.verdict}
-        for (config, threads), c in comparisons(study.plan, study.points,
-                                                options.min_effect).items()
+        {"config": config, "threads": threads, "rounds": v.n, "change": _finite(v.change),
+         "interval": [_finite(v.low), _finite(v.high)], "level": v.level,
+         "verdict": v.verdict, "decided_after_round": v.look, "more_rounds": v.more_rounds}
+        for (config, threads), v in judged.verdicts.items()
     ]
     return {
-        "min_effect": options.min_effect,
+        "alpha": judged.design.alpha,
+        "margin": judged.design.margin,
+        "looks": [judged.design.first_look, judged.design.last_look],
+        "headline": findings(study, options),
+        "detectable_change": judged.detectable(),
         "cv_threshold": options.cv_threshold,
         "qps": summaries,
         "vs_baseline": compared,

@@ -1,11 +1,9 @@
-"""Statistics over repeats: is a difference real, or noise?
+"""Statistics of one cell's repeated measurements (comparisons are in decide.py).
 
 - `summarize`: median, mean, standard deviation, coefficient of variation and a 95% Student-t
   interval of the mean; outliers by the modified z-score (median/MAD), shown, never dropped.
-- `compare`: a configuration against the baseline at one thread count: the relative change of
-  the means with a 95% interval (delta method, Welch degrees of freedom) and a verdict from
-  Welch's t-test plus a minimum effect size, so a "significant" 0.3% is still called noise.
-- `trend`: whether a point's per-second series drifts within its measured window.
+- `geometric`: geometric mean and its interval, for throughput;
+- `trend`: whether a point's series drifts within its measured window (on block means).
 """
 
 from __future__ import annotations
@@ -41,19 +39,6 @@ class Summary:
         return (self.ci_high - self.ci_low) / 2 / abs(self.mean)
 
 
-@dataclass(frozen=True)
-class Comparison:
-    change: float  # mean(other) / mean(base) - 1
-    ci_low: float
-    ci_high: float
-    p_value: float
-    verdict: str  # "faster", "slower", "noise" or "too few repeats"
-
-    @property
-    def significant(self) -> bool:
-        return self.verdict in ("faster", "slower")
-
-
 def summarize(values: list[float], confidence: float = CONFIDENCE) -> Summary:
     if not values:
         raise ValueError("no values to summarize")
@@ -67,6 +52,17 @@ def summarize(values: list[float], confidence: float = CONFIDENCE) -> Summary:
     half = scipy_stats.t.ppf((1 + confidence) / 2, n - 1) * stdev / math.sqrt(n)
     cv = stdev / mean if mean else math.nan
     return Summary(n, median, mean, stdev, cv, mean - half, mean + half, outliers(values))
+
+
+def geometric(values: list[float], confidence: float = CONFIDENCE
+              ) -> tuple[float, float, float]:
+    """Geometric mean of positive values with the interval of the mean of their logs, back
+    transformed: throughput is a rate, and its ratios are what engineers compare."""
+    logs = [math.log(v) for v in values]
+    s = summarize(logs, confidence)
+    if s.n < 2:
+        return math.exp(s.mean), math.exp(s.mean), math.exp(s.mean)
+    return math.exp(s.mean), math.exp(s.ci_low), math.exp(s.ci_high)
 
 
 def outliers(values: list[float], threshold: float = MAD_THRESHOLD) -> tuple[int, ...]:
@@ -88,45 +84,6 @@ def outliers(values: list[float], threshold: float = MAD_THRESHOLD) -> tuple[int
     return tuple(i for i, score in enumerate(scores) if score > threshold)
 
 
-def compare(
-    base: list[float],
-    other: list[float],
-    min_effect: float = 0.02,
-    confidence: float = CONFIDENCE,
-) -> Comparison:
-    """`other` against `base`: relative change of the means, its interval and a verdict.
-
-    The verdict is "faster"/"slower" only when Welch's t-test rejects equal means at the
-    confidence level, the interval of the change excludes zero *and* the change is at least
-    min_effect; otherwise "noise".
-    """
-    mean_b, mean_o = statistics.fmean(base), statistics.fmean(other)
-    change = mean_o / mean_b - 1 if mean_b else math.nan
-    if len(base) < 2 or len(other) < 2:
-        return Comparison(change, math.nan, math.nan, math.nan, "too few repeats")
-    var_b, var_o = statistics.variance(base), statistics.variance(other)
-    se_b2, se_o2 = var_b / len(base), var_o / len(other)
-    if se_b2 + se_o2 == 0:
-        p_value = 0.0 if mean_b != mean_o else 1.0
-        half = 0.0
-    else:
-        p_value = float(scipy_stats.ttest_ind(other, base, equal_var=False).pvalue)
-        df = (se_b2 + se_o2) ** 2 / (
-            se_b2**2 / (len(base) - 1) + se_o2**2 / (len(other) - 1)
-        )
-        ratio = mean_o / mean_b
-        # delta method for the ratio of two independent means
-        se_ratio = ratio * math.sqrt(se_b2 / mean_b**2 + se_o2 / mean_o**2)
-        half = scipy_stats.t.ppf((1 + confidence) / 2, df) * se_ratio
-    low, high = change - half, change + half
-    # All three must agree, so that a verdict never sits beside an interval that holds zero
-    # (Welch's test and the ratio's interval can disagree at the margin).
-    significant = (p_value < 1 - confidence and (low > 0 or high < 0)
-                   and abs(change) >= min_effect)
-    verdict = ("faster" if change > 0 else "slower") if significant else "noise"
-    return Comparison(change, low, high, p_value, verdict)
-
-
 @dataclass(frozen=True)
 class Trend:
     drift: float  # fitted change over the window, relative to the mean (0.1 = +10%)
@@ -136,13 +93,26 @@ class Trend:
         return self.p_value < 0.05 and abs(self.drift) >= threshold
 
 
+MAX_BLOCKS = 5
+
+
 def trend(series: list[float]) -> Trend | None:
-    """A least-squares line through a per-second series; None below 4 samples."""
-    if len(series) < 4:
+    """The drift of a throughput series over its window, judged on block means.
+
+    Neighbouring values of a series are correlated (the machine's speed wanders over seconds),
+    so a line through the raw values finds "significant" trends in steady runs. The means of a
+    few contiguous blocks are close to independent: a line through them, with blocks - 2
+    degrees of freedom, is an honest test. None below 6 values (3 blocks of 2).
+    """
+    blocks = min(MAX_BLOCKS, len(series) // 2)
+    if blocks < 3:
         return None
     mean = statistics.fmean(series)
     if mean == 0:
         return None
-    fit = scipy_stats.linregress(range(len(series)), series)
+    edges = [round(i * len(series) / blocks) for i in range(blocks + 1)]
+    centres = [(edges[i] + edges[i + 1] - 1) / 2 for i in range(blocks)]
+    means = [statistics.fmean(series[edges[i]:edges[i + 1]]) for i in range(blocks)]
+    fit = scipy_stats.linregress(centres, means)
     drift = fit.slope * (len(series) - 1) / mean
     return Trend(drift, float(fit.pvalue))

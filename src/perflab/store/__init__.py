@@ -6,6 +6,7 @@ from perflab.store.records import (
     HealthReport,
     HealthView,
     Metrics,
+    Noise,
     PointRecord,
     RuleResult,
     Sample,
@@ -20,7 +21,8 @@ from perflab.store.records import (
 from perflab.store.study import load_study, study_name
 
 __all__ = [
-    "HealthReport", "HealthView", "Metrics", "PointRecord", "ResultStore", "RuleResult", "Sample",
+    "HealthReport", "HealthView", "Metrics", "Noise", "PointRecord", "ResultStore",
+    "RuleResult", "Sample",
     "ServerState", "Session", "StoredHealth", "StoredPoint", "Study", "Symbol", "VariableRow",
     "load_study", "study_name",
 ]

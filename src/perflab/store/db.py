@@ -22,6 +22,7 @@ from perflab.plan import Plan
 from perflab.store.records import (
     HealthReport,
     Metrics,
+    Noise,
     PointRecord,
     Sample,
     ServerState,
@@ -77,6 +78,19 @@ CREATE TABLE IF NOT EXISTS points (
     profile_json TEXT,
     error TEXT,
     UNIQUE (study, definition, threads, repeat)
+);
+CREATE TABLE IF NOT EXISTS noise (
+    id INTEGER PRIMARY KEY,
+    study TEXT NOT NULL,
+    workload TEXT NOT NULL,
+    dataset TEXT NOT NULL,
+    schedule TEXT NOT NULL,
+    run_seconds REAL NOT NULL,
+    threads INTEGER NOT NULL,
+    rounds INTEGER NOT NULL,
+    sd REAL NOT NULL,
+    source TEXT NOT NULL,
+    created_at REAL NOT NULL
 );
 CREATE TABLE IF NOT EXISTS health_reports (
     id INTEGER PRIMARY KEY,
@@ -205,7 +219,25 @@ class ResultStore:
             "INSERT INTO health_reports (study, config, report_json, created_at) "
             "VALUES (?, ?, ?, ?)", (study, config, json.dumps(report.to_json()), time.time()))
 
+    def save_noise(self, records: list[Noise]) -> None:
+        for r in records:
+            self.db.execute(
+                "INSERT INTO noise (study, workload, dataset, schedule, run_seconds, threads, "
+                "rounds, sd, source, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (r.study, r.workload, r.dataset, r.schedule, r.run_seconds, r.threads,
+                 r.rounds, r.sd, r.source, time.time()))
+
     # -- reading -------------------------------------------------------------------------------
+
+    def noise(self, workload: str, dataset: str, schedule: str, run_seconds: float
+              ) -> list[Noise]:
+        """What this lab measured of the noise of one way of measuring, the latest first."""
+        rows = self.db.execute(
+            "SELECT * FROM noise WHERE workload = ? AND dataset = ? AND schedule = ? AND "
+            "run_seconds = ? ORDER BY id DESC", (workload, dataset, schedule, run_seconds))
+        return [Noise(row["workload"], row["dataset"], row["schedule"], row["run_seconds"],
+                      row["threads"], row["rounds"], row["sd"], row["source"], row["study"],
+                      row["created_at"]) for row in rows]
 
     def done(self, study: str, definition: str, threads: int, repeat: int) -> bool:
         row = self.db.execute(

@@ -66,7 +66,7 @@ class Sample:
     other_ps: float
     errors_ps: float
     reconnects_ps: float
-    latency_p95_ms: float
+    latency_p95_ms: float | None  # None for a time slice of a sliced run
     threads: int
 
 
@@ -229,6 +229,23 @@ class StoredHealth:
 
     config: str
     report: HealthReport
+
+
+@dataclass(frozen=True)
+class Noise:
+    """How much one round's log throughput ratio varies, for one way of measuring: the
+    standard deviation over `rounds` rounds, from an A/A calibration or a run's own cells."""
+
+    workload: str  # the workload's label
+    dataset: str  # the dataset's key
+    schedule: str  # how the configurations were measured side by side ("fleet 0.25 s", ...)
+    run_seconds: float
+    threads: int
+    rounds: int
+    sd: float
+    source: str  # "calibrate" or "run"
+    study: str
+    created_at: float = 0.0
 
 
 @dataclass(frozen=True)

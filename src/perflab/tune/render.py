@@ -9,7 +9,8 @@ import math
 from perflab.output.figure import new_figure, png_data_uri
 from perflab.output.page import page
 from perflab.output.table import Table
-from perflab.stats.summary import Comparison, summarize
+from perflab.stats.decide import Verdict
+from perflab.stats.summary import summarize
 from perflab.tune.search import TuneResult, best_so_far
 
 
@@ -24,17 +25,18 @@ def tables(result: TuneResult, objective: str) -> list[Table]:
     )]
     if result.final:
         rows = []
-        for config, values in result.final.items():
-            s = summarize(values)
+        for config, by_round in result.final.items():
+            s = summarize(list(by_round.values()))
             interval = "-" if s.n < 2 else f"[{s.ci_low:.1f}, {s.ci_high:.1f}]"
             rows.append([config, str(s.n), f"{s.median:.1f}", interval])
-        out.append(Table("Re-measured, interleaved (the gain below comes from these)",
-                         ["Config", "n", "Median", "95% interval"], rows))
-        gains = [[name, *_gain_cells(c)] for name, c in (
+        out.append(Table("Re-measured side by side (the gain below comes from these rounds)",
+                         ["Config", "Rounds", "Median", "95% interval"], rows))
+        gains = [[name, *_gain_cells(v)] for name, v in (
             ("best vs default", result.gain_vs_default),
-            ("best vs baseline", result.gain_vs_baseline)) if c is not None]
-        out.append(Table("Gain of the best configuration (Welch's t-test, 95%)",
-                         ["Comparison", "Gain", "95% interval", "p", "Verdict"], gains))
+            ("best vs baseline", result.gain_vs_baseline)) if v is not None]
+        out.append(Table("Gain of the best configuration (paired by round; the two gains keep "
+                         "a 5% error rate together)",
+                         ["Comparison", "Rounds", "Gain", "Interval", "Verdict"], gains))
     if result.importance:
         out.append(Table("Knob importance (Optuna, fANOVA)", ["Knob", "Importance"],
                          [[k, f"{v:.2f}"] for k, v in result.importance.items()]))
@@ -78,7 +80,6 @@ def render_html(result: TuneResult, objective: str, direction: str) -> str:
     return page(f"perflab tune: {result.study}", "\n".join(body))
 
 
-def _gain_cells(c: Comparison) -> list[str]:
-    interval = "-" if math.isnan(c.ci_low) else f"[{c.ci_low:+.1%}, {c.ci_high:+.1%}]"
-    p = "-" if math.isnan(c.p_value) else f"{c.p_value:.3f}"
-    return [f"{c.change:+.1%}", interval, p, c.verdict]
+def _gain_cells(v: Verdict) -> list[str]:
+    gain = "-" if math.isnan(v.change) else f"{v.change:+.1%}"
+    return [str(v.n), gain, v.interval_text(), v.verdict]

@@ -34,7 +34,8 @@ from perflab.lab import Lab
 from perflab.plan import Plan, Point
 from perflab.runner import Runner
 from perflab.server.memory import configured_sizes, memory_estimate
-from perflab.stats.summary import Comparison, compare
+from perflab.stats.decide import Verdict, decide
+from perflab.stats.design import Design
 from perflab.store import Metrics, ResultStore
 from perflab.tune.space import Knob, knob_space, memory_budget
 
@@ -117,9 +118,10 @@ class TuneResult:
     knobs: list[Knob]
     trials: list[TrialOutcome]
     best: TrialOutcome | None
-    final: dict[str, list[float]] = field(default_factory=dict)  # config -> objective values
-    gain_vs_default: Comparison | None = None
-    gain_vs_baseline: Comparison | None = None
+    # config -> round -> the objective, re-measured in rounds with default, baseline and best
+    final: dict[str, dict[int, float]] = field(default_factory=dict)
+    gain_vs_default: Verdict | None = None  # paired by round; for latency a gain is a drop
+    gain_vs_baseline: Verdict | None = None
     importance: dict[str, float] = field(default_factory=dict)
     defaults: dict[str, str] = field(default_factory=dict)  # the server's startup values
     seconds: float = 0.0
@@ -348,26 +350,36 @@ class Tuner:
                                             target_interval=0.0, max_repeats=0),
         )
         self.say(f"re-measuring default, baseline and best: {self.settings.final_repeats} "
-                 "interleaved repeats each")
+                 "rounds, side by side")
         Runner(final_plan, self.lab, store, self.say).run()
-        by_repeat: dict[str, dict[int, list]] = {}  # config -> repeat -> its points' metrics
+        by_round: dict[str, dict[int, list]] = {}  # config -> round -> its points' metrics
         definitions = [final_plan.definition(c) for c in final_plan.configs]
         for point in store.points(final_plan.name, definitions):
             if point.ok:
-                by_repeat.setdefault(point.config, {}).setdefault(point.repeat, []).append(
+                by_round.setdefault(point.config, {}).setdefault(point.repeat, []).append(
                     point.metrics)
-        for config, repeats in by_repeat.items():
-            result.final[config] = [self._objective(metrics) for metrics in repeats.values()]
-        for name, field_name in (("default", "gain_vs_default"),
-                                 ("baseline", "gain_vs_baseline")):
-            if name in result.final and "best" in result.final:
-                setattr(result, field_name, self._gain(result.final[name], result.final["best"]))
+        threads = len(self.plan.run.threads)
+        for config, rounds in by_round.items():
+            result.final[config] = {r: self._objective(metrics) for r, metrics in rounds.items()
+                                    if len(metrics) == threads}
+        cells = {name: self._gains(result.final.get(name, {}), result.final.get("best", {}))
+                 for name in ("default", "baseline") if name in result.final}
+        verdicts = decide(cells, Design(margin=self.plan.run.margin,
+                                        first_look=self.settings.final_repeats,
+                                        last_look=self.settings.final_repeats))
+        result.gain_vs_default = verdicts.get("default")
+        result.gain_vs_baseline = verdicts.get("baseline")
 
-    def _gain(self, base: list[float], best: list[float]) -> Comparison:
-        """The best configuration's gain over `base`: for latency, a gain is a drop."""
-        if self.settings.direction == "maximize":
-            return compare(base, best)
-        return compare(best, base)
+    def _gains(self, base: dict[int, float], best: dict[int, float]) -> dict[int, float]:
+        """Per round, the log of the best configuration's gain over `base` (for latency, a
+        gain is a drop)."""
+        gains = {}
+        for round_number, value in best.items():
+            other = base.get(round_number)
+            if other and value:
+                ratio = value / other if self.settings.direction == "maximize" else other / value
+                gains[round_number] = math.log(ratio)
+        return gains
 
 
 def ofat_next(knobs: list[Knob], finished: list, defaults: dict, direction: str) -> dict | None:

@@ -4,9 +4,17 @@
 -- sysbench's human-readable reports with one JSON object per line:
 --   {"type":"interval", ...}   every --report-interval seconds
 --   {"type":"total", ...}      once, cumulative over the run
---   {"type":"histogram", ...}  once per worker thread: its event latencies in log buckets
+--   {"type":"histogram", ...}  once per worker thread: its measured event latencies in log buckets
+--   {"type":"window", ...}     once per worker thread: its events, counted per time slice
 -- The per-thread histograms exist because sysbench 1.0 only computes one percentile and resets
 -- its global histogram before the cumulative hook runs; perflab merges them to get p95 and p99.
+--
+-- Time slices (PERFLAB_SLICES = "epoch_ms slice_ms count index lead_ms measure_ms"): several
+-- sysbench processes, one per server, take turns on one clock (CLOCK_MONOTONIC): from epoch_ms
+-- on, slice s belongs to the process whose index is s mod count; outside its slices a thread
+-- sleeps. Events starting in the first lead_ms warm up and are not measured; after
+-- lead_ms + measure_ms the threads idle until sysbench's --time ends the run. Without the
+-- variable every event is measured, as in a plain sysbench run.
 
 local workload = os.getenv("PERFLAB_WORKLOAD")
 if workload == nil or workload == "" then
@@ -18,6 +26,7 @@ local ffi = require("ffi")
 ffi.cdef[[
 typedef struct { long tv_sec; long tv_nsec; } perflab_timespec_t;
 int clock_gettime(int clk_id, perflab_timespec_t *tp);
+int usleep(unsigned int usec);
 ]]
 
 local CLOCK_MONOTONIC = 1
@@ -38,18 +47,73 @@ for i = 0, BUCKETS - 1 do
    counts[i] = 0  -- preallocated, so that counting an event never grows the table
 end
 
+local EPOCH, SLICE, TURNS, MINE, LEAD, MEASURE
+local spec = os.getenv("PERFLAB_SLICES")
+if spec ~= nil and spec ~= "" then
+   local f = {}
+   for word in spec:gmatch("%S+") do f[#f + 1] = tonumber(word) end
+   EPOCH, SLICE, TURNS, MINE, LEAD, MEASURE = f[1], f[2], f[3], f[4], f[5], f[6]
+end
+local sliced = EPOCH ~= nil
+local finish = sliced and LEAD + MEASURE or 0
+local lead = LEAD or 0
+
+local executed, measured, latency_sum, latency_min, latency_max = 0, 0, 0, -1, 0
+local first_ms = -1
+local per_slice = {}
+
+-- Sleep until this process's next slice; nil once the measured window is over.
+local function my_turn(t)
+   while true do
+      local at = t - EPOCH
+      if at >= finish then
+         return nil
+      elseif at < 0 then
+         ffi.C.usleep(floor(-at * 1000) + 1)
+      else
+         local s = floor(at / SLICE)
+         if s % TURNS == MINE then
+            return t
+         end
+         ffi.C.usleep(floor(((s + 1) * SLICE - at) * 1000) + 20)
+      end
+      t = now_ms()
+   end
+end
+
 local workload_event = event
 -- A fixed signature, not varargs: LuaJIT compiles this, it would not compile a vararg wrapper.
 function event(thread_id)
    local started = now_ms()
+   local at = 0
+   if sliced then
+      started = my_turn(started)
+      if started == nil then
+         ffi.C.usleep(2000)  -- the window is over: idle until sysbench's --time ends the run
+         return 0
+      end
+      at = started - EPOCH
+      if first_ms < 0 then first_ms = at end
+   end
    local ret = workload_event(thread_id)
    local elapsed = now_ms() - started
-   local i = 0
-   if elapsed > 0 then
-      i = floor((log(elapsed) - LOG_MIN) * MULT + 0.5)
-      if i < 0 then i = 0 elseif i >= BUCKETS then i = BUCKETS - 1 end
+   executed = executed + 1
+   if at >= lead then
+      local i = 0
+      if elapsed > 0 then
+         i = floor((log(elapsed) - LOG_MIN) * MULT + 0.5)
+         if i < 0 then i = 0 elseif i >= BUCKETS then i = BUCKETS - 1 end
+      end
+      counts[i] = counts[i] + 1
+      measured = measured + 1
+      latency_sum = latency_sum + elapsed
+      if latency_min < 0 or elapsed < latency_min then latency_min = elapsed end
+      if elapsed > latency_max then latency_max = elapsed end
+      if sliced then
+         local s = floor((at - LEAD) / SLICE)
+         per_slice[s] = (per_slice[s] or 0) + 1
+      end
    end
-   counts[i] = counts[i] + 1
    return ret
 end
 
@@ -72,6 +136,15 @@ function thread_done(...)
    end
    emit(string.format('{"type":"histogram","thread":%d,"log_min":%.17g,"mult":%.17g,"buckets":{%s}}',
                       sysbench.tid, LOG_MIN, MULT, table.concat(parts, ",")))
+   local slices = {}
+   for s, n in pairs(per_slice) do
+      slices[#slices + 1] = string.format('"%d":%d', s, n)
+   end
+   emit(string.format('{"type":"window","thread":%d,"executed":%d,"measured":%d,' ..
+                      '"latency_sum_ms":%.6f,"latency_min_ms":%.6f,"latency_max_ms":%.6f,' ..
+                      '"first_ms":%.3f,"slices":{%s}}',
+                      sysbench.tid, executed, measured, latency_sum, math.max(latency_min, 0),
+                      latency_max, first_ms, table.concat(slices, ",")))
 end
 
 local function stat_json(kind, stat)

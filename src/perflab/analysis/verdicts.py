@@ -1,0 +1,139 @@
+"""A study's comparisons: every configuration against the baseline at every thread count, paired
+by round, judged as one family (stats/decide.py), and summed up in a headline.
+
+The same verdicts feed the relative table, the verdict table, the chart and the headline, so
+they all show one estimate and one interval per comparison.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass, replace
+
+from perflab.plan import Plan
+from perflab.stats.decide import (
+    EQUIVALENT,
+    FASTER,
+    INCONCLUSIVE,
+    SLOWER,
+    Verdict,
+    decide,
+    detectable_change,
+    log_ratios,
+)
+from perflab.stats.design import Design
+from perflab.store.records import StoredPoint
+
+Cell = tuple[str, int]  # (configuration, threads)
+
+
+@dataclass(frozen=True)
+class Judgement:
+    design: Design
+    verdicts: dict[Cell, Verdict]
+
+    @property
+    def decided(self) -> int:
+        return sum(v.decided for v in self.verdicts.values())
+
+    def detectable(self) -> float | None:
+        """The median over comparisons of the smallest change their rounds could tell from 0
+        with 80% power: the resolution the study reached."""
+        found = [detectable_change(v.sd, v.n, v.level, self.design)
+                 for v in self.verdicts.values() if v.n >= 2 and math.isfinite(v.sd)]
+        found = [f for f in found if math.isfinite(f)]
+        return statistics.median(found) if found else None
+
+
+def judge(plan: Plan, points: list[StoredPoint], margin: float | None = None) -> Judgement:
+    """The verdict of every comparison with the baseline, as the run decided them (the looks
+    are replayed), at the plan's margin or another one."""
+    design = plan.run.design()
+    if margin is not None:
+        design = replace(design, margin=margin)
+    qps = {(p.config, p.threads, p.repeat): p.metrics.qps for p in points if p.ok}
+    cells = log_ratios(qps, plan.baseline)
+    for config in plan.config_names:  # every comparison has a row, measured or not
+        for threads in plan.run.threads:
+            if config != plan.baseline:
+                cells.setdefault((config, threads), {})
+    return Judgement(design, decide(cells, design))
+
+
+def headline(plan: Plan, judgement: Judgement) -> list[str]:
+    """One line per configuration, what the study found, then how decided it is."""
+    if not judgement.verdicts:
+        return []
+    lines = []
+    margin = judgement.design.margin
+    for config in plan.config_names:
+        if config == plan.baseline:
+            continue
+        runs = _runs([(t, judgement.verdicts[(config, t)]) for t in plan.run.threads])
+        parts = [_part(group, margin) for group in runs]
+        lines.append(f"{config} vs {plan.baseline}: " + "; ".join(parts))
+    total = len(judgement.verdicts)
+    counts = {name: sum(v.verdict == name for v in judgement.verdicts.values())
+              for name in (FASTER, SLOWER, EQUIVALENT)}
+    found = ", ".join(f"{n} {name}" for name, n in counts.items() if n)
+    detectable = judgement.detectable()
+    resolution = (f"; smallest change the rounds could detect: {detectable:.0%} (median)"
+                  if detectable is not None else "")
+    lines.append(f"Decided {judgement.decided} of {total} comparisons"
+                 f"{' (' + found + ')' if found else ''}, with a {judgement.design.alpha:.0%} "
+                 f"error rate over the whole table, margin ±{margin:.0%}{resolution}")
+    return lines
+
+
+def _runs(cells: list[tuple[int, Verdict]]) -> list[list[tuple[int, Verdict]]]:
+    """Neighbouring thread counts with the same verdict, together."""
+    groups: list[list[tuple[int, Verdict]]] = []
+    for threads, verdict in cells:
+        if groups and groups[-1][-1][1].verdict == verdict.verdict:
+            groups[-1].append((threads, verdict))
+        else:
+            groups.append([(threads, verdict)])
+    return groups
+
+
+def _part(group: list[tuple[int, Verdict]], margin: float) -> str:
+    threads = [t for t, _ in group]
+    where = (f"at {threads[0]} thread{'s' if threads[0] > 1 else ''}" if len(threads) == 1
+             else f"at {threads[0]}–{threads[-1]} threads")
+    verdicts = [v for _, v in group]
+    kind = verdicts[0].verdict
+    if kind == EQUIVALENT:
+        return f"equivalent within ±{margin:.0%} {where}"
+    if kind in (FASTER, SLOWER):
+        if len(group) == 1:
+            v = verdicts[0]
+            return f"{kind} {where}, {_change(v)}"
+        low = min(v.change for v in verdicts)
+        high = max(v.change for v in verdicts)
+        return f"{kind} {where} ({low:+.0%} to {high:+.0%})"
+    if kind == INCONCLUSIVE:
+        more = [v.more_rounds for v in verdicts]
+        if all(m is not None for m in more):
+            return f"inconclusive {where}, ~{max(more)} more rounds"
+        return f"inconclusive {where}, more rounds than the plan allows"
+    return f"{kind} {where}"
+
+
+def _change(v: Verdict) -> str:
+    if math.isnan(v.low):
+        return f"{v.change:+.0%}"
+    return f"{v.change:+.0%} [{v.low:+.0%}, {v.high:+.0%}]"
+
+
+def paired_change(points: list[StoredPoint], base: str, other: str, threads: int
+                  ) -> float | None:
+    """`other`'s change over `base` at `threads`: exp(mean per-round log ratio) - 1."""
+    if base == other:
+        return 0.0
+    qps = {(p.config, p.threads, p.repeat): p.metrics.qps for p in points
+           if p.ok and p.threads == threads and p.config in (base, other)}
+    rounds = log_ratios(qps, base).get((other, threads), {})
+    if not rounds:
+        return None
+    return math.expm1(math.fsum(rounds.values()) / len(rounds))

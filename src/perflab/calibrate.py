@@ -1,0 +1,115 @@
+"""`perflab calibrate`: know the noise before deciding anything.
+
+An A/A study: the plan's baseline against an identical copy of itself, measured exactly as a
+run would (same workload, dataset, schedule, run length), at a few thread counts, for a fixed
+number of rounds. Every difference it finds is noise. Its per-round spread is kept in the lab,
+and `perflab run` uses it to say beforehand how small a change the plan's rounds and budget can
+resolve. A calibration that calls anything faster or slower is itself a warning: the machine,
+or the way of measuring, is not what the statistics assume.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from perflab.analysis.verdicts import Judgement, judge
+from perflab.errors import PerflabError
+from perflab.lab import Lab
+from perflab.output.table import Table
+from perflab.plan import Plan
+from perflab.runner import Runner
+from perflab.stats.sequential import critical_t
+from perflab.store import load_study
+
+TWIN = "{}'"  # the baseline's identical copy
+PROJECTED_ROUNDS = (3, 5, 10, 20)
+
+
+@dataclass
+class Calibration:
+    plan: Plan  # the A/A plan that ran
+    judgement: Judgement
+    seconds_per_round: float  # at the calibrated thread counts
+    study_plan: Plan  # the plan it calibrates
+
+    def noise(self) -> dict[int, float]:
+        """Per thread count: the standard deviation of one round's log ratio."""
+        return {threads: v.sd for (_, threads), v in self.judgement.verdicts.items()
+                if math.isfinite(v.sd)}
+
+    def tables(self) -> list[Table]:
+        rows = []
+        for (_, threads), v in self.judgement.verdicts.items():
+            sd = "-" if math.isnan(v.sd) else f"{v.sd:.1%}"
+            rows.append([str(threads), str(v.n), sd, f"{v.change:+.1%}", v.interval_text(),
+                         v.verdict])
+        measured = Table(
+            f"A/A: {self.plan.baseline} against an identical copy of itself "
+            f"({self.plan.workload.label})",
+            ["Threads", "Rounds", "Noise per round", "Change", "Interval", "Verdict"], rows,
+            note="noise per round: standard deviation of one round's log throughput ratio; "
+                 "a faster or slower verdict here would be a false one")
+        noise = self.noise()
+        if not noise:
+            return [measured]
+        sd = statistics.median(noise.values())
+        study = self.study_plan
+        cells = max(1, (len(study.configs) - 1) * len(study.run.threads))
+        design = replace(study.run.design(), first_look=3, last_look=max(PROJECTED_ROUNDS))
+        level = design.alpha / cells
+        scale = (len(study.run.threads) / len(self.plan.run.threads)
+                 * max(1, len(study.configs)) / 2)
+        rows = []
+        for rounds in PROJECTED_ROUNDS:
+            single = math.expm1(critical_t(design.alpha, rounds - 1) * sd / math.sqrt(rounds))
+            family = math.expm1(critical_t(design.nominal(level), rounds - 1) * sd
+                                / math.sqrt(rounds))
+            minutes = rounds * self.seconds_per_round * scale / 60
+            rows.append([str(rounds), f"±{single:.0%}", f"±{family:.0%}", f"{minutes:.0f} min"])
+        projected = Table(
+            f"What {study.name} can resolve with this noise ({sd:.1%} per round, "
+            f"{cells} comparisons, looks after every round)",
+            ["Rounds", "One comparison, one look", "Whole table, every look", "About"], rows,
+            note=f"an interval narrower than ±{design.margin:.0%} around 0 is needed to call a "
+                 "comparison equivalent; a change larger than the interval's half width is "
+                 "called faster or slower")
+        return [measured, projected]
+
+
+def calibrate(plan: Plan, lab: Lab, rounds: int, threads: tuple[int, ...] | None,
+              say: Callable[[str], None]) -> Calibration:
+    if rounds < 3:
+        raise PerflabError(f"--rounds must be at least 3, got {rounds}",
+                           hint="a spread needs a few rounds; 8 or more is better")
+    chosen = threads or _spread(plan.run.threads)
+    base = plan.config(plan.baseline)
+    twin = replace(base, name=TWIN.format(base.name))
+    aa = replace(plan, name=f"{plan.name}:calibration", configs=(base, twin), ladder=False,
+                 changes=(), layout="configs-down",
+                 run=replace(plan.run, threads=chosen, repeats=rounds, time=0.0,
+                             target_interval=0.0, max_repeats=0))
+    say(f"calibrating: {base.name} against an identical copy at {_list(chosen)} threads, "
+        f"{rounds} rounds")
+    started = time.monotonic()
+    with lab.locked(), lab.store() as store:
+        runner = Runner(aa, lab, store, say)
+        runner.noise_source = "calibrate"
+        summary = runner.run()
+        study = load_study(store, aa.name, str(lab.root))
+    seconds = (time.monotonic() - started) / max(1, summary.rounds)
+    judged = judge(aa, study.points, plan.run.margin)
+    return Calibration(aa, judged, seconds, plan)
+
+
+def _spread(threads: tuple[int, ...]) -> tuple[int, ...]:
+    """The smallest, a middle and the largest thread count."""
+    ordered = sorted(threads)
+    return tuple(dict.fromkeys((ordered[0], ordered[len(ordered) // 2], ordered[-1])))
+
+
+def _list(values: tuple[int, ...]) -> str:
+    return ", ".join(str(v) for v in values)

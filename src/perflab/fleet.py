@@ -1,0 +1,206 @@
+"""Servers side by side: one managed mariadbd per configuration, taking turns in time slices.
+
+A round starts every configuration's server afresh, each on its own copy of the dataset (a
+slot). The configurations move one slot further every round, so that what belongs to a copy
+(its place in the page cache, its file layout) or to one start of a server (where its caches
+landed in memory) is spread over all configurations and shows up as round-to-round noise, not
+as a difference. Before measuring, the caches are preloaded (load/preload.py).
+
+At each thread count, one sysbench per server runs at once and they take turns in short slices
+of time (load/lua/perflab.lua), so every configuration is measured in the same seconds as the
+baseline: the machine's drift, which on a shared 2-core machine is tens of percent over tens of
+seconds, falls on all of them alike.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pymysql
+
+from perflab.errors import PerflabError, error_text
+from perflab.lab import Lab, Slot
+from perflab.load import sysbench
+from perflab.load.preload import preload
+from perflab.load.workloads import ResolvedWorkload
+from perflab.plan import Plan, Point, ServerConfig
+from perflab.probes.status import delta, global_status, rows_per_query
+from perflab.probes.system import ram_bytes
+from perflab.server import environment as env
+from perflab.server.managed import ManagedServer
+from perflab.server.memory import configured_sizes, memory_estimate
+from perflab.server.variables import Catalog
+from perflab.store import PointRecord
+
+Say = Callable[[str], None]
+MEMORY_SHARE = 0.5  # the fleet's servers may take up to half the RAM, worst case
+START_ALLOWANCE_MS = 200  # sysbench's start, before the slices begin ...
+PER_THREAD_MS = 3  # ... plus this per client thread of all processes
+
+
+@dataclass
+class Member:
+    """One configuration's server in the current round."""
+
+    config: ServerConfig
+    slot: Slot
+    server: ManagedServer | None = None
+    state_id: int | None = None
+    error: str | None = None  # why it has no server this round
+
+
+def fits(plan: Plan, catalog: Catalog, options: dict[str, dict[str, str]], lab: Lab,
+         snapshot_bytes: int) -> str | None:
+    """None when one server per configuration fits in memory and disk; else why not."""
+    connections = max(plan.run.threads) + 2
+    memory = 0
+    for config in plan.configs:
+        sizes = configured_sizes(catalog, options[config.name])
+        sizes["max_connections"] = min(sizes["max_connections"], connections)
+        memory += memory_estimate(sizes)
+    if memory > ram_bytes() * MEMORY_SHARE:
+        return (f"{len(plan.configs)} servers would take up to {memory / 2**30:.1f} GiB, more "
+                f"than half the RAM")
+    free = shutil.disk_usage(lab.root).free
+    if snapshot_bytes * len(plan.configs) > free * 0.8:
+        return f"{len(plan.configs)} copies of the dataset would not fit on the lab's disk"
+    return None
+
+
+class Fleet:
+    def __init__(self, plan: Plan, lab: Lab, workload: ResolvedWorkload,
+                 options: dict[str, dict[str, str]], dataset_key: Callable[[ServerConfig], str],
+                 record_state: Callable[[ManagedServer, ServerConfig], int], say: Say):
+        self.plan, self.lab, self.workload, self.say = plan, lab, workload, say
+        self.options, self.dataset_key, self.record_state = options, dataset_key, record_state
+        self.members: dict[str, Member] = {}
+        # Slots, one per configuration, grouped by dataset: rotation stays within a group.
+        self.groups: dict[str, list[ServerConfig]] = {}
+        for config in plan.configs:
+            self.groups.setdefault(dataset_key(config), []).append(config)
+        self.first_slot: dict[str, int] = {}
+        number = 0
+        for key, configs in self.groups.items():
+            self.first_slot[key] = number
+            number += len(configs)
+
+    def slot_of(self, config: ServerConfig, round_number: int) -> Slot:
+        key = self.dataset_key(config)
+        group = self.groups[key]
+        offset = (group.index(config) + round_number) % len(group)
+        return self.lab.slot(self.first_slot[key] + offset)
+
+    def start_round(self, round_number: int, configs: list[ServerConfig]) -> None:
+        """Every configuration of the round on a freshly started server, in its slot for this
+        round, with its caches preloaded. A server that will not start is noted, and its
+        configuration's points of the round fail with the reason."""
+        self.stop()
+        for config in configs:
+            member = Member(config, self.slot_of(config, round_number))
+            self.members[config.name] = member
+            key = self.dataset_key(config)
+            if self.workload.writes:
+                member.slot.set_state(dirty=True)  # equal footing: every round from the snapshot
+            try:
+                member.slot.checkout(key, self.say)
+                server = member.slot.server(self.options[config.name],
+                                            env.server_environment(config.environment))
+                server.start()
+                member.server = server
+                member.state_id = self.record_state(server, config)
+                preload(server.endpoint, self.workload.family.schema, member.slot.datadir)
+            except (PerflabError, pymysql.MySQLError) as exc:
+                member.error = error_text(exc)
+                member.slot.set_state(dirty=True)
+                self.say(f"configuration {config.name}: {member.error.splitlines()[0]}")
+                if member.server is not None:
+                    member.server.stop()
+                    member.server = None
+
+    def measure(self, round_number: int, threads: int, configs: list[ServerConfig],
+                lead_seconds: float) -> list[PointRecord]:
+        """One sliced run of `configs` at `threads`, taking turns in the order given."""
+        run = self.plan.run
+        started = time.time()
+        records: list[PointRecord] = []
+        live = []
+        for config in configs:
+            member = self.members[config.name]
+            point = self._point(config, threads, round_number)
+            if member.server is None or not member.server.alive():
+                error = member.error or self._died(member)
+                records.append(PointRecord(point, "failed", started, time.time(),
+                                           member.state_id, None, error=error))
+            else:
+                live.append((member, point))
+        if not live:
+            return records
+        slice_ms = self._slice_ms(len(live))
+        count = len(live)
+        rotation = slice_ms * count
+        lead_ms = max(lead_seconds * 1000, 2 * rotation)
+        lead_ms = rotation * -(-lead_ms // rotation)  # whole rotations
+        measure_ms = run.run_seconds * 1000 * count
+        now = time.clock_gettime(time.CLOCK_MONOTONIC) * 1000
+        epoch = now + START_ALLOWANCE_MS + PER_THREAD_MS * threads * count
+        slicing = sysbench.Slicing(epoch, slice_ms, count, lead_ms, measure_ms)
+        before = {}
+        jobs = []
+        for member, _ in live:
+            with member.server.connect() as conn:
+                before[member.config.name] = global_status(conn)
+            argv = sysbench.command(self.workload, self.plan.dataset_for(member.config),
+                                    member.server.endpoint, threads, slicing.run_seconds(now))
+            jobs.append(([*env.client_prefix(member.config.environment), *argv],
+                         sysbench.environment(self.workload)))
+        results = sysbench.run_sliced(jobs, slicing, threads)
+        for (member, point), result in zip(live, results, strict=True):
+            records.append(self._record(member, point, result, before[member.config.name],
+                                        started))
+        return records
+
+    def _slice_ms(self, count: int) -> float:
+        """The plan's slice, but never more than a quarter of a configuration's run time, so
+        that every configuration has at least four turns to average over."""
+        run = self.plan.run
+        return min(run.slice_seconds, run.run_seconds / 4) * 1000
+
+    def _point(self, config: ServerConfig, threads: int, round_number: int) -> Point:
+        return Point(config, self.plan.workload, threads, round_number,
+                     self.plan.definition(config))
+
+    def _record(self, member: Member, point: Point, result, before: dict,
+                started: float) -> PointRecord:
+        if isinstance(result, sysbench.LoadFailed) or not member.server.alive():
+            error = self._died(member) if not member.server.alive() else error_text(result)
+            self.say(f"point {point.label} failed: {error.splitlines()[0]}")
+            return PointRecord(point, "failed", started, time.time(), member.state_id, None,
+                               error=error)
+        try:
+            with member.server.connect() as conn:
+                moved = delta(before, global_status(conn))
+        except pymysql.MySQLError as exc:
+            return PointRecord(point, "failed", started, time.time(), member.state_id, None,
+                               error=error_text(exc))
+        if self.workload.writes:
+            member.slot.set_state(dirty=True)
+        metrics = result.metrics(rows_per_query(moved, result.reads + result.writes))
+        return PointRecord(point, "ok", started, time.time(), member.state_id, metrics,
+                           series=result.series, status_delta=moved,
+                           histogram=result.histogram)
+
+    def _died(self, member: Member) -> str:
+        server = member.server
+        code = server.process.returncode if server and server.process else None
+        member.slot.set_state(dirty=True)  # tables may be marked crashed: restore
+        tail = server.error_log_tail() if server else ""
+        return f"mariadbd died during the round (exit code {code})\n{tail}"
+
+    def stop(self) -> None:
+        for member in self.members.values():
+            if member.server is not None:
+                member.server.stop()
+        self.members = {}

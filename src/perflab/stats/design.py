@@ -1,0 +1,37 @@
+"""How a family of comparisons is judged (standard library only: plans carry one, and the
+commands that read plans must not load numpy and scipy to do so)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Design:
+    """How a family is judged: error rate, equivalence margin, and the looks.
+
+    With first_look == last_look there is one look (a fixed number of rounds); otherwise a look
+    after every round from first_look to last_look, as in a run with a time budget.
+    """
+
+    alpha: float = 0.05
+    margin: float = 0.05  # equivalence: the true ratio lies within 1 ± margin
+    first_look: int = 3
+    last_look: int = 3
+
+    @property
+    def sequential(self) -> bool:
+        """A look after every round (a run with a time budget), not one look at the end."""
+        return self.first_look < self.last_look
+
+    @property
+    def bounds(self) -> tuple[float, float]:
+        """The equivalence margin on the log-ratio scale."""
+        return math.log(1 - self.margin), math.log(1 + self.margin)
+
+    def nominal(self, level: float) -> float:
+        """The per-look level that keeps `level` over all the design's looks."""
+        from perflab.stats.sequential import nominal_level  # numpy and scipy: only to decide
+
+        return nominal_level(level, self.first_look, self.last_look)

@@ -1,0 +1,64 @@
+"""Verdicts on the real server: an A/A plan never calls a difference, a known large effect is
+decided in the right direction, a budget stops once everything is decided, and calibration
+measures the noise that the next run's forecast then uses."""
+
+import json
+
+from conftest import run_cli, stored_points, write_plan
+
+DECIDING = """
+time = "60s"
+max_rounds = 6
+margin = 0.10
+"""
+
+
+def test_an_a_a_plan_gives_only_equivalent_or_inconclusive(shared_lab, tmp_path):
+    """Two identical configurations on their own servers, rounds added while undecided. The
+    family's error rate is set to 1% here, so this check itself fails less than 1 time in 100
+    when perflab is right."""
+    plan = write_plan(tmp_path / "aa.toml", "aa-live", threads=(1, 2), repeats=3, configs=DECIDING
+                      + 'alpha = 0.01\n[server]\nkey_buffer_size = "16M"\n[configs.a]\n'
+                      "[configs.b]\n", rows=20000)
+    out = run_cli("run", str(plan), "--lab", str(shared_lab.root))
+    assert out.returncode == 0, out.stderr
+    document = json.loads(run_cli("report", str(shared_lab.root), "--study", "aa-live",
+                                  "--format", "json").stdout)
+    verdicts = document["analysis"]["vs_baseline"]
+    assert len(verdicts) == 2
+    assert {v["verdict"] for v in verdicts} <= {"equivalent", "inconclusive"}
+    assert all(v["interval"][0] < 0 < v["interval"][1] for v in verdicts if v["rounds"] >= 3)
+
+
+def test_a_known_large_effect_is_decided_in_the_right_direction_and_stops_the_budget(
+        shared_lab, tmp_path):
+    """InnoDB with a 6 MB buffer pool reads a 200,000-row table from disk; with 256 MB from
+    memory. After the first look nothing is left open, so the budget is not spent."""
+    plan = write_plan(tmp_path / "ab.toml", "ab-live", threads=(2,), repeats=3, engine="InnoDB",
+                      rows=200000, configs=DECIDING + '[configs.small]\n'
+                      'innodb_buffer_pool_size = "6M"\n[configs.large]\n'
+                      'innodb_buffer_pool_size = "256M"\n')
+    plan.write_text(plan.read_text().replace('[study]\nname = "ab-live"',
+                                             '[study]\nname = "ab-live"\nbaseline = "small"'))
+    out = run_cli("run", str(plan), "--lab", str(shared_lab.root))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[0].startswith("large vs small: faster at 2 threads, +")
+    assert "after round 3: 1 of 1 comparisons decided" in out.stderr
+    assert "all decided" in out.stderr
+    assert {p["repeat"] for p in stored_points(shared_lab, "ab-live")} == {1, 2, 3}
+
+
+def test_calibration_measures_the_noise_the_next_run_forecasts_with(shared_lab, tmp_path):
+    plan = write_plan(tmp_path / "cal.toml", "cal-live", threads=(1, 4), repeats=3,
+                      configs='[configs.base]\nkey_buffer_size = "8M"\n'
+                              '[configs.other]\nkey_buffer_size = "16M"\n', rows=20000)
+    out = run_cli("calibrate", str(plan), "--lab", str(shared_lab.root), "--rounds", "3")
+    assert out.returncode == 0, out.stderr
+    assert "A/A: base against an identical copy of itself" in out.stdout
+    rows = [line.split() for line in out.stdout.splitlines() if line.startswith(("1 ", "4 "))]
+    assert [row[0] for row in rows[:2]] == ["1", "4"]
+    assert all(row[-1] in ("equivalent", "inconclusive") for row in rows[:2])
+    assert "What cal-live can resolve with this noise" in out.stdout
+    run = run_cli("run", str(plan), "--lab", str(shared_lab.root))
+    assert run.returncode == 0, run.stderr
+    assert "per round (measured in this lab over" in run.stderr
