@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import statistics
 import sys
 from contextlib import contextmanager
@@ -10,12 +11,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT.parent / "src"))
 
+from scipy import stats as scipy_stats  # noqa: E402
+
 from perflab.lab import Lab  # noqa: E402
 from perflab.load.family import LOADER_OPTIONS  # noqa: E402
-from perflab.load.sbtest import SbtestFamily, load_sbtest  # noqa: E402
-from perflab.plan import Dataset  # noqa: E402
-
-SBTEST = SbtestFamily({}, "bench")  # the dataset of every benchmark here
+from perflab.load.workloads import ResolvedWorkload, resolve  # noqa: E402
+from perflab.plan import Dataset, Workload  # noqa: E402
+from perflab.server import environment as env  # noqa: E402
 from perflab.server.managed import ManagedServer  # noqa: E402
 
 
@@ -24,12 +26,15 @@ def bench_lab(name: str) -> Lab:
 
 
 @contextmanager
-def dataset_server(lab: Lab, dataset: Dataset, options: dict[str, str] | None = None):
-    """A running managed server on a fresh copy of the prepared dataset."""
-    key = SBTEST.dataset_key(dataset)
+def dataset_server(lab: Lab, dataset: Dataset, options: dict[str, str] | None = None,
+                   workload: ResolvedWorkload | None = None):
+    """A running managed server on a fresh copy of the workload's prepared dataset (sysbench's
+    sbtest tables by default)."""
+    workload = workload or resolve(Workload("oltp_point_select"))
+    key = workload.dataset_key(dataset)
     lab.ensure_dataset(
-        key, lambda server: {"load": vars(load_sbtest(server.endpoint, dataset))},
-        LOADER_OPTIONS, print,
+        key, lambda server: {"load": vars(workload.family.load(server.endpoint, dataset))},
+        {**LOADER_OPTIONS, **env.engine_options(dataset.engine)}, print,
     )
     slot = lab.slot(0)
     slot.set_state(dirty=True)
@@ -42,3 +47,14 @@ def dataset_server(lab: Lab, dataset: Dataset, options: dict[str, str] | None = 
 def spread(values: list[float]) -> str:
     """median [min .. max] of a list of figures."""
     return f"{statistics.median(values):.3f} [{min(values):.3f} .. {max(values):.3f}]"
+
+
+def ratio_interval(ratios: list[float], confidence: float = 0.95, digits: int = 3) -> str:
+    """The geometric mean of paired ratios with the t interval of their mean log, as
+    'ratio [low .. high]'."""
+    logs = [math.log(r) for r in ratios]
+    mean = statistics.fmean(logs)
+    half = (scipy_stats.t.ppf((1 + confidence) / 2, len(logs) - 1) * statistics.stdev(logs)
+            / math.sqrt(len(logs)))
+    low, high = math.exp(mean - half), math.exp(mean + half)
+    return f"{math.exp(mean):.{digits}f} [{low:.{digits}f} .. {high:.{digits}f}]"

@@ -144,4 +144,4 @@ def test_no_effect_with_enough_rounds_ends_equivalent():
 def test_an_effect_at_the_margin_is_rarely_called_equivalent():
     effects = {cell: 0.05 for cell in TABLE[:4]}  # exactly the margin: not equivalent
     outcome = simulate(effects, 0.02, BUDGET, families=1000, seed=9)
-    assert outcome.false_equivalent / 1000 <= 0.05
+    assert 0 < outcome.false_equivalent / 1000 <= 0.05  # it happens, within the error rate

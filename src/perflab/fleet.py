@@ -175,7 +175,7 @@ class Fleet:
     def _record(self, member: Member, point: Point, result, before: dict,
                 started: float) -> PointRecord:
         if isinstance(result, sysbench.LoadFailed) or not member.server.alive():
-            error = self._died(member) if not member.server.alive() else error_text(result)
+            error = self._died(member) if member.server.died() else error_text(result)
             self.say(f"point {point.label} failed: {error.splitlines()[0]}")
             return PointRecord(point, "failed", started, time.time(), member.state_id, None,
                                error=error)

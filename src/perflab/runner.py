@@ -479,7 +479,7 @@ class Runner:
 
     def _failed(self, point: Point, started: float, exc: Exception) -> PointRecord:
         server = self.server
-        if server is not None and not server.alive():
+        if server is not None and server.died():
             code = server.process.returncode if server.process else None
             error = f"mariadbd died during the point (exit code {code})\n{server.error_log_tail()}"
             self.slot.set_state(dirty=True)  # tables may be marked crashed: restore

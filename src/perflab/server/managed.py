@@ -206,6 +206,24 @@ class ManagedServer:
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None
 
+    def died(self, grace: float = 10.0) -> bool:
+        """After a failed run: has the server gone? A killed mariadbd drops its connections
+        before its process has finished exiting, so one that no longer answers is given
+        `grace` seconds to exit before it counts as alive."""
+        if not self.alive():
+            return True
+        try:
+            with self.endpoint.connect(timeout=2) as conn:
+                conn.ping(reconnect=False)
+            return False
+        except pymysql.MySQLError:
+            pass
+        try:
+            self.process.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            return False
+        return True
+
     @property
     def pid(self) -> int | None:
         return self.process.pid if self.process else None

@@ -84,7 +84,8 @@ def simulate(effects: dict[tuple[str, int], float], noise: float, design: Design
             true = truth[key]
             if verdict.verdict == FASTER and true <= 0 or verdict.verdict == SLOWER and true >= 0:
                 wrong_direction = True
-            if verdict.verdict == EQUIVALENT and not low_bound < true < high_bound:
+            inside = low_bound + 1e-12 < true < high_bound - 1e-12  # at the margin is outside
+            if verdict.verdict == EQUIVALENT and not inside:
                 wrong_equivalence = True
         outcome.false_direction += wrong_direction
         outcome.false_equivalent += wrong_equivalence

@@ -347,7 +347,7 @@ class Tuner:
             self.plan, name=f"{self.plan.name}:{self.method}:final@{len(result.trials)}",
             configs=tuple(configs),
             baseline="default", run=replace(self.plan.run, repeats=self.settings.final_repeats,
-                                            target_interval=0.0, max_repeats=0),
+                                            target_interval=0.0, max_repeats=0, time=0.0),
         )
         self.say(f"re-measuring default, baseline and best: {self.settings.final_repeats} "
                  "rounds, side by side")

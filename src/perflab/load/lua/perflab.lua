@@ -82,10 +82,16 @@ local function my_turn(t)
 end
 
 local workload_event = event
+-- perflab times every event. For bench/overhead only, PERFLAB_TIMING="alternate MS" times the
+-- events of every other MS-millisecond window of the clock and counts events per window, so
+-- that one run compares the workload with and without perflab's instrumentation, window by
+-- window, on the same threads and connections.
+local alternate = tonumber((os.getenv("PERFLAB_TIMING") or ""):match("^alternate (%d+)$"))
+
 -- A fixed signature, not varargs: LuaJIT compiles this, it would not compile a vararg wrapper.
 function event(thread_id)
-   local started = now_ms()
-   local at = 0
+   local started, at = now_ms(), 0
+   local timing = true
    if sliced then
       started = my_turn(started)
       if started == nil then
@@ -94,21 +100,27 @@ function event(thread_id)
       end
       at = started - EPOCH
       if first_ms < 0 then first_ms = at end
+   elseif alternate then
+      local w = floor(started / alternate)
+      per_slice[w] = (per_slice[w] or 0) + 1
+      timing = w % 2 == 0
    end
    local ret = workload_event(thread_id)
-   local elapsed = now_ms() - started
    executed = executed + 1
    if at >= lead then
-      local i = 0
-      if elapsed > 0 then
-         i = floor((log(elapsed) - LOG_MIN) * MULT + 0.5)
-         if i < 0 then i = 0 elseif i >= BUCKETS then i = BUCKETS - 1 end
-      end
-      counts[i] = counts[i] + 1
       measured = measured + 1
-      latency_sum = latency_sum + elapsed
-      if latency_min < 0 or elapsed < latency_min then latency_min = elapsed end
-      if elapsed > latency_max then latency_max = elapsed end
+      if timing then
+         local elapsed = now_ms() - started
+         local i = 0
+         if elapsed > 0 then
+            i = floor((log(elapsed) - LOG_MIN) * MULT + 0.5)
+            if i < 0 then i = 0 elseif i >= BUCKETS then i = BUCKETS - 1 end
+         end
+         counts[i] = counts[i] + 1
+         latency_sum = latency_sum + elapsed
+         if latency_min < 0 or elapsed < latency_min then latency_min = elapsed end
+         if elapsed > latency_max then latency_max = elapsed end
+      end
       if sliced then
          local s = floor((at - LEAD) / SLICE)
          per_slice[s] = (per_slice[s] or 0) + 1
