@@ -94,3 +94,13 @@ def stored_points(lab: Lab, study: str) -> list[dict]:
         return []
     finally:
         db.close()
+
+
+def wait_for(condition, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")

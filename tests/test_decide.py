@@ -82,8 +82,9 @@ def test_a_verdict_once_given_is_final():
 def test_log_ratios_pair_each_configuration_with_the_baseline_of_its_round():
     qps = {("off", 2, 1): 100.0, ("on", 2, 1): 120.0, ("off", 2, 2): 50.0, ("on", 2, 2): 60.0,
            ("on", 2, 3): 70.0}  # round 3 has no baseline: not a pair
-    cells = log_ratios(qps, "off")
-    assert cells == {("on", 2): {1: pytest.approx(math.log(1.2)), 2: pytest.approx(math.log(1.2))}}
+    cells = log_ratios(qps, "off", ["off", "on"], [2, 4])
+    assert cells == {("on", 2): {1: pytest.approx(math.log(1.2)), 2: pytest.approx(math.log(1.2))},
+                     ("on", 4): {}}  # in the family although never measured
 
 
 def test_welch_on_logs_of_two_labs():

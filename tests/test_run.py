@@ -7,7 +7,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from conftest import PERFLAB, mariadbd_under, run_cli, stored_points, write_plan
+from conftest import PERFLAB, mariadbd_under, run_cli, stored_points, wait_for, write_plan
 
 TWO_CONFIGS = """
 [server]
@@ -116,16 +116,6 @@ def test_unknown_plan_key_fails_without_touching_the_lab(tmp_path):
     assert "unknown key run.repeat" in out.stderr
     assert "did you mean run.repeats?" in out.stderr
     assert not lab.exists()
-
-
-def wait_for(condition, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def test_sigkill_of_perflab_resumes_with_no_loss_and_no_duplicate(shared_lab, tmp_path):

@@ -50,7 +50,7 @@ def test_relative_table_shows_the_paired_change_per_thread_count():
             for config in ("32", "64"):
                 points.append(point(config, threads, base * ratios[(config, threads)],
                                     repeat=repeat))
-    table = relative_table(PLAN, judge(PLAN, points))
+    table = relative_table(PLAN, judge(PLAN, points, PLAN.run.design()))
     assert table.header == ["Threads", "1", "4", "8"]
     assert table.rows == [["(32/off)", "-3%", "53%", "122%"], ["(64/off)", "-6%", "55%", "130%"]]
     text = table.render()
@@ -60,7 +60,7 @@ def test_relative_table_shows_the_paired_change_per_thread_count():
 
 def test_failed_points_are_left_out_and_missing_cells_show_a_dash():
     points = [point("off", 1, 100), point("32", 1, 1e9, status="failed"), point("32", 4, 10)]
-    table = relative_table(PLAN, judge(PLAN, points))
+    table = relative_table(PLAN, judge(PLAN, points, PLAN.run.design()))
     assert table.rows[0] == ["(32/off)", "-", "-", "-"]
     absolute = absolute_table(PLAN, points)
     assert absolute.rows[0] == ["off", "100", "-", "-"]

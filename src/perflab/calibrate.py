@@ -101,7 +101,7 @@ def calibrate(plan: Plan, lab: Lab, rounds: int, threads: tuple[int, ...] | None
         summary = runner.run()
         study = load_study(store, aa.name, str(lab.root))
     seconds = (time.monotonic() - started) / max(1, summary.rounds)
-    judged = judge(aa, study.points, plan.run.margin)
+    judged = judge(aa, study.points, study.design, plan.run.margin)
     return Calibration(aa, judged, seconds, plan)
 
 

@@ -27,6 +27,7 @@ from perflab.health.check import take_health
 from perflab.lab import Lab
 from perflab.plan import Plan, load_plan
 from perflab.probes.system import host_facts
+from perflab.procs import request_stop
 from perflab.server.connection import Endpoint
 from perflab.studies import builtin_names, builtin_path, resolve_plan
 
@@ -34,8 +35,9 @@ from perflab.studies import builtin_names, builtin_path, resolve_plan
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    signal.signal(signal.SIGTERM, _interrupt)
+    signal.signal(signal.SIGTERM, request_stop)
     try:
+        _restore_first(args)
         code = args.func(args)
         sys.stdout.flush()  # here, so that a reader gone away is caught below
         return code
@@ -82,7 +84,30 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--margin", type=float, metavar="FRACTION",
                      help="'equivalent' means within ±FRACTION (default: the plan's, or 0.05)")
     run.add_argument("--quiet", action="store_true", help="no progress lines")
+    target = run.add_argument_group(
+        "a server perflab did not start (read-only unless allowed; default: the lab's "
+        "managed servers)")
+    where = target.add_mutually_exclusive_group()
+    where.add_argument("--socket", help="Unix socket of a running server")
+    where.add_argument("--host", help="host of a running server (with --port)")
+    _login_options(target)
+    target.add_argument("--allow-writes", action="store_true",
+                        help="let writing workloads and dataset loads run, in perflab_* "
+                        "schemas only")
+    target.add_argument("--allow-set", action="store_true",
+                        help="let configurations SET GLOBAL dynamic variables; they are "
+                        "journalled in the lab and put back at the end")
     run.set_defaults(func=cmd_run)
+
+    restore = sub.add_parser(
+        "restore", help="put back the variables a killed perflab left changed on a server it "
+        "did not start (any command on the lab tries this first)")
+    restore.add_argument("--lab", required=True, type=Path)
+    where = restore.add_mutually_exclusive_group()
+    where.add_argument("--socket", help="Unix socket of the server (default: the journal's)")
+    where.add_argument("--host", help="host of the server (default: the journal's)")
+    _login_options(restore)
+    restore.set_defaults(func=cmd_restore)
 
     report = sub.add_parser("report", help="print a lab's tables from its results database")
     report.add_argument("lab", type=Path)
@@ -143,12 +168,7 @@ def build_parser() -> argparse.ArgumentParser:
     where.add_argument("--host", help="host of a running server (with --port)")
     where.add_argument("--lab", type=Path, help="start the lab's managed server for a study's "
                        "configuration and drive the study's workload through both views")
-    health.add_argument("--port", type=int, default=3306)
-    health.add_argument("--user", help="default: the option file's, else root")
-    health.add_argument("--defaults-file", metavar="FILE",
-                        help="option file whose [client] group holds user and password")
-    health.add_argument("--password", action="store_true",
-                        help="prompt for the password (never given on the command line)")
+    _login_options(health)
     health.add_argument("--interval", type=float, default=10, metavar="SECONDS",
                         help="hot window between the two snapshots (0: since start only); "
                         "with --lab also the length of the cold phase (default 10)")
@@ -192,6 +212,65 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _login_options(parser) -> None:
+    parser.add_argument("--port", type=int, default=3306)
+    parser.add_argument("--user", help="default: the option file's, else root")
+    parser.add_argument("--defaults-file", metavar="FILE",
+                        help="option file whose [client] group holds user and password")
+    parser.add_argument("--password", action="store_true",
+                        help="prompt for the password (never given on the command line)")
+
+
+def _endpoint(args: argparse.Namespace) -> Endpoint | None:
+    """The server the connection options name, or None when they name none."""
+    if not (args.socket or args.host):
+        return None
+    if not 0 < args.port < 65536:
+        raise PerflabError(f"--port must be from 1 to 65535, got {args.port}")
+    if args.defaults_file and not Path(args.defaults_file).is_file():
+        raise PerflabError(f"--defaults-file {args.defaults_file} is not a file",
+                           hint="give an option file with a [client] group (user, password)")
+    user = args.user or ("" if args.defaults_file else "root")  # "": the file's user
+    password = getpass.getpass(f"password for {user or 'the user'}: ") if args.password else ""
+    return Endpoint(socket=args.socket, host=args.host or "127.0.0.1",
+                    port=None if args.socket else args.port, user=user, password=password,
+                    option_file=str(Path(args.defaults_file).resolve())
+                    if args.defaults_file else None)
+
+
+def _restore_first(args: argparse.Namespace) -> None:
+    """Any command on a lab first puts back what a killed perflab left changed on a server it
+    did not start (unless a running perflab holds the lab: the journal is still its own)."""
+    from perflab.server.existing import Journal, restore_pending
+
+    lab_dir = getattr(args, "lab", None)
+    if not isinstance(lab_dir, Path) or getattr(args, "socket", None) or \
+            getattr(args, "host", None) or args.func is cmd_restore:
+        return  # with a server given, the command itself restores, with its credentials
+    lab = Lab(lab_dir)
+    if not lab.root.is_dir() or Journal(lab.root).pending() is None:
+        return
+    try:
+        with lab.locked():
+            restore_pending(lab.root, None, _say)
+    except PerflabError as exc:
+        print(f"perflab: warning: {exc.message}", file=sys.stderr)
+        if exc.hint:
+            print(f"  hint: {exc.hint}", file=sys.stderr)
+
+
+def cmd_restore(args: argparse.Namespace) -> int:
+    from perflab.server.existing import Journal, restore_pending
+
+    lab = Lab(args.lab)
+    if Journal(lab.root).pending() is None:
+        print(f"{lab.root}: nothing to put back", file=sys.stderr)
+        return 0
+    with lab.locked():
+        restore_pending(lab.root, _endpoint(args), _say)
+    return 0
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from perflab.report.study import render_text
     from perflab.runner import run_study
@@ -207,7 +286,19 @@ def cmd_run(args: argparse.Namespace) -> int:
     )
     lab = Lab(args.lab)
     say = (lambda _msg: None) if args.quiet else _say
-    summary = run_study(plan, lab, say)
+    endpoint = _endpoint(args)
+    if endpoint is None:
+        if args.allow_writes or args.allow_set:
+            raise PerflabError("--allow-writes and --allow-set are for a server perflab did "
+                               "not start", hint="give it with --socket or --host")
+        summary = run_study(plan, lab, say)
+    else:
+        from perflab.existing_runner import run_existing
+        from perflab.server.existing import ExistingServer, Journal, Permissions
+
+        server = ExistingServer(endpoint, Journal(lab.root),
+                                Permissions(args.allow_writes, args.allow_set))
+        summary = run_existing(plan, lab, server, say)
     say(
         f"{summary.measured} point(s) measured in {summary.rounds} round(s) "
         f"({summary.failed} failed, {summary.schedule}), {summary.already_stored} already "
@@ -307,11 +398,6 @@ def cmd_health(args: argparse.Namespace) -> int:
                            hint="0 reports the view since start only")
     if args.threads is not None and args.threads < 1:
         raise PerflabError(f"--threads must be at least 1, got {args.threads}")
-    if not 0 < args.port < 65536:
-        raise PerflabError(f"--port must be from 1 to 65535, got {args.port}")
-    if args.defaults_file and not Path(args.defaults_file).is_file():
-        raise PerflabError(f"--defaults-file {args.defaults_file} is not a file",
-                           hint="give an option file with a [client] group (user, password)")
     if args.lab:
         from perflab.health.lab import lab_health
 
@@ -321,13 +407,7 @@ def cmd_health(args: argparse.Namespace) -> int:
         seconds = max(1, round(args.interval))
         report = lab_health(lab, plan, args.config, threads, seconds, _say)
     else:
-        user = args.user or ("" if args.defaults_file else "root")  # "": the file's user
-        password = getpass.getpass(f"password for {user or 'the user'}: ") if args.password \
-            else ""
-        endpoint = Endpoint(socket=args.socket, host=args.host or "127.0.0.1",
-                            port=None if args.socket else args.port, user=user,
-                            password=password, option_file=args.defaults_file)
-        report = take_health(endpoint, args.interval)
+        report = take_health(_endpoint(args), args.interval)
     if args.format == "json":
         print(health_render.render_json(report))
     else:
@@ -425,10 +505,6 @@ def _say(message: str) -> None:
 
 def _indent(text: str) -> str:
     return "\n".join(f"  | {line}" for line in text.splitlines())
-
-
-def _interrupt(signum, frame) -> None:
-    raise KeyboardInterrupt
 
 
 if __name__ == "__main__":

@@ -23,14 +23,13 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from perflab.errors import PerflabError
-from perflab.server.connection import query
 from perflab.server.managed import (
     ManagedServer,
     ServerEnvironment,
     install_datadir,
     server_version,
 )
-from perflab.server.variables import CATALOG_QUERY, Catalog
+from perflab.server.variables import Catalog, read_catalog
 from perflab.store import ResultStore, Study, load_study
 
 
@@ -157,13 +156,8 @@ class Lab:
         shutil.rmtree(scratch, ignore_errors=True)
         install_datadir(scratch / "data")
         with ManagedServer(scratch / "data", scratch) as server, server.connect() as conn:
-            rows = query(conn, CATALOG_QUERY)
-            engines = [
-                row[0] for row in query(conn, "SHOW ENGINES") if row[1] in ("YES", "DEFAULT")
-            ]
-            full_version = query(conn, "SELECT VERSION()")[0][0]
+            catalog = read_catalog(conn)
         shutil.rmtree(scratch, ignore_errors=True)
-        catalog = Catalog.from_rows(full_version, rows, engines)
         path.write_text(json.dumps({"binary": version, "catalog": catalog.to_json()}))
         return catalog
 

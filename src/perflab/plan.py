@@ -25,7 +25,7 @@ ENGINES = ("InnoDB", "MyISAM", "Aria", "MEMORY", "RocksDB")
 
 SECTION_KEYS: dict[str, tuple[str, ...]] = {
     "study": ("name", "description", "baseline", "source", "layout"),
-    "dataset": ("engine", "tables", "rows"),
+    "dataset": ("engine", "tables", "rows", "existing"),
     "workload": ("name", "options"),
     "run": ("threads", "warmup_seconds", "run_seconds", "repeats", "warmup_threads",
             "target_interval", "max_repeats", "profile", "time", "margin", "max_rounds",
@@ -47,6 +47,14 @@ class Dataset:
     engine: str = "InnoDB"
     tables: int = 1
     rows: int = 10_000
+    # The schema of a server perflab did not start whose tables and data are used as they
+    # are (nothing is loaded); tables and rows then describe them for workloads that need it.
+    existing: str = ""
+
+    def describe(self) -> dict[str, Any]:
+        """The dataset's fields; `existing` only when set, so that the definitions of plans
+        written before it existed stay the same."""
+        return {k: v for k, v in vars(self).items() if k != "existing" or v}
 
 
 @dataclass(frozen=True)
@@ -216,7 +224,7 @@ class Plan:
         payload = {
             "config": [config.name, list(config.variables)],
             "workload": [self.workload.name, list(self.workload.options)],
-            "dataset": vars(self.dataset_for(config)),
+            "dataset": self.dataset_for(config).describe(),
             "warmup_seconds": self.run.warmup_seconds,
             "warmup_threads": self.run.effective_warmup_threads,
             "run_seconds": self.run.run_seconds,
@@ -264,6 +272,7 @@ class Plan:
             run = replace(run, time=_seconds("--time", time))
         if margin is not None:
             run = replace(run, margin=_margin("--margin", margin))
+        _one_stopping_rule(run, "--time")
         return replace(self, dataset=dataset, run=run)
 
 
@@ -375,6 +384,7 @@ def _build(data: dict[str, Any], origin: str) -> Plan:
         engine=_engine(engine, f"{origin}: dataset.engine"),
         tables=_int(ds, "tables", Dataset.tables, f"{origin}: dataset.tables", minimum=1),
         rows=_int(ds, "rows", Dataset.rows, f"{origin}: dataset.rows", minimum=1),
+        existing=_identifier(ds, "existing", f"{origin}: dataset.existing"),
     )
 
     run_table = sections["run"]
@@ -412,6 +422,7 @@ def _build(data: dict[str, Any], origin: str) -> Plan:
             hint=f"add e.g. max_repeats = {max(10, run.repeats)} under [run], "
             "or drop target_interval",
         )
+    _one_stopping_rule(run, f"{origin}: run.time")
     layout = _string(study, "layout", f"{origin}: study.layout") or "configs-down"
     if layout not in ("configs-down", "threads-down"):
         raise PerflabError(f"{origin}: study.layout = {layout!r} is not allowed "
@@ -678,3 +689,20 @@ def _show(value: Scalar) -> str:
     if isinstance(value, bool):
         return "on" if value else "off"
     return str(value)
+
+
+def _one_stopping_rule(run: RunSettings, where: str) -> None:
+    """A budget adds rounds for undecided comparisons; target_interval adds them for wide
+    intervals. Both at once would leave the verdicts' error rate to neither."""
+    if run.time and run.target_interval:
+        raise PerflabError(f"{where} and run.target_interval are two ways of adding rounds",
+                           hint="keep one: time (decide within a budget) or target_interval")
+
+
+def _identifier(table: dict, key: str, where: str) -> str:
+    """A schema name, or "" when the key is absent."""
+    value = _string(table, key, where) or ""
+    if value and not re.fullmatch(r"[A-Za-z0-9_$]{1,64}", value):
+        raise PerflabError(f"{where} = {value!r} is not a schema name",
+                           hint="letters, digits, _ and $ only, as the server names databases")
+    return value

@@ -20,3 +20,20 @@ def die_with_parent(sig: signal.Signals) -> Callable[[], None]:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, int(sig))
 
     return arm
+
+
+_stop_requested = False
+
+
+def request_stop(signum, frame) -> None:
+    """SIGTERM's handler: stop as Ctrl-C does. The flag stays set, because Python drops an
+    exception raised while a destructor or callback runs; `check_stop` raises it again at the
+    next safe place."""
+    global _stop_requested
+    _stop_requested = True
+    raise KeyboardInterrupt
+
+
+def check_stop() -> None:
+    if _stop_requested:
+        raise KeyboardInterrupt

@@ -33,13 +33,14 @@ from perflab.plan import Dataset, Plan, Point, ServerConfig
 from perflab.probes.profile import Profiler
 from perflab.probes.status import delta, global_status, rows_per_query
 from perflab.probes.system import host_facts, process_facts
+from perflab.procs import check_stop
 from perflab.server import environment as env
 from perflab.server.connection import query
 from perflab.server.managed import ManagedServer
 from perflab.server.variables import Catalog
 from perflab.stats.decide import decide, log_ratios
 from perflab.stats.summary import summarize
-from perflab.store import Noise, PointRecord, ResultStore, StoredPoint
+from perflab.store import Noise, PointRecord, ResultStore, StoredPoint, throughput
 
 Say = Callable[[str], None]
 ASSUMED_NOISE = 0.10  # per-round sd of a log ratio, before this lab has measured any
@@ -110,7 +111,7 @@ def run_load(
     """sysbench against a running server: the one way perflab drives load (warm-up or point)."""
     argv = sysbench.command(workload, dataset, server.endpoint, threads, seconds)
     return sysbench.run([*(client or []), *argv], sysbench.environment(workload), seconds,
-                        threads)
+                        threads, server.endpoint.sysbench_input())
 
 
 def run_study(plan: Plan, lab: Lab, say: Say = print) -> RunSummary:
@@ -134,9 +135,9 @@ class Runner:
         self.store = store
         self.say = say
         self.workload: ResolvedWorkload = resolve(plan.workload)
-        self.catalog: Catalog = lab.catalog()
+        self.catalog: Catalog = self._catalog()
         self.version = self.catalog.version
-        self._options = validate(plan, self.catalog, self.workload)
+        self._options = self._validate(plan)
         self.dynamic = {name for name, spec in self.catalog.variables.items() if spec.dynamic}
         self.plan_id = store.save_plan(plan)
         self.server: ManagedServer | None = None
@@ -150,7 +151,7 @@ class Runner:
     def run(self) -> RunSummary:
         """Every round not stored yet; with a time budget, the rounds that decide."""
         run, started = self.plan.run, time.monotonic()
-        design = run.design()
+        design = self.store.design(self.plan.name)  # this plan's looks and earlier runs'
         deadline = started + run.time if run.time else None
         for config in self.plan.configs:
             self._ensure_dataset(config)
@@ -169,6 +170,7 @@ class Runner:
         round_number = 0
         try:
             while True:
+                check_stop()
                 round_number += 1
                 needed = self._needed(round_number, design)
                 if needed is None:
@@ -205,6 +207,18 @@ class Runner:
                      "stored")
         return summary
 
+    def _catalog(self) -> Catalog:
+        """The variables and engines of the server that will be measured."""
+        return self.lab.catalog()
+
+    def _validate(self, plan: Plan) -> dict[str, dict[str, str]]:
+        if plan.dataset.existing:
+            raise PerflabError(
+                f"dataset.existing = {plan.dataset.existing!r} names the data of a server "
+                "perflab did not start", hint="give that server: --socket, or --host and "
+                "--port (with --user, --defaults-file or --password)")
+        return validate(plan, self.catalog, self.workload)
+
     # -- the pieces, also used by tune and health ----------------------------------------------
 
     def server_options(self, config_name: str) -> dict[str, str]:
@@ -222,6 +236,7 @@ class Runner:
 
     def measure_point(self, session: int, point: Point) -> PointRecord:
         """Run one point (starting or reconfiguring the server as needed) and store it."""
+        check_stop()
         record = self._point(session, point)
         self.store.save_point(session, self.plan.name, record)
         return record
@@ -267,9 +282,7 @@ class Runner:
                 self.say(f"adaptive repeats: round {round_number} for the cells whose 95% "
                          f"interval is still wider than ±{run.target_interval:.0%} ({cells})")
         elif design.sequential and round_number <= design.last_look:
-            qps = {(p.config, p.threads, p.repeat): p.metrics.qps for p in ok
-                   if p.repeat < round_number}
-            verdicts = decide(log_ratios(qps, self.plan.baseline), design)
+            verdicts = decide(self._cells([p for p in ok if p.repeat < round_number]), design)
             open_cells = {key for key, v in verdicts.items() if not v.decided}
             self.say(f"after round {round_number - 1}: {len(verdicts) - len(open_cells)} of "
                      f"{len(verdicts)} comparisons decided")
@@ -283,6 +296,11 @@ class Runner:
         stored = {(p.config, p.threads) for p in ok if p.repeat == round_number}
         needed = {t: [c for c in cs if (c.name, t) not in stored] for t, cs in wanted.items()}
         return {t: cs for t, cs in needed.items() if cs}
+
+    def _cells(self, points: list[StoredPoint]) -> dict[tuple[str, int], dict[int, float]]:
+        """The plan's comparisons with their per-round log ratios (the family judged)."""
+        return log_ratios(throughput(points), self.plan.baseline, self.plan.config_names,
+                          self.plan.run.threads)
 
     def _wide(self, ok: list[StoredPoint]) -> dict[int, list[ServerConfig]]:
         """run.target_interval: the (configuration, threads) whose interval of the mean is
@@ -406,9 +424,7 @@ class Runner:
     def _save_noise(self) -> None:
         """What this study's rounds say of the noise: per thread count, the pooled sd of its
         comparisons' log ratios, for the next run's forecast."""
-        ok = self._ok()
-        qps = {(p.config, p.threads, p.repeat): p.metrics.qps for p in ok}
-        cells = log_ratios(qps, self.plan.baseline)
+        cells = self._cells(self._ok())
         pooled: dict[int, list[tuple[int, float]]] = {}
         for (_, threads), rounds in cells.items():
             values = list(rounds.values())
@@ -539,21 +555,26 @@ class Runner:
                       how: str) -> int:
         with server.connect() as conn:
             variables = dict(query(conn, "SHOW GLOBAL VARIABLES"))
-        process = process_facts(server.pid)
-        process["argv"] = server.argv()
+        process = self._process_facts(server)
         process["environment"] = config.environment.describe()
-        port = server.port
-        process["connection"] = f"tcp 127.0.0.1:{port}" if port else f"socket {server.socket}"
-        process["datadir"] = str(server.datadir)
         process["dataset"] = self._dataset_key(config)
         return self.store.save_server_state(session, config.name, how, self.version, variables,
                                             process)
+
+    def _process_facts(self, server: ManagedServer) -> dict:
+        """What the lab records of the measured server's process and how it was reached."""
+        process = process_facts(server.pid)
+        process["argv"] = server.argv()
+        port = server.port
+        process["connection"] = f"tcp 127.0.0.1:{port}" if port else f"socket {server.socket}"
+        process["datadir"] = str(server.datadir)
+        return process
 
     def _warm_up(self, config: ServerConfig) -> None:
         """Caches preloaded, then the workload until its throughput stops rising (at most
         run.warmup_seconds)."""
         run = self.plan.run
-        loaded = preload(self.server.endpoint, self.workload.family.schema, self.server.datadir)
+        preloaded = self._preload()
         if run.warmup_seconds <= 0:
             return
         threads = run.effective_warmup_threads
@@ -561,11 +582,16 @@ class Runner:
                                 self.server.endpoint, threads, run.warmup_seconds)
         took = sysbench.run_until_steady([*env.client_prefix(config.environment), *argv],
                                          sysbench.environment(self.workload),
-                                         run.warmup_seconds)
+                                         run.warmup_seconds, self.server.endpoint.sysbench_input())
         if self.workload.writes:
             self.slot.set_state(dirty=True)
-        self.say(f"warmed up {config.name}: caches preloaded in {loaded:.1f} s, steady after "
-                 f"{took:.1f} s at {threads} threads")
+        self.say(f"warmed up {config.name}: {preloaded}steady after {took:.1f} s at {threads} "
+                 "threads")
+
+    def _preload(self) -> str:
+        """The engines' own preload of the dataset; says how long it took."""
+        loaded = preload(self.server.endpoint, self.workload.family.schema, self.server.datadir)
+        return f"caches preloaded in {loaded:.1f} s, "
 
     def stop(self) -> None:
         if self.server is not None:

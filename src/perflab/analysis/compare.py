@@ -16,8 +16,6 @@ from perflab.stats.decide import Judge, welch
 from perflab.stats.design import Design
 from perflab.store.records import Study
 
-ALPHA = 0.05
-
 
 def compare_labs(a: Study, b: Study, margin: float) -> Table:
     ours, theirs = _by_key(a), _by_key(b)
@@ -27,7 +25,8 @@ def compare_labs(a: Study, b: Study, margin: float) -> Table:
             "the two labs share no (configuration, workload, threads) with successful points",
             hint="compare labs that ran the same plan",
         )
-    design = Design(ALPHA, margin, 2, 2)
+    alpha = b.plan.run.alpha  # the error rate the later study asked for
+    design = Design(alpha, margin, 2, 2)
     estimates = {key: welch([math.log(v) for v in ours[key]], [math.log(v) for v in theirs[key]])
                  for key in shared}
     judge = Judge(shared, design)
@@ -45,7 +44,7 @@ def compare_labs(a: Study, b: Study, margin: float) -> Table:
         ["Config", "Workload", "Threads", "A qps", "B qps", "Change", "Interval", "Verdict"],
         rows,
         note=f"medians shown; the change is B's geometric mean over A's (Welch on log "
-             f"throughput); intervals keep a {ALPHA:.0%} error rate over all {len(shared)} "
+             f"throughput); intervals keep a {alpha:.0%} error rate over all {len(shared)} "
              f"rows; equivalent: within ±{margin:.0%}",
     )
 

@@ -61,6 +61,21 @@ def absolute_by_threads(plan: Plan, points: list[StoredPoint]) -> Table:
     return Table("Queries per second (median over rounds)", ["Threads", *configs], rows)
 
 
+def response_time_table(plan: Plan, points: list[StoredPoint]) -> Table:
+    """Response time against connections (seed 004's plots as numbers): per thread count,
+    each configuration's average, p95 and p99 latency."""
+    figures = {m: medians(points, m) for m in RESPONSE_TIMES}
+    configs = plan.config_names
+    rows = [[str(t), *[_number(figures[m].get((c, t)), 2) for c in configs
+                       for m in RESPONSE_TIMES]] for t in plan.run.threads]
+    header = ["Connections", *[f"{c} {label}" for c in configs
+                               for label in ("avg", "p95", "p99")]]
+    return Table("Response time vs connections, ms (median over rounds)", header, rows)
+
+
+RESPONSE_TIMES = ("latency_avg_ms", "latency_p95_ms", "latency_p99_ms")
+
+
 def relative_table(plan: Plan, judgement: Judgement) -> Table:
     """The seed's format: one row per configuration, its change over the baseline per thread
     count (the paired estimate the verdicts rest on)."""
@@ -103,8 +118,12 @@ def verdict_table(plan: Plan, judgement: Judgement) -> Table:
     )
 
 
+CLIENT_BOUND = 0.8  # the load generator used this share of the client's CPUs: it may limit
+
+
 def stats_table(plan: Plan, points: list[StoredPoint], cv_threshold: float) -> Table:
     values = groups(points, "qps")
+    client = groups(points, "client_cpu")
     rows = []
     for config in plan.config_names:
         for t in plan.run.threads:
@@ -117,15 +136,22 @@ def stats_table(plan: Plan, points: list[StoredPoint], cv_threshold: float) -> T
                 flags.append(f"CV>{cv_threshold:.0%}")
             if s.outliers:
                 flags.append("outlier " + ",".join(f"{samples[i]:.0f}" for i in s.outliers))
+            shares = client.get((config, t))
+            cpu = statistics.median(shares) if shares else None
+            if cpu is not None and cpu >= CLIENT_BOUND:
+                flags.append("client-bound")
             interval = "-" if s.n < 2 else f"[{s.ci_low:.0f}, {s.ci_high:.0f}]"
             cv = "-" if s.n < 2 else f"{s.cv:.1%}"
             sd = "-" if s.n < 2 else f"{s.stdev:.0f}"
             rows.append([config, str(t), str(s.n), f"{s.median:.0f}", f"{s.mean:.0f}", sd, cv,
-                         interval, " ".join(flags)])
+                         interval, "-" if cpu is None else f"{cpu:.0%}", " ".join(flags)])
     return Table(
         "Queries per second over rounds",
-        ["Config", "Threads", "n", "Median", "Mean", "SD", "CV", "95% interval", "Flags"],
+        ["Config", "Threads", "n", "Median", "Mean", "SD", "CV", "95% interval", "Client CPU",
+         "Flags"],
         rows,
+        note=f"Client CPU: the load generator's share of the client machine's CPUs; "
+             f"client-bound: {CLIENT_BOUND:.0%} or more, so the client may be what limits",
     )
 
 

@@ -23,7 +23,7 @@ from perflab.stats.decide import (
     log_ratios,
 )
 from perflab.stats.design import Design
-from perflab.store.records import StoredPoint
+from perflab.store.records import StoredPoint, throughput
 
 Cell = tuple[str, int]  # (configuration, threads)
 
@@ -46,18 +46,13 @@ class Judgement:
         return statistics.median(found) if found else None
 
 
-def judge(plan: Plan, points: list[StoredPoint], margin: float | None = None) -> Judgement:
-    """The verdict of every comparison with the baseline, as the run decided them (the looks
-    are replayed), at the plan's margin or another one."""
-    design = plan.run.design()
+def judge(plan: Plan, points: list[StoredPoint], design: Design,
+          margin: float | None = None) -> Judgement:
+    """The verdict of every comparison with the baseline, as the run decided them (the
+    design's looks are replayed), at the design's margin or another one."""
     if margin is not None:
         design = replace(design, margin=margin)
-    qps = {(p.config, p.threads, p.repeat): p.metrics.qps for p in points if p.ok}
-    cells = log_ratios(qps, plan.baseline)
-    for config in plan.config_names:  # every comparison has a row, measured or not
-        for threads in plan.run.threads:
-            if config != plan.baseline:
-                cells.setdefault((config, threads), {})
+    cells = log_ratios(throughput(points), plan.baseline, plan.config_names, plan.run.threads)
     return Judgement(design, decide(cells, design))
 
 
@@ -131,9 +126,7 @@ def paired_change(points: list[StoredPoint], base: str, other: str, threads: int
     """`other`'s change over `base` at `threads`: exp(mean per-round log ratio) - 1."""
     if base == other:
         return 0.0
-    qps = {(p.config, p.threads, p.repeat): p.metrics.qps for p in points
-           if p.ok and p.threads == threads and p.config in (base, other)}
-    rounds = log_ratios(qps, base).get((other, threads), {})
+    rounds = log_ratios(throughput(points), base, [other], [threads])[(other, threads)]
     if not rounds:
         return None
     return math.expm1(math.fsum(rounds.values()) / len(rounds))

@@ -54,6 +54,10 @@ class Family(ABC):
         every configuration's dataset before anything starts. Most families take any."""
         return None
 
+    def writes(self, declared: bool) -> bool:
+        """Whether the workload changes data; most families' workloads are as declared."""
+        return declared
+
     def dataset_settings(self) -> dict[str, Scalar]:
         """What, besides the plan's dataset, makes this family's data: part of its key."""
         return {k: v for k, v in self.options.items() if k in self.dataset_options}

@@ -34,6 +34,7 @@ from perflab.server.connection import Endpoint, query
 SCHEMA = "perflab_sql"
 PLACEHOLDER = re.compile(r"\{(int|str):(-?\d+):(-?\d+)\}")
 GENERATOR = re.compile(r"^(seq|int:(-?\d+):(-?\d+)|str:(\d+):(\d+))$")
+READS = ("select", "show", "explain", "describe", "desc ")  # statements that change nothing
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -79,6 +80,11 @@ class SqlFamily(Family):
 
     def dataset_settings(self) -> dict[str, Scalar]:
         return {"sql": self.sql_file.digest}  # the file's content names the data, not its path
+
+    def writes(self, declared: bool) -> bool:
+        """Only when a statement is not a read: a file of SELECTs runs read-only."""
+        return any(not sql.lstrip().lower().startswith(READS)
+                   for _, sql in self.sql_file.statements)
 
     def load(self, endpoint: Endpoint, dataset: Dataset) -> LoadReport:
         started = time.monotonic()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import resource
 import shutil
 import signal
 import subprocess
@@ -46,6 +47,7 @@ class LoadResult:
     latency_p99_ms: float
     series: list[Sample] = field(default_factory=list)
     histogram: dict[int, int] = field(default_factory=dict)
+    client_cpu: float | None = None  # share of this machine's usable CPUs sysbench used
 
     @property
     def queries(self) -> int:
@@ -70,7 +72,7 @@ class LoadResult:
             other_ps=self.other / seconds, latency_min_ms=self.latency_min_ms,
             latency_avg_ms=self.latency_avg_ms, latency_p95_ms=self.latency_p95_ms,
             latency_p99_ms=self.latency_p99_ms, latency_max_ms=self.latency_max_ms,
-            rows_per_query=rows_per_query,
+            rows_per_query=rows_per_query, client_cpu=self.client_cpu,
         )
 
 
@@ -101,7 +103,7 @@ def command(
         str(DRIVER),
         "--db-driver=mysql",
         *endpoint.sysbench_args(),
-        f"--mysql-db={workload.family.schema}",
+        f"--mysql-db={dataset.existing or workload.family.schema}",
         *workload.family.sysbench_args(dataset, workload.writes),
         f"--threads={threads}",
         f"--time={seconds}",
@@ -148,9 +150,17 @@ class Slicing:
         return math.ceil((self.epoch_ms - now_ms + self.lead_ms + self.measure_ms) / 1000) + 1
 
 
-def start(argv: list[str], env: dict[str, str]) -> subprocess.Popen:
-    return subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, preexec_fn=die_with_parent(signal.SIGKILL))
+def start(argv: list[str], env: dict[str, str], stdin: str | None = None) -> subprocess.Popen:
+    """sysbench started; `stdin` (Endpoint.sysbench_input: a password) is written to its
+    standard input, which it reads as a config file, and closed."""
+    process = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+                               text=True, preexec_fn=die_with_parent(signal.SIGKILL))
+    if stdin:
+        process.stdin.write(stdin)
+        process.stdin.close()
+        process.stdin = None  # written and closed: communicate() must leave it alone
+    return process
 
 
 def finish(process: subprocess.Popen, timeout: float,
@@ -173,19 +183,48 @@ def finish(process: subprocess.Popen, timeout: float,
     return result
 
 
-def run(argv: list[str], env: dict[str, str], seconds: int, threads: int) -> LoadResult:
+def run(argv: list[str], env: dict[str, str], seconds: int, threads: int,
+        stdin: str | None = None) -> LoadResult:
     """Run sysbench to completion and parse its JSON lines. Raises LoadFailed."""
-    return finish(start(argv, env), seconds + 60 + threads // 4)
+    with ClientCpu() as cpu:
+        result = finish(start(argv, env, stdin), seconds + 60 + threads // 4)
+    result.client_cpu = cpu.share
+    return result
+
+
+class ClientCpu:
+    """The CPU the load generator used while the block ran, as a share of the CPUs this
+    process may use (sysbench's user and system time, from the children's rusage; the block
+    must wait for every child it starts). Near 1, the client, not the server, may be the limit
+    (seed 004 doubled its client machines to rule this out)."""
+
+    def __enter__(self) -> ClientCpu:
+        self.share: float | None = None
+        self._cpu = _children_cpu()
+        self._wall = time.monotonic()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        wall = time.monotonic() - self._wall
+        if wall > 0:
+            used = _children_cpu() - self._cpu
+            self.share = used / (wall * len(os.sched_getaffinity(0)))
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 STEADY_RISE = 0.03  # a warm-up is over when the last 2 s run no more than 3% above the 2 s before
 
 
-def run_until_steady(argv: list[str], env: dict[str, str], seconds: int) -> float:
+def run_until_steady(argv: list[str], env: dict[str, str], seconds: int,
+                     stdin: str | None = None) -> float:
     """A warm-up: sysbench for at most `seconds`, stopped as soon as its throughput stops
     rising (at least 4 one-second intervals). Returns the seconds it ran. Raises LoadFailed."""
     started = time.monotonic()
-    process = start(argv, env)
+    process = start(argv, env, stdin)
     rates: list[float] = []
     try:
         for line in process.stdout:
@@ -220,15 +259,19 @@ def run_sliced(jobs: list[tuple[list[str], dict[str, str]]], slicing: Slicing,
     """Start one sysbench per job (each with its place in the slicing), wait for all, and give
     each job's result or its failure: one server failing does not fail the others."""
     processes = []
-    for index, (argv, env) in enumerate(jobs):
-        processes.append(start(argv, {**env, "PERFLAB_SLICES": slicing.variable(index)}))
-    timeout = (slicing.lead_ms + slicing.measure_ms) / 1000 + 60 + threads // 4
     results: list[LoadResult | LoadFailed] = []
-    for index, process in enumerate(processes):
-        try:
-            results.append(finish(process, timeout, (slicing, index)))
-        except LoadFailed as exc:
-            results.append(exc)
+    with ClientCpu() as cpu:  # the jobs together: they share the client machine
+        for index, (argv, env) in enumerate(jobs):
+            processes.append(start(argv, {**env, "PERFLAB_SLICES": slicing.variable(index)}))
+        timeout = (slicing.lead_ms + slicing.measure_ms) / 1000 + 60 + threads // 4
+        for index, process in enumerate(processes):
+            try:
+                results.append(finish(process, timeout, (slicing, index)))
+            except LoadFailed as exc:
+                results.append(exc)
+    for result in results:
+        if isinstance(result, LoadResult):
+            result.client_cpu = cpu.share
     return results
 
 

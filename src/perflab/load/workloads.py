@@ -52,7 +52,7 @@ class ResolvedWorkload:
 
     @property
     def writes(self) -> bool:
-        return self.spec.writes
+        return self.family.writes(self.spec.writes)
 
     def sysbench_options(self) -> dict[str, Scalar]:
         """The workload's options that go to sysbench (not those that shape the dataset)."""

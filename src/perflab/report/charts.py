@@ -1,7 +1,8 @@
 """Charts of a study (matplotlib, rendered off-screen to PNG and SVG).
 
 - throughput: queries/s vs threads, one line per configuration, 95% interval bands, log2 axis;
-- latency: response time (p95 solid, average dashed) vs number of connections (seed 004);
+- latency: response time (p95 solid, average dashed, p99 dotted) vs number of connections
+  (seed 004);
 - relative: gain over the baseline per thread count, with interval whiskers; noise is faded;
 - series: the per-second throughput of one point;
 - ladder: throughput after each cumulative step (seed 003).
@@ -50,6 +51,7 @@ def latency(plan: Plan, points: list[StoredPoint]) -> Figure:
     fig, ax = new_figure(f"{plan.name}: response time vs number of connections",
                          "connections (threads)", "latency, ms", log2_x=True)
     p95, avg = medians(points, "latency_p95_ms"), medians(points, "latency_avg_ms")
+    p99 = medians(points, "latency_p99_ms")
     threads = plan.run.threads
     for config in plan.config_names:
         xs = [t for t in threads if (config, t) in p95]
@@ -58,6 +60,8 @@ def latency(plan: Plan, points: list[StoredPoint]) -> Figure:
         (line,) = ax.plot(xs, [p95[(config, t)] for t in xs], marker="o", label=f"{config} p95")
         ax.plot(xs, [avg[(config, t)] for t in xs], linestyle="--", color=line.get_color(),
                 label=f"{config} avg")
+        ax.plot(xs, [p99[(config, t)] for t in xs], linestyle=":", color=line.get_color(),
+                label=f"{config} p99")
     ax.set_xticks(threads, [str(t) for t in threads])
     ax.legend()
     return fig

@@ -19,6 +19,7 @@ from perflab.analysis.tables import (
     ladder_tables,
     profile_table,
     relative_table,
+    response_time_table,
     stats_table,
     verdict_table,
 )
@@ -41,7 +42,7 @@ DEFAULT_OPTIONS = ReportOptions()
 
 
 def judgement(study: Study, options: ReportOptions) -> Judgement:
-    return judge(study.plan, study.points, options.margin)
+    return judge(study.plan, study.points, study.design, options.margin)
 
 
 def tables(study: Study, options: ReportOptions) -> list[Table]:
@@ -60,7 +61,7 @@ def tables(study: Study, options: ReportOptions) -> list[Table]:
         out.append(profile)
     out += [
         stats_table(plan, points, options.cv_threshold),
-        absolute_table(plan, points, "latency_p95_ms", "p95 latency, ms", 2),
+        response_time_table(plan, points),
         absolute_table(plan, points, "rows_per_query", "Rows read per query", 1),
     ]
     return out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import configparser
 from dataclasses import dataclass, field
 
 import pymysql
@@ -35,14 +36,50 @@ class Endpoint:
             read_timeout=None,
         )
 
+    def credentials(self) -> tuple[str, str]:
+        """(user, password): the ones given, else the option file's [client] group's."""
+        user, password = self.user, self.password
+        if self.option_file and not (user and password):
+            client = _client_group(self.option_file)
+            user = user or client.get("user", "")
+            password = password or client.get("password", "")
+        return user or "root", password
+
     def sysbench_args(self) -> list[str]:
-        if self.socket:
-            return [f"--mysql-socket={self.socket}", f"--mysql-user={self.user}"]
-        return [
-            f"--mysql-host={self.host}",
-            f"--mysql-port={self.port}",
-            f"--mysql-user={self.user}",
-        ]
+        """Where and as whom sysbench connects. A password is never on the command line (any
+        local user can read it there): with one, sysbench reads it from its standard input
+        (`sysbench_input`) as a config file."""
+        user, password = self.credentials()
+        where = ([f"--mysql-socket={self.socket}"] if self.socket else
+                 [f"--mysql-host={self.host}", f"--mysql-port={self.port}"])
+        return [*where, f"--mysql-user={user}",
+                *(["--config-file=/dev/stdin"] if password else [])]
+
+    def sysbench_input(self) -> str | None:
+        """What sysbench reads on its standard input: the password, or None."""
+        password = self.credentials()[1]
+        return f"mysql-password={password}\n" if password else None
+
+    def describe(self) -> dict:
+        """Where the server is and as whom perflab connects; never the password."""
+        where = f"socket {self.socket}" if self.socket else f"tcp {self.host}:{self.port}"
+        return {"where": where, "socket": self.socket, "host": self.host, "port": self.port,
+                "user": self.user, "option_file": self.option_file}
+
+    @classmethod
+    def from_description(cls, described: dict) -> Endpoint:
+        return cls(socket=described.get("socket"), host=described.get("host") or "127.0.0.1",
+                   port=described.get("port"), user=described.get("user", "root"),
+                   option_file=described.get("option_file"))
+
+
+def _client_group(option_file: str) -> dict[str, str]:
+    """The [client] group of a my.cnf-style option file (what pymysql reads too)."""
+    parser = configparser.RawConfigParser(allow_no_value=True, strict=False)
+    parser.read(option_file)
+    if not parser.has_section("client"):
+        return {}
+    return {k: (v or "").strip().strip("'\"") for k, v in parser.items("client")}
 
 
 def query(conn: pymysql.Connection, sql: str, args=None) -> list[tuple]:

@@ -249,7 +249,7 @@ class ManagedServer:
     def set_global(self, variables: dict[str, str]) -> None:
         with self.connect() as conn:
             for name, value in variables.items():
-                query(conn, f"SET GLOBAL {name} = %s", (_sql_value(value),))
+                query(conn, f"SET GLOBAL {name} = %s", (sql_value(value),))
         self.options.update(variables)
 
     def error_log_tail(self, lines: int = 20) -> str:
@@ -294,7 +294,7 @@ def _socket_path(rundir: Path) -> str:
     return f"/tmp/perflab-{digest}.sock"
 
 
-def _sql_value(value: str) -> int | float | str:
+def sql_value(value: str) -> int | float | str:
     """SET GLOBAL wants numbers as numbers and keywords as strings; pymysql quotes strings."""
     try:
         return int(value)

@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass
 
 from perflab.errors import PerflabError
 from perflab.plan import Scalar
+from perflab.server.connection import query
 
 INTEGER_TYPES = ("INT", "INT UNSIGNED", "BIGINT", "BIGINT UNSIGNED")
 SIZE_SUFFIXES = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40, "P": 1 << 50}
@@ -187,3 +188,10 @@ def _text(value) -> str | None:
     if isinstance(value, bytes):
         value = value.decode()
     return str(value)
+
+
+def read_catalog(conn) -> Catalog:
+    """The variables and engines of the server behind `conn`."""
+    rows = query(conn, CATALOG_QUERY)
+    engines = [row[0] for row in query(conn, "SHOW ENGINES") if row[1] in ("YES", "DEFAULT")]
+    return Catalog.from_rows(query(conn, "SELECT VERSION()")[0][0], rows, engines)

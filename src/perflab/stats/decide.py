@@ -24,7 +24,7 @@ given, is final: the data of later rounds cannot undo it.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from perflab.stats.design import Design
@@ -201,16 +201,21 @@ def decide(cells: Mapping[object, Mapping[int, float]], design: Design) -> dict[
                            for key, rounds in cells.items()})
 
 
-def log_ratios(throughput: Mapping[tuple[str, int, int], float], baseline: str
+def log_ratios(throughput: Mapping[tuple[str, int, int], float], baseline: str,
+               configs: Sequence[str], threads: Sequence[int]
                ) -> dict[tuple[str, int], dict[int, float]]:
     """{(config, threads, round): throughput} -> {(config, threads): {round: log ratio to the
-    baseline at the same threads and round}}, for the rounds that measured both."""
-    cells: dict[tuple[str, int], dict[int, float]] = {}
+    baseline at the same threads and round}}, for the rounds that measured both.
+
+    The family is every comparison of `configs` with the baseline at `threads`, measured or
+    not (an unmeasured one has no rounds): the run that decides when to stop and the report
+    that replays its looks must judge the same family."""
+    cells: dict[tuple[str, int], dict[int, float]] = {
+        (config, t): {} for config in configs if config != baseline for t in threads}
     for (config, threads, round_number), value in throughput.items():
-        if config == baseline:
+        if (config, threads) not in cells:
             continue
         base = throughput.get((baseline, threads, round_number))
-        cells.setdefault((config, threads), {})
         if base and value and base > 0 and value > 0:
             cells[(config, threads)][round_number] = math.log(value / base)
     return cells

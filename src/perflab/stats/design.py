@@ -35,3 +35,13 @@ class Design:
         from perflab.stats.sequential import nominal_level  # numpy and scipy: only to decide
 
         return nominal_level(level, self.first_look, self.last_look)
+
+
+def spanning(designs: list[Design]) -> Design:
+    """One design for a study run several times: the latest error rate and margin, over every
+    look any run took or allowed. A study once run with a budget, or given more repeats later,
+    is judged with all those looks, so a later run or report never spends its error rate
+    again by looking afresh."""
+    latest = designs[-1]
+    return Design(latest.alpha, latest.margin, min(d.first_look for d in designs),
+                  max(d.last_look for d in designs))

@@ -17,6 +17,7 @@ from perflab.store.records import (
     Study,
     Symbol,
     VariableRow,
+    throughput,
 )
 from perflab.store.study import load_study, study_name
 
@@ -24,5 +25,5 @@ __all__ = [
     "HealthReport", "HealthView", "Metrics", "Noise", "PointRecord", "ResultStore",
     "RuleResult", "Sample",
     "ServerState", "Session", "StoredHealth", "StoredPoint", "Study", "Symbol", "VariableRow",
-    "load_study", "study_name",
+    "load_study", "study_name", "throughput",
 ]

@@ -19,6 +19,7 @@ from typing import Any
 
 from perflab.errors import PerflabError
 from perflab.plan import Plan
+from perflab.stats.design import Design, spanning
 from perflab.store.records import (
     HealthReport,
     Metrics,
@@ -101,7 +102,7 @@ CREATE TABLE IF NOT EXISTS health_reports (
 );
 """
 # Columns added to the points table after its first release: a lab made before gets them.
-LATER_POINT_COLUMNS = {"profile_json": "TEXT"}
+LATER_POINT_COLUMNS = {"profile_json": "TEXT", "client_cpu": "REAL"}
 
 
 class ResultStore:
@@ -264,6 +265,12 @@ class ResultStore:
         plan = Plan.from_json(data)
         stored = data.get("definitions", {})
         return plan, [stored.get(c.name) or plan.definition(c) for c in plan.configs]
+
+    def design(self, study: str) -> Design:
+        """How the study's verdicts are judged, over every plan it was run with (spanning)."""
+        rows = self.db.execute("SELECT plan_json FROM plans WHERE study = ? ORDER BY id",
+                               (study,)).fetchall()
+        return spanning([Plan.from_json(json.loads(r["plan_json"])).run.design() for r in rows])
 
     def points(self, study: str, definitions: list[str] | None = None,
                threads: int | None = None) -> list[StoredPoint]:

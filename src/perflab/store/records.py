@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, get_type_hints
 
 from perflab.plan import Plan, Point
+from perflab.stats.design import Design
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,9 @@ class Metrics:
     latency_p99_ms: float
     latency_max_ms: float
     rows_per_query: float | None  # None when no statement touched a table
+    # Share of the client machine's usable CPUs the load generator used (None: not measured,
+    # points stored before it was)
+    client_cpu: float | None = None
 
     @classmethod
     def names(cls) -> tuple[str, ...]:
@@ -258,6 +262,7 @@ class Study:
     sessions: list[Session]
     server_states: list[ServerState]
     health: list[StoredHealth]
+    design: Design  # how its verdicts are judged: over the looks of all its runs
 
     @property
     def ok_points(self) -> list[StoredPoint]:
@@ -267,3 +272,8 @@ class Study:
     def host(self) -> dict[str, Any] | None:
         """The host facts of the latest session."""
         return self.sessions[-1].host if self.sessions else None
+
+
+def throughput(points: list[StoredPoint]) -> dict[tuple[str, int, int], float]:
+    """{(config, threads, round): queries/s} of the successful points: what verdicts pair."""
+    return {(p.config, p.threads, p.repeat): p.metrics.qps for p in points if p.ok}

@@ -364,7 +364,7 @@ class Tuner:
                                     if len(metrics) == threads}
         cells = {name: self._gains(result.final.get(name, {}), result.final.get("best", {}))
                  for name in ("default", "baseline") if name in result.final}
-        verdicts = decide(cells, Design(margin=self.plan.run.margin,
+        verdicts = decide(cells, Design(self.plan.run.alpha, self.plan.run.margin,
                                         first_look=self.settings.final_repeats,
                                         last_look=self.settings.final_repeats))
         result.gain_vs_default = verdicts.get("default")
