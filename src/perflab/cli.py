@@ -201,6 +201,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "exact runs across the cuts)")
     digest.add_argument("--workload", type=Path, metavar="FILE",
                         help="also write the top fingerprints as a `sql` workload file")
+    digest.add_argument("--redact", action="store_true",
+                        help="show every literal in examples as ? and write no value of the "
+                        "log into --workload (for logs that hold personal data; passwords are "
+                        "always masked)")
     digest.set_defaults(func=cmd_digest)
 
     studies = sub.add_parser("studies", help="list the built-in studies")
@@ -424,10 +428,16 @@ def cmd_digest(args: argparse.Namespace) -> int:
     if args.workload:
         _check_output("--workload", args.workload)
     result = digest_logs(args.logs, args.log_format, args.burst, args.window, args.jobs, _say)
+    if args.redact:
+        result = result.without_literals()
+    for info in result.files:
+        if info.get("damaged"):
+            print(f"perflab: warning: {info['path']}: {info['damaged']}; the report covers "
+                  f"the {info['events']:,} events read before it", file=sys.stderr)
     print({"text": digest_render.render_text, "json": digest_render.render_json,
            "html": digest_render.render_html}[args.format](result, args.top))
     if args.workload:
-        written = write_workload(result, args.workload, args.top)
+        written = write_workload(result, args.workload, args.top, literals=not args.redact)
         print(f"wrote {args.workload}: {written} statements", file=sys.stderr)
     return 0
 

@@ -9,6 +9,7 @@ precise as pt-query-digest's own.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import resource
@@ -21,11 +22,14 @@ from pathlib import Path
 from perflab.digest.findings import Findings
 from perflab.digest.fingerprint import Fingerprinter, query_id
 from perflab.digest.parse import ParseStats, Part, detect_format, read_events, split_log
+from perflab.digest.redact import no_literals, shown
 
 BUCKET_BASE = 1.05
 BUCKET_FLOOR = 1e-6  # seconds: the first bucket holds everything at or below a microsecond
 SPLIT_MIN = 32 << 20  # bytes: smaller files are read by one process
 
+
+EXAMPLE_CHARS = 2000  # of a class's example statement
 
 @dataclass
 class QueryClass:
@@ -82,6 +86,16 @@ class Digest:
     first_time: float | None
     last_time: float | None
     peak_rss_mib: float  # the processes that did the work, together
+    cache_hits: float = 0.0  # share of statements whose fingerprint came from the cache
+
+    def without_literals(self) -> Digest:
+        """--redact: the digest with every literal of every example shown as ?."""
+        classes = [dataclasses.replace(c, example=no_literals(c.example)) for c in self.classes]
+        files = [{**info, "malformed_examples": [{**m, "text": no_literals(m["text"])}
+                                                 for m in info["malformed_examples"]]}
+                 for info in self.files]
+        return dataclasses.replace(self, classes=classes, files=files,
+                                   findings=self.findings.without_literals())
 
     def to_json(self, top: int | None = None) -> dict:
         total = sum(c.calls for c in self.classes) or 1
@@ -92,6 +106,7 @@ class Digest:
             "classes": len(self.classes),
             "seconds": self.seconds,
             "peak_rss_mib": self.peak_rss_mib,
+            "fingerprint_cache_hits": self.cache_hits,
             "span_seconds": (self.last_time - self.first_time)
             if self.first_time is not None and self.last_time is not None else None,
             "profile": [
@@ -143,6 +158,7 @@ class _PartResult:
     last: float | None
     pid: int
     peak_rss: int  # KiB, of the process that digested the part
+    fingerprints: tuple[int, int]  # (calls, cache hits)
 
 
 def _digest_part(part: Part, burst: int, window: float,
@@ -165,7 +181,7 @@ def _digest_part(part: Part, burst: int, window: float,
             fp = f"administrator command: {event.command}"
         query_class = classes.get(fp)
         if query_class is None:
-            query_class = classes[fp] = QueryClass(fp, example=event.text[:2000],
+            query_class = classes[fp] = QueryClass(fp, example=shown(event.text, EXAMPLE_CHARS),
                                                    example_line=event.line)
         query_class.calls += 1
         if event.query_time is not None:
@@ -179,7 +195,8 @@ def _digest_part(part: Part, burst: int, window: float,
         findings.observe(event, fp)
     findings.finish()
     return _PartResult(classes, findings, stats, first, last, os.getpid(),
-                       resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+                       resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+                       (fingerprinter.calls, fingerprinter.hits))
 
 
 def _merge(parts: list[Part], results: list[_PartResult], burst: int, window: float,
@@ -196,10 +213,13 @@ def _merge(parts: list[Part], results: list[_PartResult], burst: int, window: fl
         findings.merge(result.findings)
         info = files.setdefault(part.path, {"path": str(part.path), "format": part.kind,
                                             "lines": 0, "events": 0, "malformed": 0,
-                                            "malformed_examples": []})
+                                            "long_lines": 0, "malformed_examples": []})
         info["lines"] += result.stats.lines
         info["events"] += result.stats.events
         info["malformed"] += result.stats.malformed
+        info["long_lines"] += result.stats.long_lines
+        if result.stats.damaged:
+            info["damaged"] = result.stats.damaged
         info["malformed_examples"] += [{"line": n, "text": t}
                                        for n, t in result.stats.malformed_examples]
     times = [t for r in results for t in (r.first, r.last) if t is not None]
@@ -211,4 +231,6 @@ def _merge(parts: list[Part], results: list[_PartResult], burst: int, window: fl
     return Digest(list(files.values()), "+".join(sorted({p.kind for p in parts})), ranked,
                   sum(r.stats.events for r in results), findings, seconds,
                   min(times, default=None), max(times, default=None),
-                  sum(peaks.values()) / 1024)
+                  sum(peaks.values()) / 1024,
+                  sum(r.fingerprints[1] for r in results)
+                  / max(1, sum(r.fingerprints[0] for r in results)))

@@ -17,10 +17,13 @@ removable at most once, whatever findings it is part of, so the removable share 
 
 from __future__ import annotations
 
+import copy as copy_module
+import dataclasses
 import re
 from dataclasses import dataclass, field
 
 from perflab.digest.parse import Event
+from perflab.digest.redact import no_literals, shown
 
 READS = ("select", "show", "desc", "describe", "explain")
 # SELECTs without a table that still need the server: session state, locks, sequences.
@@ -52,7 +55,7 @@ class Item:
         if event.thread is not None and len(self.connections) < CONNECTIONS:
             self.connections.add(event.thread)
         if len(self.examples) < EXAMPLES:
-            self.examples.append((event.line, event.text[:200]))
+            self.examples.append((event.line, shown(event.text, 200)))
 
     def merge(self, other: Item) -> None:
         self.calls += other.calls
@@ -61,6 +64,10 @@ class Item:
         self.longest = max(self.longest, other.longest)
         self.connections |= set(sorted(other.connections)[:CONNECTIONS - len(self.connections)])
         self.examples = sorted(self.examples + other.examples)[:EXAMPLES]
+
+    def without_literals(self) -> Item:
+        return dataclasses.replace(self, examples=[(line, no_literals(text))
+                                                   for line, text in self.examples])
 
     def to_json(self) -> dict:
         return {"key": self.key, "calls": self.calls, "removable": self.removable,
@@ -92,6 +99,13 @@ class Findings:
         self.kinds: dict[str, tuple[bool, bool]] = {}  # fingerprint -> (read, constant-only)
         self.statements = 0  # Query and Init DB events: the round trips findings could save
         self.removable = 0
+
+    def without_literals(self) -> Findings:
+        """A copy whose examples show no literal (--redact)."""
+        copy = copy_module.copy(self)
+        copy.items = {kind: {key: item.without_literals() for key, item in items.items()}
+                      for kind, items in self.items.items()}
+        return copy
 
     def observe(self, event: Event, fingerprint: str) -> None:
         conn = self.connections.get(event.thread or 0)

@@ -3,6 +3,8 @@
 Both yield Event objects one at a time, holding only the statement being assembled, so memory
 does not grow with the log. A file may be gzip'd (detected by its magic bytes). Statements that
 span lines are joined. Lines that belong to no event are counted as malformed, never fatal.
+Memory stays bounded on damaged input: a line keeps its first LINE_CAP characters, an entry is
+held for the next block up to HOLD, and a gzip'd log that ends early yields what was readable.
 
 General log (`general_log_file`), as MariaDB 10.x writes it (-> is a tab; the time stamp is
 written only when the second changes):
@@ -34,6 +36,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from perflab.digest.redact import redact
 from perflab.errors import PerflabError
 
 STAMP = (r"(?:\d{6}[ \t]+\d{1,2}:\d\d:\d\d|\d{4}-\d{1,2}-\d{1,2}T\d\d:\d\d:\d\d\.\d+"
@@ -55,7 +58,8 @@ SLOW_ATTRIBUTE = re.compile(r"(\w+): (\S+)")
 # Lines a server writes when it (re)opens a log file.
 BANNER = re.compile(r"^(?:\S+, Version: |Tcp port: |Time\s+Id\s+Command\s+Argument)", re.M)
 BLOCK = 1 << 20  # characters read at a time
-HOLD = 1 << 24  # the longest entry held back for the next block
+HOLD = 1 << 21  # the longest entry held back for the next block (characters)
+LINE_CAP = 1 << 20  # a line's characters kept; the rest of a longer line is dropped
 
 
 @dataclass(slots=True)
@@ -77,11 +81,13 @@ class ParseStats:
     events: int = 0
     malformed: int = 0
     malformed_examples: list[tuple[int, str]] = field(default_factory=list)
+    damaged: str | None = None  # why the file ended early (a cut gzip): the rest is unread
+    long_lines: int = 0  # lines longer than LINE_CAP, cut to it (memory stays bounded)
 
     def bad(self, line_no: int, line: str) -> None:
         self.malformed += 1
         if len(self.malformed_examples) < 5:
-            self.malformed_examples.append((line_no, line.rstrip("\n")[:200]))
+            self.malformed_examples.append((line_no, escaped(redact(line.rstrip("\n")))))
 
 
 def _is_gzip(path: Path) -> bool:
@@ -185,6 +191,56 @@ def _lines_before(path: Path, offsets: list[int]) -> list[int]:
     return counts
 
 
+class _Gzip:
+    """read(n) of decoded text from a gzip'd log that may end early: a log cut while it was
+    rotated or copied gives everything up to the cut, and `damaged` says where it stopped.
+    (gzip.GzipFile would drop the data of the read that meets the cut.)"""
+
+    def __init__(self, path: Path):
+        self.raw = open(path, "rb")
+        self.inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        self.decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self.damaged: str | None = None
+        self.done = False
+
+    def read(self, size: int) -> str:
+        out: list[str] = []
+        have = 0
+        while have < size and not self.done:
+            text = self.decoder.decode(self._inflated(size - have), final=self.done)
+            out.append(text)
+            have += len(text)
+        return "".join(out)
+
+    def _inflated(self, size: int) -> bytes:
+        data = self.inflate.decompress(self.inflate.unconsumed_tail, size) \
+            if self.inflate.unconsumed_tail else b""
+        while not data and not self.done:
+            if self.inflate.eof:  # a member ended: another may follow (concatenated gzip)
+                rest = self.inflate.unused_data
+                self.inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
+                if not rest and not (rest := self.raw.read(1 << 16)):
+                    self.done = True
+                    break
+            else:
+                rest = self.raw.read(1 << 16)
+                if not rest:
+                    self.damaged = (f"the gzip data ends at compressed byte "
+                                    f"{self.raw.tell():,} in the middle of a member (truncated)")
+                    self.done = True
+                    break
+            try:
+                data = self.inflate.decompress(rest, size)
+            except zlib.error as exc:
+                self.damaged = (f"the gzip data breaks near compressed byte "
+                                f"{self.raw.tell():,} ({exc})")
+                self.done = True
+        return data
+
+    def close(self) -> None:
+        self.raw.close()
+
+
 class _Range:
     """read(n) of decoded text from a byte range of a file."""
 
@@ -206,10 +262,16 @@ class _Range:
 def read_events(part: Part, stats: ParseStats) -> Iterator[Event]:
     reader = _general if part.kind == "general" else _slow
     pattern = GENERAL_EVENT if part.kind == "general" else SLOW_ENTRY
-    handle = open_log(part.path) if part.end is None else _Range(part.path, part.start, part.end)
+    if part.end is not None:
+        handle = _Range(part.path, part.start, part.end)
+    elif _is_gzip(part.path):
+        handle = _Gzip(part.path)
+    else:
+        handle = open_log(part.path)
     try:
         yield from reader(_entries(handle, pattern, stats, part.first_line), stats)
-    except (OSError, EOFError, zlib.error) as exc:
+        stats.damaged = getattr(handle, "damaged", None)
+    except OSError as exc:
         raise _damaged(part.path, exc) from None
     finally:
         handle.close()
@@ -225,13 +287,22 @@ def _entries(handle, pattern: re.Pattern, stats: ParseStats,
     """
     cursor = _Cursor(line_no, stats)
     carry = ""
+    dropping = False  # in the rest of a line longer than LINE_CAP
     while True:
         chunk = handle.read(BLOCK)
         last = not chunk
+        if dropping and not last:
+            end = chunk.find("\n")
+            if end < 0:
+                continue
+            chunk, dropping = chunk[end:], False
         block, carry = carry + chunk, ""
         if not last:
             cut = block.rfind("\n") + 1
             block, carry = block[:cut], block[cut:]
+            if len(carry) > LINE_CAP:  # a line still going on: keep its head only
+                carry, dropping = carry[:LINE_CAP], True
+                stats.long_lines += 1
         elif block and not block.endswith("\n"):
             block += "\n"
         cursor.block, cursor.position = block, 0
@@ -281,6 +352,15 @@ class _Cursor:
         _malformed(self.block[self.position:end], self.line_no, self.stats)
         self.line_no += self.block.count("\n", self.position, end)
         self.position = end
+
+
+def escaped(line: str, limit: int = 200) -> str:
+    """A line as a terminal may show it: control characters, invalid bytes and non-ASCII as
+    Python escapes, cut to `limit` characters."""
+    return line[:limit].encode("ascii", "backslashreplace").decode("ascii").translate(_CONTROLS)
+
+
+_CONTROLS = {c: f"\\x{c:02x}" for c in (*range(32), 127)}
 
 
 def _malformed(text: str, line_no: int, stats: ParseStats) -> None:

@@ -1,17 +1,22 @@
 """A captured log as a benchmark: the top fingerprints written as a `sql` workload file
-(load/sqlworkload.py), weighted by their calls, their literals turned into placeholders whose
-ranges are what the log used.
+(load/sqlworkload.py), weighted by their calls, each literal replaced by what the log used.
 
-The ranges need a second streaming pass over the logs, restricted to the chosen fingerprints:
-for each literal position the smallest and largest integer, or the shortest and longest string.
-The same pass collects the schemas the log's connections used: the replay runs in one schema,
-so qualifiers naming them (`Geometry_tpc.items`) are dropped. A log says nothing about the
-tables themselves; the file's header names the ones the statements use, for the user's [schema]
-and [[data]].
+The values need a second streaming pass over the logs, restricted to the chosen fingerprints.
+A literal position whose distinct values number MAX_PICKS or fewer becomes {pick:pN} with all
+of them; past that, an integer position becomes {int:LO:HI} over the range the log used (a
+sample of a million ids would shrink the replay's working set to the sample), a string
+position {pick:pN} with a uniform sample of MAX_PICKS of its values (random letters would match
+no row). The same pass collects the schemas the log's connections used: the replay runs in one
+schema, so qualifiers naming them (`Geometry_tpc.items`) are dropped. A log says nothing about
+the tables themselves; the file's header names the ones the statements use, for the user's
+[schema] and [[data]] (or a plan's `dataset.existing` on the server the log came from).
 """
 
 from __future__ import annotations
 
+import json
+import math
+import random
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +25,7 @@ from perflab.digest.digest import Digest
 from perflab.digest.findings import switched_schema
 from perflab.digest.fingerprint import Fingerprinter
 from perflab.digest.parse import ParseStats, Part, read_events
+from perflab.digest.redact import redact
 
 REPLAYABLE = ("select", "insert", "update", "delete", "replace")
 LITERAL = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|(?<![\w.])\d+(?![\w.])")
@@ -27,41 +33,98 @@ TABLE = re.compile(r"\b(?:from|join|into|update)\s+((?:`?\w+`?\.)?`?\w+`?)", re.
 SEQUENCE = re.compile(r"^seq_\d+_to_\d+(?:_step_\d+)?$", re.I)  # MariaDB's, in every schema
 
 
+MAX_PICKS = 1000
+
+
+class _Position:
+    """One literal position of a statement: the values the log used there."""
+
+    def __init__(self, rng: random.Random):
+        self.rng = rng
+        self.seen = 0
+        self.distinct: dict[str, None] | None = {}  # in order of first use; None past MAX_PICKS
+        self.sample: list[str] = []  # reservoir over every use, once distinct overflows
+        self.numbers = True  # every value an integer
+        self.low, self.high = math.inf, -math.inf  # of the integers
+        self.shortest, self.longest = math.inf, 0  # of the strings, in characters
+
+    def add(self, token: str) -> None:
+        self.seen += 1
+        if token[0] in "'\"":
+            self.numbers = False
+            self.shortest = min(self.shortest, len(token) - 2)
+            self.longest = max(self.longest, len(token) - 2)
+        else:
+            self.low, self.high = min(self.low, int(token)), max(self.high, int(token))
+        if len(self.sample) < MAX_PICKS:
+            self.sample.append(token)
+        else:
+            slot = self.rng.randrange(self.seen)
+            if slot < MAX_PICKS:
+                self.sample[slot] = token
+        if self.distinct is not None:
+            self.distinct[token] = None
+            if len(self.distinct) > MAX_PICKS:
+                self.distinct = None
+
+    def placeholder(self, name: str, literals: bool) -> tuple[str, list[str] | None]:
+        """The template's placeholder and, for {pick:}, its values."""
+        if not literals:
+            if self.numbers:
+                return f"{{int:{self.low}:{self.high}}}", None
+            return f"{{str:{max(1, self.shortest)}:{min(max(1, self.longest), 64)}}}", None
+        if self.distinct is not None:
+            return f"{{pick:{name}}}", list(self.distinct)
+        if self.numbers:
+            return f"{{int:{self.low}:{self.high}}}", None
+        return f"{{pick:{name}}}", self.sample
+
+
 @dataclass
 class _Scan:
-    ranges: dict[str, list[list]] = field(default_factory=dict)  # per literal: [kind, low, high]
+    positions: dict[str, list[_Position]] = field(default_factory=dict)  # per fingerprint
     schemas: set[str] = field(default_factory=set)
 
 
-def write_workload(digest: Digest, path: Path, top: int) -> int:
-    """Write the file; returns the number of statements in it."""
+def write_workload(digest: Digest, path: Path, top: int, literals: bool = True) -> int:
+    """Write the file; returns the number of statements in it. With `literals` False
+    (--redact), no value of the log is written: integers become their range, strings random
+    letters of the lengths the log used."""
     chosen = [c for c in digest.classes if c.fingerprint.startswith(REPLAYABLE)][:top]
     scan = _scan(digest, {c.fingerprint for c in chosen})
-    templates = [(_unqualified(_template(c.example, scan.ranges.get(c.fingerprint)),
-                               scan.schemas), c.calls) for c in chosen]
-    tables = sorted({name for template, _ in templates for name in _tables(template)},
+    templates = []
+    for c in chosen:
+        template, picks = _template(c.example, scan.positions.get(c.fingerprint), literals)
+        templates.append((_unqualified(template, scan.schemas), c.calls, picks))
+    tables = sorted({name for template, _, _ in templates for name in _tables(template)},
                     key=str.lower)
     lines = ["# perflab sql workload written by `perflab digest` from:",
              *[f"#   {info['path']}" for info in digest.files],
-             "# Weights are the calls in the log; placeholder ranges are the literals it used.",
+             "# Weights are the calls in the log; placeholders take the literals it used (picks)",
+             "# or their range.",
              "# Before running it, define the tables in [schema] sql = [...] and fill them in",
              "# [[data]] (README: the `sql` workload). Tables the statements name: "
              + (", ".join(tables) or "none")]
     if scan.schemas:
         lines += ["# The replay runs in one schema: qualifiers naming these are dropped:",
                   "#   " + ", ".join(sorted(scan.schemas))]
-    if any(template.lower().startswith("insert") for template, _ in templates):
+    if any(template.lower().startswith("insert") for template, _, _ in templates):
         lines += ["# The INSERTs reuse the log's values, so keys collide: in the plan,",
                   '#   options = { file = "...", mysql_ignore_errors = "1062" }',
                   "# counts duplicate keys as errors instead of stopping the run."]
-    for template, calls in templates:
+    for template, calls, picks in templates:
         lines += ["", "[[statements]]", f"sql = {_toml_string(template)}", f"weight = {calls}"]
+        if picks:
+            lines.append("[statements.picks]")
+            lines += [f"{name} = [{', '.join(_toml_pick(v) for v in values)}]"
+                      for name, values in picks.items()]
     path.write_text("\n".join(lines) + "\n")
     return len(chosen)
 
 
 def _scan(digest: Digest, wanted: set[str]) -> _Scan:
     scan = _Scan()
+    rng = random.Random(0)  # the same log gives the same file
     fingerprint = Fingerprinter()
     for info in digest.files:
         for event in read_events(Part(Path(info["path"]), info["format"]), ParseStats()):
@@ -75,17 +138,12 @@ def _scan(digest: Digest, wanted: set[str]) -> _Scan:
             if fp == "use ?":  # a USE statement switches schema like Init DB (findings.py)
                 scan.schemas.add(switched_schema(event.text))
             elif fp in wanted:
-                _widen(scan.ranges, fp, [_value(t) for t in LITERAL.findall(event.text)])
+                tokens = LITERAL.findall(redact(event.text))
+                known = scan.positions.setdefault(fp, [_Position(rng) for _ in tokens])
+                if len(known) == len(tokens):  # an IN list of another length: first shape
+                    for position, token in zip(known, tokens, strict=True):
+                        position.add(token)
     return scan
-
-
-def _widen(ranges: dict[str, list[list]], fp: str, values: list[tuple[str, int]]) -> None:
-    known = ranges.setdefault(fp, [[kind, v, v] for kind, v in values])
-    if len(known) != len(values):
-        return  # an IN list of another length: keep the first shape
-    for slot, (kind, value) in zip(known, values, strict=True):
-        if slot[0] == kind:
-            slot[1], slot[2] = min(slot[1], value), max(slot[2], value)
 
 
 def _unqualified(template: str, schemas: set[str]) -> str:
@@ -99,26 +157,30 @@ def _tables(template: str) -> set[str]:
     return {name for name in names if not SEQUENCE.match(name.rsplit(".", 1)[-1])}
 
 
-def _value(token: str) -> tuple[str, int]:
-    if token[0] in "'\"":
-        return "str", len(token) - 2
-    return "int", int(token)
-
-
-def _template(example: str, ranges: list[list] | None) -> str:
-    slots = iter(ranges or [])
+def _template(example: str, positions: list[_Position] | None, literals: bool
+              ) -> tuple[str, dict[str, list[str]]]:
+    """The example with each literal replaced by its placeholder, and the pick lists."""
+    slots = iter(positions or [])
+    picks: dict[str, list[str]] = {}
 
     def replace(match: re.Match) -> str:
-        slot = next(slots, None)
-        if slot is None:
+        position = next(slots, None)
+        if position is None:
             return match.group(0)
-        kind, low, high = slot
-        if kind == "str":
-            return f"{{str:{max(low, 1)}:{min(max(high, 1), 64)}}}"
-        return f"{{int:{low}:{high}}}"
+        name = f"p{len(picks) + 1}"
+        placeholder, values = position.placeholder(name, literals)
+        if values is not None:
+            picks[name] = values
+        return placeholder
 
-    return " ".join(LITERAL.sub(replace, example).split())
+    return " ".join(LITERAL.sub(replace, example).split()), picks
+
+
+def _toml_pick(literal: str) -> str:
+    return literal if literal[0] not in "'\"" else _toml_string(literal)
 
 
 def _toml_string(text: str) -> str:
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    """A TOML basic string: JSON's escapes are TOML's (quotes, backslashes, line breaks and
+    other control characters)."""
+    return json.dumps(text, ensure_ascii=False)

@@ -12,8 +12,10 @@
     sql = "SELECT name FROM items WHERE id = {int:1:100000}"
     weight = 10
 
-Placeholders in statements: {int:LO:HI} (a uniform integer) and {str:MIN:MAX} (a quoted random
-string of MIN to MAX letters). Column generators: seq (1, 2, 3, ...), int:LO:HI, str:MIN:MAX.
+Placeholders in statements: {int:LO:HI} (a uniform integer), {str:MIN:MAX} (a quoted random
+string of MIN to MAX letters) and {pick:NAME} (one of the statement's own values, e.g. those a
+log used: `picks = { NAME = [42, "'Alice'"] }`, each an SQL literal: a number, or a string
+written with its quotes). Column generators: seq (1, 2, 3, ...), int:LO:HI, str:MIN:MAX.
 """
 
 from __future__ import annotations
@@ -35,6 +37,9 @@ SCHEMA = "perflab_sql"
 PLACEHOLDER = re.compile(r"\{(int|str):(-?\d+):(-?\d+)\}")
 GENERATOR = re.compile(r"^(seq|int:(-?\d+):(-?\d+)|str:(\d+):(\d+))$")
 READS = ("select", "show", "explain", "describe", "desc ")  # statements that change nothing
+PICK = re.compile(r"\{pick:([A-Za-z_][A-Za-z0-9_]*)\}")
+SQL_LITERAL = re.compile(  # a number, NULL, or one quoted string (either quote, SQL escapes)
+    r"^(?:'(?:[^'\\]|\\.|'')*'|\"(?:[^\"\\]|\\.|\"\")*\"|-?\d+(?:\.\d+)?|NULL)$", re.S)
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -52,12 +57,20 @@ class SqlWorkload:
     schema: tuple[str, ...]
     data: tuple[DataSpec, ...]
     statements: tuple[tuple[int, str], ...]  # (weight, template)
+    # per statement: its pick lists as (name, SQL literals)
+    picks: tuple[tuple[tuple[str, tuple[str, ...]], ...], ...] = ()
 
     def statements_file(self) -> Path:
-        """The statements as `weight<TAB>template` lines for lua/perflab_sql.lua."""
+        """The statements as `weight<TAB>template` lines for lua/perflab_sql.lua, each followed
+        by its pick lists as `<TAB>name<TAB>literal` lines."""
         path = Path(tempfile.gettempdir()) / f"perflab-sql-{self.digest}.txt"
         if not path.exists():
-            text = "".join(f"{w}\t{' '.join(sql.split())}\n" for w, sql in self.statements)
+            lines = []
+            for n, (weight, sql) in enumerate(self.statements):
+                lines.append(f"{weight}\t{' '.join(sql.split())}\n")
+                for name, literals in (self.picks[n] if self.picks else ()):
+                    lines += [f"\t{name}\t{_one_line(literal)}\n" for literal in literals]
+            text = "".join(lines)
             partial = path.with_suffix(".partial")
             partial.write_text(text)
             partial.rename(path)
@@ -126,13 +139,13 @@ def load_sql_workload(path: str | Path, where: str = "workload.options.file") ->
     if not isinstance(schema, list) or not all(isinstance(s, str) for s in schema):
         raise PerflabError(f"{path}: schema.sql must be a string or a list of strings")
     specs = tuple(_data(item, n, path) for n, item in enumerate(data.get("data", []), 1))
-    statements = tuple(
-        _statement(item, n, path) for n, item in enumerate(data.get("statements", []), 1)
-    )
-    if not statements:
+    parsed = [_statement(item, n, path) for n, item in enumerate(data.get("statements", []), 1)]
+    if not parsed:
         raise PerflabError(f"{path}: no [[statements]]: a workload needs at least one")
     digest = hashlib.sha256(text.encode()).hexdigest()[:12]
-    return SqlWorkload(path.resolve(), digest, tuple(schema), specs, statements)
+    return SqlWorkload(path.resolve(), digest, tuple(schema), specs,
+                       tuple((weight, sql) for weight, sql, _ in parsed),
+                       tuple(picks for _, _, picks in parsed))
 
 
 def load_sql_dataset(endpoint: Endpoint, workload: SqlWorkload, engine: str) -> int:
@@ -208,10 +221,11 @@ def _data(item, n: int, path: Path) -> DataSpec:
     return DataSpec(table, rows, tuple(columns.items()))
 
 
-def _statement(item, n: int, path: Path) -> tuple[int, str]:
+def _statement(item, n: int, path: Path
+               ) -> tuple[int, str, tuple[tuple[str, tuple[str, ...]], ...]]:
     where = f"{path}: statements[{n}]"
-    if not isinstance(item, dict) or set(item) - {"sql", "weight"}:
-        raise PerflabError(f"{where} must be a table with sql and weight",
+    if not isinstance(item, dict) or set(item) - {"sql", "weight", "picks"}:
+        raise PerflabError(f"{where} must be a table with sql, weight and optional picks",
                            hint='write each as [[statements]] then sql = "SELECT ..." and '
                            "weight = 1")
     sql, weight = item.get("sql"), item.get("weight", 1)
@@ -222,8 +236,41 @@ def _statement(item, n: int, path: Path) -> tuple[int, str]:
     for kind, low, high in PLACEHOLDER.findall(sql):
         if int(low) > int(high):
             raise PerflabError(f"{where}: placeholder {{{kind}:{low}:{high}}} has low above high")
-    leftover = PLACEHOLDER.sub("", sql)
-    if re.search(r"\{(int|str)[^}]*\}", leftover):
-        raise PerflabError(f"{where}: a placeholder is malformed (use {{int:LO:HI}} or "
-                           "{str:MIN:MAX})")
-    return weight, sql
+    leftover = PICK.sub("", PLACEHOLDER.sub("", sql))
+    if re.search(r"\{(int|str|pick)[^}]*\}", leftover):
+        raise PerflabError(f"{where}: a placeholder is malformed (use {{int:LO:HI}}, "
+                           "{str:MIN:MAX} or {pick:NAME})")
+    return weight, sql, _picks(item.get("picks", {}), set(PICK.findall(sql)), where)
+
+
+def _picks(table, used: set[str], where: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """A statement's pick lists, each value an SQL literal; every {pick:NAME} needs one."""
+    if not isinstance(table, dict):
+        raise PerflabError(f"{where}.picks must be a table of NAME = [values]",
+                           hint="""e.g. picks = { id = [1, 5, 9], name = ["'Alice'"] }""")
+    missing = used - set(table)
+    if missing:
+        raise PerflabError(f"{where}: {{pick:{sorted(missing)[0]}}} has no list in picks")
+    unused = set(table) - used
+    if unused:
+        raise PerflabError(f"{where}.picks.{sorted(unused)[0]} is not used by the statement")
+    out = []
+    for name, values in sorted(table.items()):
+        if not isinstance(values, list) or not values:
+            raise PerflabError(f"{where}.picks.{name} must be a non-empty list")
+        literals = []
+        for value in values:
+            literal = str(value) if isinstance(value, int | float) and \
+                not isinstance(value, bool) else value
+            if not isinstance(literal, str) or not SQL_LITERAL.match(literal):
+                raise PerflabError(f"{where}.picks.{name}: {value!r} is not an SQL literal",
+                                   hint="a number, or a string with its quotes: \"'Alice'\"")
+            literals.append(literal)
+        out.append((name, tuple(literals)))
+    return tuple(out)
+
+
+def _one_line(literal: str) -> str:
+    """An SQL literal on one line of the statements file: line breaks and tabs inside a
+    quoted string become the escapes the server reads back as the same characters."""
+    return literal.replace("\r", "\\r").replace("\n", "\\n").replace("\t", "\\t")

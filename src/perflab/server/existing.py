@@ -18,7 +18,7 @@ import pymysql
 
 from perflab.errors import PerflabError, error_text
 from perflab.server.connection import Endpoint, query
-from perflab.server.managed import ServerEnvironment, sql_value
+from perflab.server.managed import sql_value
 
 JOURNAL = "journal.json"
 
@@ -105,24 +105,14 @@ class ExistingServer:
     journal: Journal
     permissions: Permissions
     options: dict[str, str] = field(default_factory=dict)  # what perflab has SET on it
-    environment: ServerEnvironment = field(default_factory=ServerEnvironment)
-    pid = None
-    datadir = None
-    process = None
 
     def connect(self, database: str | None = None) -> pymysql.Connection:
         return self.endpoint.connect(database)
 
-    def alive(self) -> bool:
-        try:
-            with self.endpoint.connect(timeout=5) as conn:
-                conn.ping(reconnect=False)
-            return True
-        except pymysql.MySQLError:
-            return False
-
     def died(self, grace: float = 0.0) -> bool:
-        return not self.alive()
+        """Never: perflab cannot tell what became of someone else's server, so a failed
+        point keeps its own error (and the next points fail the same way if it is gone)."""
+        return False
 
     def set_global(self, variables: dict[str, str]) -> None:
         """SET GLOBAL, each variable's current value journalled first."""
@@ -154,11 +144,14 @@ class ExistingServer:
 
     def stop(self) -> None:
         """Never stops the server: puts back whatever perflab changed on it."""
-        self.journal.play_back(self.endpoint)
+        try:
+            self.journal.play_back(self.endpoint)
+        except pymysql.MySQLError as exc:
+            raise PerflabError(f"the variables changed on the server could not be put back "
+                               f"({error_text(exc)}); they stay in {self.journal.path}",
+                               hint="once the server answers, any perflab command on the lab "
+                                    "puts them back (perflab restore --lab ...)") from None
         self.options = {}
-
-    def error_log_tail(self, lines: int = 20) -> str:
-        return ""
 
     def facts(self) -> dict:
         """What the server says about itself and its host, for the lab beside the client's."""

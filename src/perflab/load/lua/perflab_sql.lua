@@ -1,9 +1,11 @@
 -- perflab's `sql` workload: the user's statements, picked at random by weight.
 --
 -- PERFLAB_SQL_STATEMENTS names a file of `weight<TAB>statement` lines written by perflab from
--- the user's workload file. Placeholders are filled per execution:
+-- the user's workload file, each followed by `<TAB>name<TAB>literal` lines for its pick lists.
+-- Placeholders are filled per execution:
 --   {int:LO:HI}   a uniform integer in [LO, HI]
 --   {str:MIN:MAX} a quoted string of MIN to MAX random lower-case letters
+--   {pick:NAME}   one of the statement's NAME literals, uniformly
 
 local path = os.getenv("PERFLAB_SQL_STATEMENTS")
 if path == nil or path == "" then
@@ -15,7 +17,14 @@ for line in io.lines(path) do
    local weight, sql = line:match("^(%d+)\t(.+)$")
    if weight then
       total = total + tonumber(weight)
-      statements[#statements + 1] = {upto = total, sql = sql}
+      statements[#statements + 1] = {upto = total, sql = sql, picks = {}}
+   else
+      local name, literal = line:match("^\t([%w_]+)\t(.+)$")
+      if name and #statements > 0 then
+         local picks = statements[#statements].picks
+         picks[name] = picks[name] or {}
+         table.insert(picks[name], literal)
+      end
    end
 end
 if total == 0 then
@@ -47,7 +56,12 @@ function event()
    local pick = sysbench.rand.uniform(1, total)
    for _, statement in ipairs(statements) do
       if pick <= statement.upto then
-         con:query((statement.sql:gsub("{(%a+):(%-?%d+):(%-?%d+)}", fill)))
+         local sql = statement.sql:gsub("{(%a+):(%-?%d+):(%-?%d+)}", fill)
+         sql = sql:gsub("{pick:([%w_]+)}", function(name)
+            local list = statement.picks[name]
+            return list[sysbench.rand.uniform(1, #list)]
+         end)
+         con:query(sql)
          return
       end
    end
