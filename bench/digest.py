@@ -214,7 +214,7 @@ def run_measured(argv: list[str], output: Path) -> tuple[float, float]:
 
 def perflab_argv(log: Path, kind: str, jobs: int) -> list[str]:
     return [*PERFLAB, "digest", str(log), "--log-format", kind, "--format", "json",
-            "--jobs", str(jobs)]
+            "--jobs", str(jobs), "--top", "10000000"]  # every class, as pt is asked for
 
 
 def pt_argv(log: Path, kind: str) -> list[str]:

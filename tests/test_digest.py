@@ -256,7 +256,8 @@ def test_the_fingerprint_cache_never_changes_a_fingerprint():
     be what pt's rules give the statement itself, tricky quoting included."""
     rng = random.Random(3)
     words = ["abc", "Zürich", "it''s", "O\\'Brien", "a--b", "x/*y", "p)q", "#tag", 'say "hi"',
-             "", "50% off", "tab\\tthere", "NULL", "true"]
+             "", "50% off", "tab\\tthere", "NULL", "true", "n/a", "a*b", "c:\\\\dir", "*/",
+             "x/", "/*"]
     shapes = [
         "SELECT a FROM t{n} WHERE b = {s} AND c IN ({list}) LIMIT {n}",
         "select * from t where x = {s} or y = {n} order by z asc, w ASC",

@@ -75,13 +75,19 @@ def fingerprint(query: str) -> str:
 
 
 DIGITS_TO_ZERO = bytes.maketrans(b"123456789", b"000000000")
-# A quoted string none of whose characters can change how pt's earlier rules (comments, the
-# multi-row INSERT cut, the other kind of quote) see the statement.
-PLAIN_STRING = re.compile(r"'[^'\"\\/*#()\r\n-]*'" + r'|"[^\'"\\/*#()\r\n-]*"')
+# A quoted string none of whose characters can change how pt's earlier rules see the
+# statement: no quote or newline (the string rules), no /* or */ (the comment rule, which knows
+# no strings), no parenthesis (the multi-row INSERT cut, CALL), no escaped quote or backslash
+# (pt drops \' and \" first). A -- or # inside is harmless: pt's one-line comment must run to
+# the end of the line without meeting a quote.
+_PLAIN = r"""(?:[^'"\\/*()\r\n]++|\\[^'"\\\r\n]|/(?!\*)|\*(?!/))*+"""  # possessive: no
+# backtracking state is kept, so a giant unterminated string costs no memory
+PLAIN_SINGLE = re.compile(f"'{_PLAIN}'")
+PLAIN_DOUBLE = re.compile(f'"{_PLAIN}"')
 QUOTE_LEFT = re.compile(r"""['"\\]""")
 DIGIT_RUN = re.compile(r"[0-9]+")
 _ITEM = r"""\s*(?:[-+]?0(?:\.0)?|''|"")\s*"""
-KEY_IN_LIST = re.compile(rf"(?i)\bin\s*\((?:{_ITEM},)*{_ITEM}\)")
+KEY_IN_LIST = re.compile(rf"(?i)\bin\s*\((?:{_ITEM},)*+{_ITEM}\)")
 
 
 class Fingerprinter:
@@ -121,14 +127,10 @@ class Fingerprinter:
 
     @staticmethod
     def key(query: str) -> str | bytes:
-        emptied = PLAIN_STRING.sub(_empty, query)
-        if QUOTE_LEFT.search(PLAIN_STRING.sub("", query)):
+        emptied = PLAIN_DOUBLE.sub('""', PLAIN_SINGLE.sub("''", query))
+        if QUOTE_LEFT.search(emptied.replace("''", "").replace('""', "")):
             return query.encode("utf-8", "surrogatepass").translate(DIGITS_TO_ZERO)
         return KEY_IN_LIST.sub("in (0)", DIGIT_RUN.sub("0", emptied))
-
-
-def _empty(match: re.Match) -> str:
-    return match.group(0)[0] * 2
 
 
 SPECIAL = ("mysqldump", "percona-toolkit")
