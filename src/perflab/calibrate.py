@@ -22,7 +22,7 @@ from perflab.lab import Lab
 from perflab.output.table import Table
 from perflab.plan import Plan
 from perflab.runner import Runner
-from perflab.stats.sequential import critical_t
+from perflab.stats.decide import half_width
 from perflab.store import load_study
 
 TWIN = "{}'"  # the baseline's identical copy
@@ -65,9 +65,8 @@ class Calibration:
                  * max(1, len(study.configs)) / 2)
         rows = []
         for rounds in PROJECTED_ROUNDS:
-            single = math.expm1(critical_t(design.alpha, rounds - 1) * sd / math.sqrt(rounds))
-            family = math.expm1(critical_t(design.nominal(level), rounds - 1) * sd
-                                / math.sqrt(rounds))
+            single = math.expm1(half_width(sd, rounds, design.alpha))
+            family = math.expm1(half_width(sd, rounds, design.nominal(level)))
             minutes = rounds * self.seconds_per_round * scale / 60
             rows.append([str(rounds), f"±{single:.0%}", f"±{family:.0%}", f"{minutes:.0f} min"])
         projected = Table(

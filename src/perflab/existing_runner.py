@@ -20,6 +20,7 @@ from perflab.errors import PerflabError
 from perflab.lab import Lab
 from perflab.plan import Environment, Plan, ServerConfig
 from perflab.runner import Runner, RunSummary, Say, validate
+from perflab.server.connection import query
 from perflab.server.existing import ExistingServer, restore_pending
 from perflab.server.variables import Catalog, read_catalog
 from perflab.store import ResultStore
@@ -102,10 +103,9 @@ class ExistingRunner(Runner):
     def _check_schema(self, plan: Plan) -> None:
         if not plan.dataset.existing:
             return
-        with self.existing.connect() as conn, conn.cursor() as cur:
-            cur.execute("SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s",
-                        (plan.dataset.existing,))
-            (tables,) = cur.fetchone()
+        with self.existing.connect() as conn:
+            ((tables,),) = query(conn, "SELECT COUNT(*) FROM information_schema.TABLES "
+                                       "WHERE TABLE_SCHEMA = %s", (plan.dataset.existing,))
         if not tables:
             raise PerflabError(f"dataset.existing: the server has no schema "
                                f"{plan.dataset.existing!r} with tables (or this user cannot "

@@ -138,7 +138,7 @@ class Fleet:
                 live.append((member, point))
         if not live:
             return records
-        slice_ms = self._slice_ms(len(live))
+        slice_ms = self.plan.run.effective_slice_seconds * 1000
         count = len(live)
         rotation = slice_ms * count
         lead_ms = max(lead_seconds * 1000, 2 * rotation)
@@ -161,12 +161,6 @@ class Fleet:
             records.append(self._record(member, point, result, before[member.config.name],
                                         started))
         return records
-
-    def _slice_ms(self, count: int) -> float:
-        """The plan's slice, but never more than a quarter of a configuration's run time, so
-        that every configuration has at least four turns to average over."""
-        run = self.plan.run
-        return min(run.slice_seconds, run.run_seconds / 4) * 1000
 
     def _point(self, config: ServerConfig, threads: int, round_number: int) -> Point:
         return Point(config, self.plan.workload, threads, round_number,

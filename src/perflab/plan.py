@@ -127,6 +127,12 @@ class RunSettings:
     slice_seconds: float = 0.25
 
     @property
+    def effective_slice_seconds(self) -> float:
+        """The fleet's slice, never more than a quarter of a run, so that every configuration
+        has at least four turns to average over."""
+        return min(self.slice_seconds, self.run_seconds / 4)
+
+    @property
     def effective_warmup_threads(self) -> int:
         return self.warmup_threads or min(max(self.threads), 16)
 

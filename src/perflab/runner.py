@@ -38,7 +38,7 @@ from perflab.server import environment as env
 from perflab.server.connection import query
 from perflab.server.managed import ManagedServer
 from perflab.server.variables import Catalog
-from perflab.stats.decide import decide, log_ratios
+from perflab.stats.decide import decide, half_width, log_ratios
 from perflab.stats.summary import summarize
 from perflab.store import Noise, PointRecord, ResultStore, StoredPoint, throughput
 
@@ -366,19 +366,17 @@ class Runner:
                        size // len(self.plan.configs))
         if why_not is None:
             return "fleet", (f"{len(self.plan.configs)} servers side by side, taking turns in "
-                             f"{self._slice_text()} slices")
+                             f"{self.plan.run.effective_slice_seconds:g} s slices")
         if requested == "fleet":
             self.say(f"warning: {why_not}; running the fleet as the plan asks")
             return "fleet", "as the plan asks"
         return "serial", f"{why_not}: one server, configurations back to back"
 
-    def _slice_text(self) -> str:
-        run = self.plan.run
-        return f"{min(run.slice_seconds, run.run_seconds / 4):g} s"
-
     def _schedule_key(self) -> str:
         """The way of measuring that noise figures belong to."""
-        return f"fleet {self._slice_text()}" if self.schedule == "fleet" else "serial"
+        if self.schedule != "fleet":
+            return "serial"
+        return f"fleet {self.plan.run.effective_slice_seconds:g} s"
 
     def _fleet(self, session: int) -> Fleet:
         def record(server: ManagedServer, config: ServerConfig) -> int:
@@ -413,7 +411,7 @@ class Runner:
         lines = [f"noise: {sd:.1%} per round ({source}); {cells} comparisons, "
                  f"margin ±{design.margin:.0%}"]
         for rounds in sorted({design.first_look, design.last_look}):
-            half = _half_width(design, level, sd, rounds)
+            half = math.expm1(half_width(sd, rounds, design.nominal(level)))
             lines.append(f"  {rounds} rounds: intervals about ±{half:.0%}")
         if self.plan.run.time:
             lines.append(f"  budget {_duration(self.plan.run.time)}: rounds go on for the "
@@ -645,15 +643,6 @@ def rotated(items: list, round_number: int) -> list:
     is spread over all of them)."""
     shift = (round_number - 1) % len(items) if items else 0
     return items[shift:] + items[:shift]
-
-
-def _half_width(design, level: float, sd: float, rounds: int) -> float:
-    """The interval half width, as a ratio, that `rounds` rounds with this noise give."""
-    from perflab.stats.sequential import critical_t
-
-    if rounds < 2:
-        return math.inf
-    return math.expm1(critical_t(design.nominal(level), rounds - 1) * sd / math.sqrt(rounds))
 
 
 def _pairs(options: dict[str, str]) -> str:

@@ -1,10 +1,11 @@
 """The tables engineers publish, plus the statistics that say which differences are real.
 
 - absolute: a metric per configuration x thread count (median over rounds);
-- relative: the key-cache page's `(32/off)` rows, QPS(config) / QPS(baseline) - 1, in its
-  percent format;
-- verdicts: every relative number with its 95% interval, Welch's p-value and a verdict;
-- per-point statistics: n, median, mean, sd, CV, interval, outliers;
+- relative: the key-cache page's `(32/off)` rows in its percent format, the paired change
+  per round that the verdicts judge;
+- verdicts: every comparison's paired change with its interval and verdict (analysis/verdicts.py);
+- per-cell statistics: n, median, mean, sd, CV, interval, outliers, the client's CPU share;
+- response time against connections: avg, p95, p99;
 - ladder: step, change, throughput, gain over the previous step and over the start (seed 003).
 
 A cell with no successful repeat shows `-`.

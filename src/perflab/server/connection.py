@@ -86,3 +86,21 @@ def query(conn: pymysql.Connection, sql: str, args=None) -> list[tuple]:
     with conn.cursor() as cur:
         cur.execute(sql, args)
         return list(cur.fetchall())
+
+
+def set_globals(conn: pymysql.Connection, variables: dict[str, str]) -> None:
+    """SET GLOBAL each variable to its value (as the server's command line spells it)."""
+    for name, value in variables.items():
+        query(conn, f"SET GLOBAL {name} = %s", (sql_value(value),))
+
+
+def sql_value(value: str) -> int | float | str:
+    """SET GLOBAL wants numbers as numbers and keywords as strings; pymysql quotes strings."""
+    try:
+        return int(value)
+    except ValueError:
+        pass
+    try:
+        return float(value)
+    except ValueError:
+        return value

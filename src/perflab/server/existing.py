@@ -17,8 +17,7 @@ from pathlib import Path
 import pymysql
 
 from perflab.errors import PerflabError, error_text
-from perflab.server.connection import Endpoint, query
-from perflab.server.managed import sql_value
+from perflab.server.connection import Endpoint, query, set_globals
 
 JOURNAL = "journal.json"
 
@@ -67,9 +66,8 @@ class Journal:
         if not entry:
             return {}
         restored = entry["variables"]
-        with endpoint.connect() as conn, conn.cursor() as cur:
-            for name, value in restored.items():
-                cur.execute(f"SET GLOBAL {name} = %s", (sql_value(value),))
+        with endpoint.connect() as conn:
+            set_globals(conn, restored)
         self.path.unlink()
         return restored
 
@@ -126,9 +124,7 @@ class ExistingServer:
         with self.connect() as conn:
             originals = {name: _global_value(conn, name) for name in variables}
             self.journal.record(self.endpoint, originals)
-            with conn.cursor() as cur:
-                for name, value in variables.items():
-                    cur.execute(f"SET GLOBAL {name} = %s", (sql_value(value),))
+            set_globals(conn, variables)
         self.options.update(variables)
 
     def put_back(self, names: list[str]) -> None:
@@ -136,9 +132,8 @@ class ExistingServer:
         set them follows one that did)."""
         entry = self.journal.pending() or {"variables": {}}
         originals = {n: entry["variables"][n] for n in names if n in entry["variables"]}
-        with self.connect() as conn, conn.cursor() as cur:
-            for name, value in originals.items():
-                cur.execute(f"SET GLOBAL {name} = %s", (sql_value(value),))
+        with self.connect() as conn:
+            set_globals(conn, originals)
         for name in names:
             self.options.pop(name, None)
 

@@ -20,7 +20,7 @@ import pymysql
 
 from perflab.errors import PerflabError
 from perflab.procs import die_with_parent
-from perflab.server.connection import Endpoint, query
+from perflab.server.connection import Endpoint, set_globals
 
 MARIADBD = "/usr/sbin/mariadbd"
 INSTALL_DB = "/usr/bin/mariadb-install-db"
@@ -248,8 +248,7 @@ class ManagedServer:
 
     def set_global(self, variables: dict[str, str]) -> None:
         with self.connect() as conn:
-            for name, value in variables.items():
-                query(conn, f"SET GLOBAL {name} = %s", (sql_value(value),))
+            set_globals(conn, variables)
         self.options.update(variables)
 
     def error_log_tail(self, lines: int = 20) -> str:
@@ -292,15 +291,3 @@ def _socket_path(rundir: Path) -> str:
         return path
     digest = hashlib.sha256(path.encode()).hexdigest()[:12]
     return f"/tmp/perflab-{digest}.sock"
-
-
-def sql_value(value: str) -> int | float | str:
-    """SET GLOBAL wants numbers as numbers and keywords as strings; pymysql quotes strings."""
-    try:
-        return int(value)
-    except ValueError:
-        pass
-    try:
-        return float(value)
-    except ValueError:
-        return value

@@ -175,10 +175,18 @@ class Judge:
         nominal = design.nominal(verdict.level)
         limit = design.last_look if design.sequential else n + 100
         for total in range(n + 1, limit + 1):
-            half = critical_t(nominal, total - 1) * estimate.sd / math.sqrt(total)
+            half = half_width(estimate.sd, total, nominal)
             if abs(mean) > half or (low_bound < mean - half and mean + half < high_bound):
                 return replace(verdict, more_rounds=total - n)
         return verdict
+
+
+def half_width(sd: float, rounds: int, level: float) -> float:
+    """The half width, on the log scale, of the t interval of a mean over `rounds` rounds
+    whose per-round spread is `sd`, at two-sided `level` (infinite below 2 rounds)."""
+    if rounds < 2:
+        return math.inf
+    return critical_t(level, rounds - 1) * sd / math.sqrt(rounds)
 
 
 def decide(cells: Mapping[object, Mapping[int, float]], design: Design) -> dict[object, Verdict]:

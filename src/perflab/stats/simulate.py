@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from perflab.stats.decide import DECIDED, EQUIVALENT, FASTER, SLOWER, Judge, paired
+from perflab.stats.decide import EQUIVALENT, FASTER, SLOWER, Judge, paired
 from perflab.stats.design import Design
 
 
@@ -29,10 +29,6 @@ class Outcome:
 
     def share(self, cell: object, verdict: str) -> float:
         return self.verdicts[(cell, verdict)] / self.families
-
-    @property
-    def family_error(self) -> float:
-        return (self.false_direction + self.false_equivalent) / self.families
 
 
 def simulate(effects: dict[tuple[str, int], float], noise: float, design: Design,
@@ -90,9 +86,3 @@ def simulate(effects: dict[tuple[str, int], float], noise: float, design: Design
         outcome.false_direction += wrong_direction
         outcome.false_equivalent += wrong_equivalence
     return outcome
-
-
-def decided_share(outcome: Outcome) -> float:
-    """Share of cells decided, over all families."""
-    decided = sum(n for (_, verdict), n in outcome.verdicts.items() if verdict in DECIDED)
-    return decided / sum(outcome.verdicts.values())
