@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from perflab.digest.findings import Findings
-from perflab.digest.fingerprint import Fingerprinter, query_id
+from perflab.digest.fingerprint import fingerprint, query_id
 from perflab.digest.parse import ParseStats, Part, detect_format, read_events, split_log
 from perflab.digest.redact import no_literals, shown
 
@@ -86,7 +86,6 @@ class Digest:
     first_time: float | None
     last_time: float | None
     peak_rss_mib: float  # the processes that did the work, together
-    cache_hits: float = 0.0  # share of statements whose fingerprint came from the cache
 
     def without_literals(self) -> Digest:
         """--redact: the digest with every literal of every example shown as ?."""
@@ -106,7 +105,6 @@ class Digest:
             "classes": len(self.classes),
             "seconds": self.seconds,
             "peak_rss_mib": self.peak_rss_mib,
-            "fingerprint_cache_hits": self.cache_hits,
             "span_seconds": (self.last_time - self.first_time)
             if self.first_time is not None and self.last_time is not None else None,
             "profile": [
@@ -141,9 +139,13 @@ def digest_logs(paths: list[Path], kind: str | None = None, burst: int = 10,
         progress(f"digesting {len(paths)} log(s), {size:,.0f} MiB, in {len(parts)} part(s) "
                  f"on {min(jobs, len(parts))} process(es)")
     if jobs > 1 and len(parts) > 1:
-        with ProcessPoolExecutor(min(jobs, len(parts))) as pool:
-            results = list(pool.map(_digest_part, parts, [burst] * len(parts),
-                                    [window] * len(parts), [progress] * len(parts)))
+        # This process digests the first part itself while the workers take the others: one
+        # process fewer to start and one part's classes fewer to send back.
+        rest = parts[1:]
+        with ProcessPoolExecutor(min(jobs, len(parts)) - 1) as pool:
+            later = pool.map(_digest_part, rest, [burst] * len(rest), [window] * len(rest),
+                             [progress] * len(rest))
+            results = [_digest_part(parts[0], burst, window, progress), *later]
     else:
         results = [_digest_part(part, burst, window, progress) for part in parts]
     return _merge(parts, results, burst, window, time.monotonic() - started)
@@ -158,7 +160,6 @@ class _PartResult:
     last: float | None
     pid: int
     peak_rss: int  # KiB, of the process that digested the part
-    fingerprints: tuple[int, int]  # (calls, cache hits)
 
 
 def _digest_part(part: Part, burst: int, window: float,
@@ -166,7 +167,6 @@ def _digest_part(part: Part, burst: int, window: float,
     """One part, in this process or a worker (`progress` must then be a module function)."""
     classes: dict[str, QueryClass] = {}
     findings = Findings(burst, window)
-    fingerprinter = Fingerprinter()
     stats = ParseStats()
     first = last = None
     next_report = time.monotonic() + 10
@@ -176,7 +176,7 @@ def _digest_part(part: Part, burst: int, window: float,
             progress(f"{part.path.name} from byte {part.start:,}: {stats.events:,} events, "
                      f"{len(classes):,} fingerprints")
         if event.command == "Query":
-            fp = fingerprinter(event.text)
+            fp = fingerprint(event.text)
         else:
             fp = f"administrator command: {event.command}"
         query_class = classes.get(fp)
@@ -195,8 +195,7 @@ def _digest_part(part: Part, burst: int, window: float,
         findings.observe(event, fp)
     findings.finish()
     return _PartResult(classes, findings, stats, first, last, os.getpid(),
-                       resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
-                       (fingerprinter.calls, fingerprinter.hits))
+                       resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 
 
 def _merge(parts: list[Part], results: list[_PartResult], burst: int, window: float,
@@ -227,10 +226,10 @@ def _merge(parts: list[Part], results: list[_PartResult], burst: int, window: fl
     for result in results:
         peaks[result.pid] = max(peaks.get(result.pid, 0), result.peak_rss)
     peaks[os.getpid()] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    ranked = sorted(classes.values(), key=lambda c: (-c.total_time, -c.calls, c.fingerprint))
+    # total times rounded to the nanosecond: parts summed in another order must rank alike
+    ranked = sorted(classes.values(),
+                    key=lambda c: (-round(c.total_time, 9), -c.calls, c.fingerprint))
     return Digest(list(files.values()), "+".join(sorted({p.kind for p in parts})), ranked,
                   sum(r.stats.events for r in results), findings, seconds,
                   min(times, default=None), max(times, default=None),
-                  sum(peaks.values()) / 1024,
-                  sum(r.fingerprints[1] for r in results)
-                  / max(1, sum(r.fingerprints[0] for r in results)))
+                  sum(peaks.values()) / 1024)

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from perflab.digest.digest import Digest
 from perflab.digest.findings import switched_schema
-from perflab.digest.fingerprint import Fingerprinter
+from perflab.digest.fingerprint import fingerprint
 from perflab.digest.parse import ParseStats, Part, read_events
 from perflab.digest.redact import redact
 
@@ -125,7 +125,6 @@ def write_workload(digest: Digest, path: Path, top: int, literals: bool = True) 
 def _scan(digest: Digest, wanted: set[str]) -> _Scan:
     scan = _Scan()
     rng = random.Random(0)  # the same log gives the same file
-    fingerprint = Fingerprinter()
     for info in digest.files:
         for event in read_events(Part(Path(info["path"]), info["format"]), ParseStats()):
             if event.db:
