@@ -104,3 +104,32 @@ def wait_for(condition, timeout: float, what: str):
             return value
         time.sleep(0.1)
     raise AssertionError(f"timed out waiting for {what}")
+
+
+TUNE_PLAN = """
+[study]
+name = "{name}"
+[dataset]
+engine = "InnoDB"
+rows = 5000
+[workload]
+name = "oltp_point_select"
+[run]
+threads = [2]
+warmup_seconds = 0
+run_seconds = 1
+repeats = 1
+[configs.default]
+[tune]
+knobs = {knobs}
+final_repeats = 2
+final_max_repeats = 3
+{extra}
+"""
+
+
+def tune_plan_file(tmp_path: Path, name: str, knobs: str, extra: str = "") -> Path:
+    """A tiny tune study: 5,000 InnoDB rows, point selects, 1-s trials at 2 threads."""
+    path = tmp_path / f"{name}.toml"
+    path.write_text(TUNE_PLAN.format(name=name, knobs=knobs, extra=extra))
+    return path

@@ -7,38 +7,12 @@ import time
 import optuna
 import pytest
 
-from conftest import PERFLAB, run_cli, stored_points
+from conftest import PERFLAB, run_cli, stored_points, tune_plan_file
 from perflab.errors import PerflabError
 from perflab.plan import parse_plan
 from perflab.server.memory import configured_sizes, memory_estimate
 from perflab.tune.search import Tuner, TuneSettings
 from perflab.tune.space import DURABILITY, knob_space
-
-PLAN = """
-[study]
-name = "{name}"
-[dataset]
-engine = "InnoDB"
-rows = 5000
-[workload]
-name = "oltp_point_select"
-[run]
-threads = [2]
-warmup_seconds = 0
-run_seconds = 1
-repeats = 1
-[configs.default]
-[tune]
-knobs = {knobs}
-final_repeats = 2
-{extra}
-"""
-
-
-def plan_file(tmp_path, name, knobs, extra=""):
-    path = tmp_path / f"{name}.toml"
-    path.write_text(PLAN.format(name=name, knobs=knobs, extra=extra))
-    return path
 
 
 @pytest.fixture(scope="module")
@@ -76,7 +50,7 @@ def test_memory_estimate_counts_per_connection_buffers(catalog):
 
 
 def test_memory_busting_proposal_is_refused_before_any_server_starts(shared_lab, tmp_path):
-    plan = parse_plan(plan_file(tmp_path, "tune-refused", '["table_open_cache"]',
+    plan = parse_plan(tune_plan_file(tmp_path, "tune-refused", '["table_open_cache"]',
                                 "memory_share = 0.00001").read_text())
     settings = TuneSettings.from_plan(dict(plan.tune))
     result = Tuner(plan, shared_lab, settings, "random", budget=2, say=lambda _: None).run()
@@ -89,7 +63,8 @@ def test_memory_busting_proposal_is_refused_before_any_server_starts(shared_lab,
 def test_trial_whose_server_fails_to_start_is_recorded_and_the_study_goes_on(
     shared_lab, tmp_path
 ):
-    plan = parse_plan(plan_file(tmp_path, "tune-startfail", '["innodb_page_size"]').read_text())
+    path = tune_plan_file(tmp_path, "tune-startfail", '["innodb_page_size"]')
+    plan = parse_plan(path.read_text())
     settings = TuneSettings.from_plan(dict(plan.tune))
     result = Tuner(plan, shared_lab, settings, "ofat", budget=3, say=lambda _: None).run()
     # trial 0 is the default page size; OFAT's next values are sizes InnoDB refuses
@@ -97,12 +72,12 @@ def test_trial_whose_server_fails_to_start_is_recorded_and_the_study_goes_on(
     assert "mariadbd exited during start-up" in result.trials[1].error
     assert result.best.number == 0
     assert result.gain_vs_default is not None  # the honest re-measure ran
-    assert len(result.final["default"]) == 2 and len(result.final["best"]) == 2
+    assert 2 <= len(result.final["default"]) == len(result.final["trial-0"]) <= 3
     assert "the defaults were best" in result.mycnf()
 
 
 def test_interrupted_study_resumes_to_its_budget(shared_lab, tmp_path):
-    plan = plan_file(tmp_path, "tune-resume", '["table_open_cache", "thread_cache_size"]')
+    plan = tune_plan_file(tmp_path, "tune-resume", '["table_open_cache", "thread_cache_size"]')
     argv = [*PERFLAB, "tune", str(plan), "--lab", str(shared_lab.root), "--method", "random",
             "--budget", "5"]
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -127,11 +102,11 @@ def test_interrupted_study_resumes_to_its_budget(shared_lab, tmp_path):
 
 
 def test_tune_plan_mistakes_are_one_line(tmp_path):
-    bad = plan_file(tmp_path, "bad", '["table_open_cache"]', 'objective = "fastest"')
+    bad = tune_plan_file(tmp_path, "bad", '["table_open_cache"]', 'objective = "fastest"')
     out = run_cli("tune", str(bad), "--lab", str(tmp_path / "lab"), "--budget", "1")
     assert out.returncode == 2
     assert "tune.objective = 'fastest' is not allowed" in out.stderr
-    good = plan_file(tmp_path, "good", '["table_open_cache"]')
+    good = tune_plan_file(tmp_path, "good", '["table_open_cache"]')
     missing = run_cli("tune", str(good), "--lab", str(tmp_path / "lab"))
     assert missing.returncode == 2
     assert "give the search a --budget (trials) or a --time (seconds)" in missing.stderr

@@ -148,12 +148,17 @@ def build_parser() -> argparse.ArgumentParser:
     tune.add_argument("study", help="built-in study name or plan .toml (its [tune] section)")
     tune.add_argument("--lab", required=True, type=Path)
     tune.add_argument("--method", choices=("ofat", "bayes", "random"), default="bayes")
-    tune.add_argument("--budget", type=int, help="number of trials")
-    tune.add_argument("--time", type=float, metavar="SECONDS", help="or a time budget")
+    tune.add_argument("--budget", type=int, help="number of trials (the study's total, "
+                      "whichever worker runs them)")
+    tune.add_argument("--time", type=float, metavar="SECONDS",
+                      help="or a time budget (this worker's)")
     tune.add_argument("--sampler", default="tpe", help="Optuna sampler for bayes: "
                       "tpe, gp, cmaes, qmc, random (default tpe)")
-    tune.add_argument("--storage", help="Optuna storage URL (default: the lab's SQLite), so "
-                      "workers on several hosts can join one study")
+    tune.add_argument("--storage", metavar="URL",
+                      help="Optuna storage shared by workers on several hosts, each with its "
+                      "own --lab, e.g. mysql+pymysql://tuner@dbhost/optuna?read_default_file="
+                      "/home/me/.my.cnf (the password from that file, not the command line); "
+                      "default: the lab's SQLite")
     tune.add_argument("--seed", type=int, default=0)
     tune.add_argument("--allow-unsafe", action="store_true",
                       help="also search knobs that trade durability for speed")

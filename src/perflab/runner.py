@@ -385,7 +385,7 @@ class Runner:
         return Fleet(self.plan, self.lab, self.workload, self._options, self._dataset_key,
                      record, self.say)
 
-    def _noise(self) -> tuple[float, str]:
+    def noise(self) -> tuple[float, str]:
         """The per-round sd of a log ratio this lab measured for this way of measuring, with
         where it comes from; ASSUMED_NOISE when it has measured none."""
         run = self.plan.run
@@ -406,7 +406,7 @@ class Runner:
         cells = (len(self.plan.configs) - 1) * len(self.plan.run.threads)
         if cells == 0:
             return
-        sd, source = self._noise()
+        sd, source = self.noise()
         level = design.alpha / cells
         lines = [f"noise: {sd:.1%} per round ({source}); {cells} comparisons, "
                  f"margin ±{design.margin:.0%}"]

@@ -31,14 +31,30 @@ def tables(result: TuneResult, objective: str) -> list[Table]:
             rows.append([config, str(s.n), f"{s.median:.1f}", interval])
         out.append(Table("Re-measured side by side (the gain below comes from these rounds)",
                          ["Config", "Rounds", "Median", "95% interval"], rows))
+        if result.candidates:
+            knobs = {t.number: t.params for t in result.trials}
+            out.append(Table(
+                "The search's best trials re-measured against the defaults",
+                ["Trial", "Knobs", "Rounds", "Gain", "Interval", "Verdict"],
+                [[f"{n}{' (winner)' if result.best and n == result.best.number else ''}",
+                  " ".join(f"{k}={v}" for k, v in sorted(knobs.get(n, {}).items())),
+                  *(_gain_cells(v) if v is not None else ["-"] * 4)]
+                 for n, v in result.candidates.items()]))
         gains = [[name, *_gain_cells(v)] for name, v in (
             ("best vs default", result.gain_vs_default),
             ("best vs baseline", result.gain_vs_baseline)) if v is not None]
-        out.append(Table("Gain of the best configuration (paired by round; the two gains keep "
-                         "a 5% error rate together)",
+        out.append(Table("Gain of the best configuration (paired by round; every gain of the "
+                         "re-measure keeps one 5% error rate together)",
                          ["Comparison", "Rounds", "Gain", "Interval", "Verdict"], gains))
+    if result.final_by is not None:
+        out.append(Table("Re-measure", ["Done by", "Lab"],
+                         [[f"the worker on {result.final_by['host']} (pid "
+                           f"{result.final_by['pid']})", result.final_by["lab"]]]))
     if result.importance:
-        out.append(Table("Knob importance (Optuna, fANOVA)", ["Knob", "Importance"],
+        ok = sum(t.state == "ok" for t in result.trials)
+        out.append(Table(f"Knob importance (Optuna's fANOVA over {ok} trials of one "
+                         "measurement each: the knobs whose values moved the figures most, "
+                         "noise included)", ["Knob", "Importance"],
                          [[k, f"{v:.2f}"] for k, v in result.importance.items()]))
     return out
 
@@ -48,8 +64,15 @@ def render_text(result: TuneResult, objective: str) -> str:
     unsafe = [k.name for k in result.knobs if k.durability]
     if unsafe:
         parts.append("Durability knobs were searched (--allow-unsafe): " + ", ".join(unsafe))
+    verdict = result.gain_vs_default
+    if result.best is not None and verdict is not None and verdict.verdict != "faster":
+        parts.append(f"No re-measured trial was shown better than the defaults ({verdict.verdict}"
+                     f"): keep them, or re-measure with more rounds (tune.final_max_repeats).")
     if result.best is not None:
-        parts.append(f"Best my.cnf fragment (trial {result.best.number}):\n{result.mycnf()}")
+        searched = "" if result.searched_best in (None, result.best.number) else \
+            f"; the search's best figure was trial {result.searched_best}'s"
+        parts.append(f"Best my.cnf fragment (trial {result.best.number}, best re-measured"
+                     f"{searched}):\n{result.mycnf()}")
     else:
         parts.append("No trial succeeded: nothing to recommend.")
     return "\n\n".join(parts)

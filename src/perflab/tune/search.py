@@ -5,8 +5,8 @@
   a trial whose server fails to start or crashes is recorded with its error and scored failed,
   never retried.
 - Frugal: the study lives in an Optuna storage (the lab's by default, or --storage URL so
-  workers on several hosts join it) and resumes where it stopped; dynamic knobs are applied with
-  SET GLOBAL by the runner when possible.
+  workers on several hosts share it and its budget, tune/workers.py) and resumes where it
+  stopped; dynamic knobs are applied with SET GLOBAL by the runner when possible.
 - Honest: the best trial is measured again at the end, interleaved with the server defaults and
   the plan's baseline over several repeats, and its gain is reported with an interval and a
   verdict instead of the lucky trial's figure.
@@ -25,7 +25,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 import optuna
-import sqlalchemy.exc
 from optuna.distributions import CategoricalDistribution, IntDistribution
 from optuna.trial import TrialState
 
@@ -34,9 +33,10 @@ from perflab.lab import Lab
 from perflab.plan import Plan, Point
 from perflab.runner import Runner
 from perflab.server.memory import configured_sizes, memory_estimate
-from perflab.stats.decide import Verdict, decide
+from perflab.stats.decide import Verdict, decide, half_width
 from perflab.stats.design import Design
 from perflab.store import Metrics, ResultStore
+from perflab.tune import workers
 from perflab.tune.space import Knob, knob_space, memory_budget
 
 OBJECTIVES = ("throughput", "p95", "p99")
@@ -51,6 +51,8 @@ SAMPLERS = {
     "gp": lambda seed, budget: optuna.samplers.GPSampler(seed=seed),
 }
 MIN_EFFECT = 0.02  # OFAT adopts a change only when it beats the baseline by this much
+WAIT = "wait"  # OFAT's answer when its round needs trials other workers are running
+CANDIDATES = 3  # the best trials re-measured at the end
 Say = Callable[[str], None]
 
 
@@ -62,11 +64,13 @@ class TuneSettings:
     min_qps: float = 0.0  # for latency objectives: trials below this throughput fail
     knobs: tuple[str, ...] = ()  # empty: the curated set
     memory_share: float = 0.5  # of this machine's RAM
-    final_repeats: int = 3
+    final_repeats: int = 3  # the re-measure's rounds: at least these, more if the noise
+    final_max_repeats: int = 12  # needs them to resolve run.margin, up to these
 
     @classmethod
     def from_plan(cls, raw: dict) -> TuneSettings:
-        allowed = {"objective", "min_qps", "knobs", "memory_share", "final_repeats"}
+        allowed = {"objective", "min_qps", "knobs", "memory_share", "final_repeats",
+                   "final_max_repeats"}
         unknown = set(raw) - allowed
         if unknown:
             raise PerflabError(f"tune: unknown key tune.{sorted(unknown)[0]} "
@@ -76,7 +80,7 @@ class TuneSettings:
             raise PerflabError(f"tune.knobs must be a list of server variable names, got {knobs!r}",
                                hint='e.g. knobs = ["key_buffer_size", "table_open_cache"]')
         for key, kinds in (("min_qps", int | float), ("memory_share", int | float),
-                           ("final_repeats", int)):
+                           ("final_repeats", int), ("final_max_repeats", int)):
             value = raw.get(key, 0)
             if isinstance(value, bool) or not isinstance(value, kinds):
                 kind = "an integer" if kinds is int else "a number"
@@ -89,6 +93,8 @@ class TuneSettings:
             raise PerflabError("tune.memory_share must be a fraction of RAM, e.g. 0.5")
         if settings.final_repeats < 2:
             raise PerflabError("tune.final_repeats must be at least 2 (an interval needs two)")
+        if settings.final_max_repeats < settings.final_repeats:
+            raise PerflabError("tune.final_max_repeats must be at least tune.final_repeats")
         return settings
 
     @property
@@ -124,6 +130,9 @@ class TuneResult:
     gain_vs_baseline: Verdict | None = None
     importance: dict[str, float] = field(default_factory=dict)
     defaults: dict[str, str] = field(default_factory=dict)  # the server's startup values
+    final_by: dict | None = None  # the worker that re-measured, when it was another one
+    candidates: dict[int, Verdict | None] = field(default_factory=dict)  # trial -> vs default
+    searched_best: int | None = None  # the search's best trial, when re-measured
     seconds: float = 0.0
 
     def mycnf(self) -> str:
@@ -159,13 +168,13 @@ class Tuner:
             raise PerflabError(f"--seed must be from 0 to {2**32 - 1}, got {seed}")
         if not budget and not seconds:
             raise PerflabError("give the search a --budget (trials) or a --time (seconds)")
-        if storage:
-            _check_storage(storage)
         self.plan, self.lab, self.settings, self.method = plan, lab, settings, method
         self.budget, self.seconds, self.seed, self.say = budget, seconds, seed, say
         self.sampler_name = {"random": "random", "ofat": "random"}.get(method, sampler)
         # the study lives in the lab's results database, beside the points of its trials
-        self.storage = storage or f"sqlite:///{lab.db_path}"
+        # (opened once the lab exists), unless workers share one elsewhere; a URL that cannot
+        # be opened fails here, before any server starts
+        self.storage = workers.open_storage(storage) if storage else None
         self.allow_unsafe = allow_unsafe
         self.baseline = plan.config(plan.baseline)
 
@@ -178,6 +187,8 @@ class Tuner:
 
     def _run(self, store: ResultStore, started: float) -> TuneResult:
         self.runner = Runner(self.plan, self.lab, store, self.say)
+        if self.storage is None:
+            self.storage = workers.open_storage(f"sqlite:///{self.lab.db_path}")
         self.catalog = self.lab.catalog()
         self.knobs = knob_space(self.catalog, list(self.settings.knobs), self.allow_unsafe)
         self.budget_bytes = memory_budget(self.settings.memory_share)
@@ -185,39 +196,56 @@ class Tuner:
         session = self.runner.open_session()
         outcome = "interrupted"
         try:
-            while not self._spent(study, started):
-                params = self._next(study)
+            while True:
+                with workers.study_lock(self.storage, study.study_name):
+                    workers.reap(study, self.lab.root, self.say)
+                    if self._spent(study, started):
+                        break
+                    params = self._next(study)
+                    trial = None if params in (None, WAIT) else self._ask(study, params)
                 if params is None:
                     self.say("ofat: no knob left that mattered; stopping early")
                     break
-                self._trial(study, session, params)
+                if trial is None:  # ofat waits for other workers' trials of this round
+                    time.sleep(2)
+                    continue
+                with workers.heartbeat(self.storage, study, trial.number):
+                    self._trial(study, session, trial)
             outcome = "complete"
         finally:
             self.runner.close_session(session, outcome)
+        workers.wait_for_others(study, self.lab.root, self.say)
         result = self._result(study)
         if result.best is not None:
-            self._final(store, result)
+            key = f"final@{len(result.trials)}"
+            with workers.study_lock(self.storage, study.study_name):
+                taken = workers.claim(study, key, self.lab.root)
+            if taken is None:
+                self._final(store, result)
+            else:
+                result.final_by = taken
+                self.say(f"the best trial is re-measured by the worker on {taken['host']} "
+                         f"(lab {taken['lab']})")
         result.seconds = time.monotonic() - started
         return result
 
     def _study(self) -> optuna.Study:
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         sampler = SAMPLERS[self.sampler_name](self.seed, self.budget)
-        study = optuna.create_study(
-            study_name=f"{self.plan.name}:{self.method}", storage=self.storage,
-            direction=self.settings.direction, sampler=sampler, load_if_exists=True,
-        )
-        for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
-            # left running by a perflab that was killed: its server never finished the trial.
-            # It carries no "state" attribute, which _result reads as interrupted.
-            study.tell(trial.number, state=TrialState.FAIL)
+        name = f"{self.plan.name}:{self.method}"
+        with workers.study_lock(self.storage, name):  # two workers starting at once
+            study = optuna.create_study(study_name=name, storage=self.storage,
+                                        direction=self.settings.direction, sampler=sampler,
+                                        load_if_exists=True)
         done = len(_finished(study))
         if done:
             self.say(f"resuming study {study.study_name}: {done} trial(s) already done")
         return study
 
     def _spent(self, study: optuna.Study, started: float) -> bool:
-        if self.budget and len(_finished(study)) >= self.budget:
+        """The budget counts the study's trials, running ones included, whichever worker ran
+        them; the time is this worker's."""
+        if self.budget and len(_started(study)) >= self.budget:
             return True
         return bool(self.seconds) and time.monotonic() - started >= self.seconds
 
@@ -232,13 +260,14 @@ class Tuner:
 
     def _next(self, study: optuna.Study) -> dict | None:
         """Fixed parameters for the next trial (OFAT, or the defaults first), or {} to let
-        the sampler choose, or None when OFAT has nothing left to try."""
-        finished = _finished(study)
-        if not finished:
+        the sampler choose, or None when OFAT has nothing left to try, or WAIT when it needs
+        the results of trials other workers are running."""
+        started = _started(study)
+        if not started:
             return self._defaults()  # every method starts from the server's defaults
         if self.method != "ofat":
             return {}
-        return ofat_next(self.knobs, finished, self._defaults(), self.settings.direction)
+        return ofat_next(self.knobs, started, self._defaults(), self.settings.direction)
 
     def _defaults(self) -> dict:
         """Each knob at the server's startup value, clamped into its search range."""
@@ -251,10 +280,16 @@ class Tuner:
                 values[knob.name] = min(max(int(value), knob.low), knob.high)
         return values
 
-    def _trial(self, study: optuna.Study, session: int, params: dict) -> None:
+    def _ask(self, study: optuna.Study, params: dict) -> optuna.Trial:
+        """A new trial (under the study lock), marked with this worker."""
         if params:
             study.enqueue_trial(params, skip_if_exists=False)
-        trial = study.ask(self._distributions())
+        with workers.quiet():
+            trial = study.ask(self._distributions())
+        trial.set_user_attr("worker", workers.me(self.lab.root))
+        return trial
+
+    def _trial(self, study: optuna.Study, session: int, trial: optuna.Trial) -> None:
         values = {name: str(value) for name, value in trial.params.items()}
         number = trial.number
         label = " ".join(f"{k}={v}" for k, v in values.items())
@@ -303,16 +338,20 @@ class Tuner:
         key = f"latency_{self.settings.objective}_ms"
         return statistics.fmean(getattr(m, key) for m in metrics)
 
-    @staticmethod
-    def _tell(study: optuna.Study, trial: optuna.Trial, state: str, value: float | None,
+    def _tell(self, study: optuna.Study, trial: optuna.Trial, state: str, value: float | None,
               error: str | None) -> None:
-        trial.set_user_attr("state", state)
-        if error:
-            trial.set_user_attr("error", error[:2000])
-        if state == "ok":
-            study.tell(trial, value)
-        else:
-            study.tell(trial, state=TrialState.FAIL)
+        try:
+            trial.set_user_attr("state", state)
+            if error:
+                trial.set_user_attr("error", error[:2000])
+            if state == "ok":
+                study.tell(trial, value)
+            else:
+                study.tell(trial, state=TrialState.FAIL)
+        except optuna.exceptions.UpdateFinishedTrialError:
+            self.say(f"trial {trial.number}: another worker failed it while it ran (no "
+                     f"heartbeat reached the storage for {workers.GRACE_SECONDS} s); its "
+                     "result is dropped")
 
     # -- the honest result ---------------------------------------------------------------------
 
@@ -335,22 +374,29 @@ class Tuner:
                           importance=importance, defaults=defaults)
 
     def _final(self, store: ResultStore, result: TuneResult) -> None:
-        """Measure default, baseline and best again, interleaved, and compare them."""
-        best_vars = {**self.baseline.as_dict(), **result.best.params}
-        configs = [replace(self.baseline, name="default", variables=()),
-                   replace(self.baseline, name="baseline"),
-                   replace(self.baseline, name="best", variables=tuple(sorted(best_vars.items())))]
-        if not self.baseline.variables:
-            configs.pop(1)  # the baseline is the defaults
+        """Before believing the search: measure its best CANDIDATES again, interleaved with the
+        defaults and the plan's baseline, for as many rounds as the lab's measured noise needs
+        to resolve the plan's margin; the winner is the best re-measured one, and every gain
+        is a paired interval with a verdict (one error rate across the comparisons)."""
+        candidates = self._candidates(result)
+        configs = [replace(self.baseline, name="default", variables=())]
+        if self.baseline.variables:
+            configs.append(replace(self.baseline, name="baseline"))
+        for trial in candidates:
+            configs.append(replace(self.baseline, name=f"trial-{trial.number}", variables=tuple(
+                sorted({**self.baseline.as_dict(), **trial.params}.items()))))
+        cells = len(candidates) * (len(configs) - len(candidates))
+        rounds, why = self._final_rounds(store, cells)
         final_plan = replace(
             # named after the trial count, so a longer resumed search re-measures afresh
             self.plan, name=f"{self.plan.name}:{self.method}:final@{len(result.trials)}",
-            configs=tuple(configs),
-            baseline="default", run=replace(self.plan.run, repeats=self.settings.final_repeats,
-                                            target_interval=0.0, max_repeats=0, time=0.0),
+            configs=tuple(configs), baseline="default",
+            run=replace(self.plan.run, repeats=rounds, target_interval=0.0, max_repeats=0,
+                        time=0.0),
         )
-        self.say(f"re-measuring default, baseline and best: {self.settings.final_repeats} "
-                 "rounds, side by side")
+        self.say(f"re-measuring the {len(candidates)} best trial(s) with the defaults"
+                 f"{' and the baseline' if self.baseline.variables else ''}, side by side: "
+                 f"{rounds} rounds ({why})")
         Runner(final_plan, self.lab, store, self.say).run()
         by_round: dict[str, dict[int, list]] = {}  # config -> round -> its points' metrics
         definitions = [final_plan.definition(c) for c in final_plan.configs]
@@ -359,16 +405,54 @@ class Tuner:
                 by_round.setdefault(point.config, {}).setdefault(point.repeat, []).append(
                     point.metrics)
         threads = len(self.plan.run.threads)
-        for config, rounds in by_round.items():
-            result.final[config] = {r: self._objective(metrics) for r, metrics in rounds.items()
-                                    if len(metrics) == threads}
-        cells = {name: self._gains(result.final.get(name, {}), result.final.get("best", {}))
-                 for name in ("default", "baseline") if name in result.final}
-        verdicts = decide(cells, Design(self.plan.run.alpha, self.plan.run.margin,
-                                        first_look=self.settings.final_repeats,
-                                        last_look=self.settings.final_repeats))
-        result.gain_vs_default = verdicts.get("default")
-        result.gain_vs_baseline = verdicts.get("baseline")
+        for config, measured in by_round.items():
+            result.final[config] = {r: self._objective(metrics) for r, metrics in
+                                    measured.items() if len(metrics) == threads}
+        comparisons = {(trial.number, base): self._gains(result.final.get(base, {}),
+                                                          result.final.get(f"trial-{trial.number}",
+                                                                           {}))
+                       for trial in candidates for base in ("default", "baseline")
+                       if base in result.final}
+        verdicts = decide(comparisons, Design(self.plan.run.alpha, self.plan.run.margin,
+                                              first_look=rounds, last_look=rounds))
+        result.candidates = {trial.number: verdicts.get((trial.number, "default"))
+                             for trial in candidates}
+        measured_gain = {n: v.change for n, v in result.candidates.items()
+                         if v is not None and math.isfinite(v.change)}
+        if measured_gain:
+            winner = max(measured_gain, key=measured_gain.get)
+            result.searched_best = result.best.number
+            result.best = next(t for t in candidates if t.number == winner)
+            result.gain_vs_default = verdicts.get((winner, "default"))
+            result.gain_vs_baseline = verdicts.get((winner, "baseline"))
+
+    def _candidates(self, result: TuneResult) -> list[TrialOutcome]:
+        """The best ok trials with distinct settings, the search's best first; the defaults
+        only when nothing else succeeded (they are re-measured anyway)."""
+        ranked = sorted((t for t in result.trials if t.state == "ok"), key=lambda t: t.value,
+                        reverse=self.settings.direction == "maximize")
+        defaults = _key(result.defaults)
+        others = [t for t in ranked if _key(t.params) != defaults]
+        chosen: dict[tuple, TrialOutcome] = {}
+        for trial in others or ranked:
+            chosen.setdefault(_key(trial.params), trial)
+            if len(chosen) == CANDIDATES:
+                break
+        return list(chosen.values())
+
+    def _final_rounds(self, store: ResultStore, cells: int) -> tuple[int, str]:
+        """Rounds for intervals of about ±margin at the family's level, from the noise this lab
+        measured for the workload (or the assumed one), from final_repeats to
+        final_max_repeats."""
+        sd, source = Runner(self.plan, self.lab, store, self.say).noise()
+        level = self.plan.run.alpha / max(1, cells)
+        low, high = self.settings.final_repeats, self.settings.final_max_repeats
+        for rounds in range(low, high + 1):
+            if math.expm1(half_width(sd, rounds, level)) <= self.plan.run.margin:
+                return rounds, f"noise {sd:.1%} per round, {source}: intervals about " \
+                               f"±{self.plan.run.margin:.0%}"
+        return high, (f"noise {sd:.1%} per round, {source}: intervals wider than "
+                                  f"±{self.plan.run.margin:.0%} at the cap")
 
     def _gains(self, base: dict[int, float], best: dict[int, float]) -> dict[int, float]:
         """Per round, the log of the best configuration's gain over `base` (for latency, a
@@ -382,18 +466,23 @@ class Tuner:
         return gains
 
 
-def ofat_next(knobs: list[Knob], finished: list, defaults: dict, direction: str) -> dict | None:
+def ofat_next(knobs: list[Knob], trials: list, defaults: dict,
+              direction: str) -> dict | str | None:
     """Seed 002's method, replayed from the trials so far (so a resumed study goes on).
 
     Round 1 varies every knob alone from the defaults; each later round starts from the
     baseline plus the most important change found so far and varies the knobs that mattered.
+    `trials` may include running ones (other workers'): their settings are not proposed again,
+    and a round that needs their results returns WAIT.
     """
-    tried = {_key(t.params) for t in finished}
-    scores = {_key(t.params): t.value for t in finished if t.state == TrialState.COMPLETE}
+    tried = {_key(t.params) for t in trials}
+    pending = {_key(t.params) for t in trials if t.state == TrialState.RUNNING}
+    scores = {_key(t.params): t.value for t in trials if t.state == TrialState.COMPLETE}
     baseline, active = dict(defaults), [k.name for k in knobs]
     while active:
         base_score = scores.get(_key(baseline))
         mattered, best_change = [], None
+        round_keys = {_key(baseline)}
         for knob in knobs:
             if knob.name not in active:
                 continue
@@ -402,6 +491,7 @@ def ofat_next(knobs: list[Knob], finished: list, defaults: dict, direction: str)
                 key = _key(params)
                 if key not in tried:
                     return params
+                round_keys.add(key)
                 score = scores.get(key)
                 if score is not None and base_score is not None and \
                         better(direction, score, base_score, MIN_EFFECT):
@@ -409,6 +499,8 @@ def ofat_next(knobs: list[Knob], finished: list, defaults: dict, direction: str)
                     if best_change is None or better(direction, score, best_change[0],
                                                      MIN_EFFECT):
                         best_change = (score, knob.name, value)
+        if round_keys & pending:
+            return WAIT
         if best_change is None:
             return None
         baseline[best_change[1]] = best_change[2]
@@ -442,16 +534,6 @@ def best_so_far(trials: list[TrialOutcome], direction: str) -> list[float | None
     return out
 
 
-def _check_storage(url: str) -> None:
-    """Fail before any server starts when the --storage URL cannot be opened."""
-    try:
-        optuna.storages.get_storage(url)
-    except (ImportError, ValueError, sqlalchemy.exc.SQLAlchemyError) as exc:
-        raise PerflabError(f"--storage {url}: {str(exc).splitlines()[0]}",
-                           hint="an SQLAlchemy URL whose driver is installed, e.g. "
-                           "sqlite:///tune.db or mysql+pymysql://user@host/db") from None
-
-
 def _outcome(trial: optuna.trial.FrozenTrial) -> TrialOutcome:
     """A finished trial as perflab reports it. Only a COMPLETE trial is "ok": one whose worker
     died after recording its state but before telling Optuna is failed, whatever it said."""
@@ -467,6 +549,12 @@ def _outcome(trial: optuna.trial.FrozenTrial) -> TrialOutcome:
 
 def _finished(study: optuna.Study) -> list:
     return study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.FAIL))
+
+
+def _started(study: optuna.Study) -> list:
+    """Finished trials and those running now, in this worker or another."""
+    return study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.FAIL,
+                                                     TrialState.RUNNING))
 
 
 def _durability(knobs: list[Knob]) -> set[str]:
