@@ -89,8 +89,10 @@ def main() -> None:
         v = result.gain_vs_default
         return None if v is None else v.change
 
-    best = max(g for results in runs.values() for r in results
-               if (g := remeasured(r)) is not None)
+    best = max((g for results in runs.values() for r in results
+                if (g := remeasured(r)) is not None), default=None)
+    if best is None:
+        raise SystemExit("no run re-measured a winner: every trial failed (see above)")
     print(f"\noltp_read_only (uniform rows), InnoDB {args.tables} x {args.rows:,} rows, "
           f"{args.threads} threads, {args.seconds} s per trial, budget {args.budget} trials, "
           f"{len(KNOBS)} knobs, {args.seeds} seeds; best re-measured gain {best:+.1%}, "

@@ -66,11 +66,13 @@ def test_two_workers_share_the_budget_and_one_re_measures(storage_server, tmp_pa
     assert len(trials) == BUDGET
     assert sorted(t.number for t in trials) == list(range(BUDGET))
     assert all(t.state in (TrialState.COMPLETE, TrialState.FAIL) for t in trials)
+    # the workers share --seed: each trial must still draw its own settings
+    assert len({tuple(sorted(t.params.items())) for t in trials}) == BUDGET
     labs = {t.user_attrs["worker"]["lab"] for t in trials}
     assert labs == {str((tmp_path / name).resolve()) for name in ("lab-a", "lab-b")}
     assert len([t for t in trials if t.state == TrialState.COMPLETE]) >= BUDGET - 1
-    finals = [key for key in attrs if key.startswith("final@")]
-    assert finals == [f"final@{BUDGET}"]
+    finals = sorted(key for key in attrs if key.startswith("final@"))
+    assert finals == [f"final@{BUDGET}", f"final@{BUDGET}:done"]
     re_measured = [out for out, _ in outputs if "Re-measured side by side" in out]
     assert len(re_measured) == 1
     assert sum("re-measured by the worker on" in err for _, err in outputs) == 1
@@ -106,7 +108,8 @@ def test_a_killed_worker_leaves_its_trial_failed_and_the_other_finishes(storage_
               and t.state == TrialState.FAIL]
     assert len(killed) == 1
     assert "its worker was killed before it finished" in err
-    assert [key for key in attrs if key.startswith("final@")] == [f"final@{BUDGET}"]
+    assert sorted(key for key in attrs if key.startswith("final@")) == \
+        [f"final@{BUDGET}", f"final@{BUDGET}:done"]
     assert "Re-measured side by side" in out
     assert "interrupted before the trial finished" in out  # the killed trial, reported
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import os
 import signal
 from collections.abc import Callable
 
@@ -16,8 +17,12 @@ def die_with_parent(sig: signal.Signals) -> Callable[[], None]:
     running and shuts its mariadbd down cleanly.
     """
 
+    parent = os.getpid()
+
     def arm() -> None:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, int(sig))
+        if os.getppid() != parent:  # perflab died between the fork and the line above
+            os.kill(os.getpid(), sig)
 
     return arm
 

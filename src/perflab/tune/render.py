@@ -69,10 +69,14 @@ def render_text(result: TuneResult, objective: str) -> str:
         parts.append(f"No re-measured trial was shown better than the defaults ({verdict.verdict}"
                      f"): keep them, or re-measure with more rounds (tune.final_max_repeats).")
     if result.best is not None:
-        searched = "" if result.searched_best in (None, result.best.number) else \
-            f"; the search's best figure was trial {result.searched_best}'s"
-        parts.append(f"Best my.cnf fragment (trial {result.best.number}, best re-measured"
-                     f"{searched}):\n{result.mycnf()}")
+        if result.searched_best is None:
+            how = "the search's best figure, not re-measured here"
+        elif result.searched_best == result.best.number:
+            how = "best re-measured, and the search's best figure"
+        else:
+            how = f"best re-measured; the search's best figure was trial {result.searched_best}'s"
+        parts.append(f"Best my.cnf fragment (trial {result.best.number}, {how}):\n"
+                     f"{result.mycnf()}")
     else:
         parts.append("No trial succeeded: nothing to recommend.")
     return "\n\n".join(parts)

@@ -192,6 +192,13 @@ class Tuner:
         self.catalog = self.lab.catalog()
         self.knobs = knob_space(self.catalog, list(self.settings.knobs), self.allow_unsafe)
         self.budget_bytes = memory_budget(self.settings.memory_share)
+        if self.method == "ofat" and self.budget:
+            first_round = 1 + sum(len(candidates(k, v)) for k, v in
+                                  zip(self.knobs, self._defaults().values(), strict=True))
+            if self.budget < first_round:
+                self.say(f"warning: ofat's first round varies each knob alone: {first_round} "
+                         f"trials with these {len(self.knobs)} knobs; --budget {self.budget} "
+                         "ends it before every knob was tried")
         study = self._study()
         session = self.runner.open_session()
         outcome = "interrupted"
@@ -202,19 +209,20 @@ class Tuner:
                     if self._spent(study, started):
                         break
                     params = self._next(study)
-                    trial = None if params in (None, WAIT) else self._ask(study, params)
+                    if params not in (None, WAIT):
+                        trial, trial_id = self._ask(study, params)
                 if params is None:
                     self.say("ofat: no knob left that mattered; stopping early")
                     break
-                if trial is None:  # ofat waits for other workers' trials of this round
+                if params == WAIT:  # ofat waits for other workers' trials of this round
                     time.sleep(2)
                     continue
-                with workers.heartbeat(self.storage, study, trial.number):
+                with workers.heartbeat(self.storage, trial_id):
                     self._trial(study, session, trial)
             outcome = "complete"
         finally:
             self.runner.close_session(session, outcome)
-        workers.wait_for_others(study, self.lab.root, self.say)
+        workers.wait_for_others(self.storage, study, self.lab.root, self.say)
         result = self._result(study)
         if result.best is not None:
             key = f"final@{len(result.trials)}"
@@ -222,6 +230,7 @@ class Tuner:
                 taken = workers.claim(study, key, self.lab.root)
             if taken is None:
                 self._final(store, result)
+                workers.done(study, key)
             else:
                 result.final_by = taken
                 self.say(f"the best trial is re-measured by the worker on {taken['host']} "
@@ -280,14 +289,16 @@ class Tuner:
                 values[knob.name] = min(max(int(value), knob.low), knob.high)
         return values
 
-    def _ask(self, study: optuna.Study, params: dict) -> optuna.Trial:
-        """A new trial (under the study lock), marked with this worker."""
-        if params:
-            study.enqueue_trial(params, skip_if_exists=False)
-        with workers.quiet():
-            trial = study.ask(self._distributions())
-        trial.set_user_attr("worker", workers.me(self.lab.root))
-        return trial
+    def _ask(self, study: optuna.Study, params: dict) -> tuple[optuna.Trial, int]:
+        """A new trial (under the study lock). Workers share the seed, so the sampler is seeded
+        anew from it and the number of trials so far: each trial draws differently, whichever
+        worker asks, and one worker's run is still reproducible. (QMC keeps its seed: its
+        sequence is indexed by the trial already.)"""
+        if self.sampler_name != "qmc":
+            seed = (self.seed * 1_000_003 + len(_started(study))) % 2**32
+            study.sampler = SAMPLERS[self.sampler_name](seed, self.budget)
+        return workers.take_trial(self.storage, study, params, self._distributions(),
+                                  self.lab.root)
 
     def _trial(self, study: optuna.Study, session: int, trial: optuna.Trial) -> None:
         values = {name: str(value) for name, value in trial.params.items()}
@@ -340,15 +351,17 @@ class Tuner:
 
     def _tell(self, study: optuna.Study, trial: optuna.Trial, state: str, value: float | None,
               error: str | None) -> None:
+        told = TrialState.COMPLETE if state == "ok" else TrialState.FAIL
         try:
             trial.set_user_attr("state", state)
             if error:
                 trial.set_user_attr("error", error[:2000])
-            if state == "ok":
-                study.tell(trial, value)
-            else:
-                study.tell(trial, state=TrialState.FAIL)
+            frozen = study.tell(trial, value if state == "ok" else None,
+                                state=told, skip_if_finished=True)
+            dropped = frozen.state != told or (state == "ok" and frozen.value != value)
         except optuna.exceptions.UpdateFinishedTrialError:
+            dropped = True
+        if dropped:
             self.say(f"trial {trial.number}: another worker failed it while it ran (no "
                      f"heartbeat reached the storage for {workers.GRACE_SECONDS} s); its "
                      "result is dropped")
@@ -473,9 +486,11 @@ def ofat_next(knobs: list[Knob], trials: list, defaults: dict,
     Round 1 varies every knob alone from the defaults; each later round starts from the
     baseline plus the most important change found so far and varies the knobs that mattered.
     `trials` may include running ones (other workers'): their settings are not proposed again,
-    and a round that needs their results returns WAIT.
+    and a round that needs their results returns WAIT. A trial whose worker died before it
+    finished (failed with no state of its own) is proposed again.
     """
-    tried = {_key(t.params) for t in trials}
+    tried = {_key(t.params) for t in trials
+             if not (t.state == TrialState.FAIL and "state" not in t.user_attrs)}
     pending = {_key(t.params) for t in trials if t.state == TrialState.RUNNING}
     scores = {_key(t.params): t.value for t in trials if t.state == TrialState.COMPLETE}
     baseline, active = dict(defaults), [k.name for k in knobs]

@@ -17,6 +17,7 @@ import contextlib
 import fcntl
 import hashlib
 import os
+import random
 import re
 import socket
 import threading
@@ -39,17 +40,25 @@ LOCK_WAIT_SECONDS = 600
 
 def open_storage(url: str) -> optuna.storages.RDBStorage:
     """The study's storage, with heartbeats; a URL that cannot be opened is a user error."""
-    try:
-        with quiet():
-            return optuna.storages.RDBStorage(url, heartbeat_interval=HEARTBEAT_SECONDS,
-                                              grace_period=GRACE_SECONDS)
-    except (ImportError, ValueError, sqlalchemy.exc.SQLAlchemyError) as exc:
-        shown = _without_password(url)
-        reason = str(exc).splitlines()[0].replace(url, shown)
-        raise PerflabError(f"--storage {shown}: {reason}",
-                           hint="an SQLAlchemy URL whose driver is installed, e.g. "
-                           "sqlite:///tune.db or mysql+pymysql://user@host/db"
-                           "?read_default_file=/home/me/.my.cnf") from None
+    for attempt in (1, 2):
+        try:
+            with quiet():
+                return optuna.storages.RDBStorage(url, heartbeat_interval=HEARTBEAT_SECONDS,
+                                                  grace_period=GRACE_SECONDS)
+        except sqlalchemy.exc.SQLAlchemyError as exc:
+            if attempt == 1:  # two workers creating the tables of a new database at once
+                time.sleep(1 + random.random())
+                continue
+            error: Exception = exc
+        except (ImportError, ValueError) as exc:
+            error = exc
+            break
+    shown = _without_password(url)
+    reason = str(error).splitlines()[0].replace(url, shown)
+    raise PerflabError(f"--storage {shown}: {reason}",
+                       hint="an SQLAlchemy URL whose driver is installed, e.g. "
+                       "sqlite:///tune.db or mysql+pymysql://user@host/db"
+                       "?read_default_file=/home/me/.my.cnf")
 
 
 @contextlib.contextmanager
@@ -89,8 +98,10 @@ def study_lock(storage: optuna.storages.RDBStorage, study_name: str) -> Iterator
                                    f"worker for {LOCK_WAIT_SECONDS} s")
             try:
                 yield
-            finally:
-                conn.execute(sqlalchemy.text("SELECT RELEASE_LOCK(:name)"), {"name": name})
+            finally:  # a lost connection has released the lock already
+                with contextlib.suppress(sqlalchemy.exc.SQLAlchemyError):
+                    conn.execute(sqlalchemy.text("SELECT RELEASE_LOCK(:name)"),
+                                 {"name": name})
     elif url.get_backend_name() == "sqlite" and url.database not in (None, "", ":memory:"):
         with open(f"{url.database}.tune-lock", "a") as handle:
             fcntl.flock(handle, fcntl.LOCK_EX)
@@ -102,50 +113,68 @@ def study_lock(storage: optuna.storages.RDBStorage, study_name: str) -> Iterator
         yield
 
 
-@contextlib.contextmanager
-def heartbeat(storage: optuna.storages.RDBStorage, study: optuna.Study,
-              number: int) -> Iterator[None]:
-    """Beats for the trial while the block runs (its measurement)."""
-    trial_id = storage.get_trial_id_from_study_id_trial_number(
-        storage.get_study_id_from_name(study.study_name), number)
+def take_trial(storage: optuna.storages.RDBStorage, study: optuna.Study, params: dict,
+               distributions: dict, lab_root: Path) -> tuple[optuna.Trial, int]:
+    """Under the study lock: a new trial with these fixed parameters (the sampler chooses the
+    rest), created with this worker's name and a first heartbeat before any other worker can see
+    it; returns the trial and its storage id. A trial left waiting by a worker that stopped
+    between proposing and starting it is failed first, so that no one starts it by mistake."""
+    study_id = storage.get_study_id_from_name(study.study_name)
+    for left in study.get_trials(deepcopy=False, states=(TrialState.WAITING,)):
+        left_id = storage.get_trial_id_from_study_id_trial_number(study_id, left.number)
+        storage.set_trial_user_attr(left_id, "error", "proposed by a worker that stopped "
+                                    "before measuring it")
+        storage.set_trial_state_values(left_id, TrialState.FAIL)
+    study.enqueue_trial(params, user_attrs={"worker": me(lab_root)}, skip_if_exists=False)
+    with quiet():
+        trial = study.ask(distributions)
+    trial_id = storage.get_trial_id_from_study_id_trial_number(study_id, trial.number)
     storage.record_heartbeat(trial_id)
+    return trial, trial_id
+
+
+@contextlib.contextmanager
+def heartbeat(storage: optuna.storages.RDBStorage, trial_id: int) -> Iterator[None]:
+    """Beats for the trial while the block runs (its measurement)."""
     stop = threading.Event()
 
     def beat() -> None:
         while not stop.wait(HEARTBEAT_SECONDS):
-            with contextlib.suppress(sqlalchemy.exc.SQLAlchemyError):
-                storage.record_heartbeat(trial_id)  # a missed beat is retried at the next
+            # a missed beat is retried at the next; six in a row and the trial is failed
+            with contextlib.suppress(sqlalchemy.exc.SQLAlchemyError, optuna.exceptions.OptunaError):
+                storage.record_heartbeat(trial_id)
 
-    thread = threading.Thread(target=beat, name=f"heartbeat-{number}", daemon=True)
+    thread = threading.Thread(target=beat, name=f"heartbeat-{trial_id}", daemon=True)
     thread.start()
     try:
         yield
     finally:
         stop.set()
-        thread.join()
+        thread.join(timeout=HEARTBEAT_SECONDS)
 
 
 def reap(study: optuna.Study, lab_root: Path, say: Callable[[str], None]) -> int:
-    """Fail the RUNNING trials whose worker is dead: silent past the grace period, on this host
-    with its process gone, or of this lab (which this worker holds locked). Returns how many."""
+    """Under the study lock: fail the RUNNING trials whose worker is dead — silent past the
+    grace period, or on this host with its process gone, or on this host in this lab (which
+    this worker holds locked). Returns how many."""
     here, mine = socket.gethostname(), str(lab_root.resolve())
-    reaped = 0
     before = {t.number for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))}
     with quiet():
         optuna.storages.fail_stale_trials(study)
-    after = {t.number for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))}
-    stale = before - after
-    for number in sorted(stale):
-        say(f"trial {number}: failed, its worker sent no heartbeat for {GRACE_SECONDS} s")
-        reaped += 1
-    for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
-        worker = trial.user_attrs.get("worker")
-        dead = worker is None or worker.get("lab") == mine or (
-            worker.get("host") == here and not _alive(worker.get("pid", 0)))
-        if not dead:
+    reaped = 0
+    for trial in study.get_trials(deepcopy=False):
+        if trial.number in before and trial.state == TrialState.FAIL and \
+                "state" not in trial.user_attrs:  # failed now, not by its own worker
+            say(f"trial {trial.number}: failed, its worker sent no heartbeat for "
+                f"{GRACE_SECONDS} s")
+            reaped += 1
+        if trial.state != TrialState.RUNNING:
             continue
-        with contextlib.suppress(optuna.exceptions.UpdateFinishedTrialError):
-            study.tell(trial.number, state=TrialState.FAIL)
+        worker = trial.user_attrs.get("worker") or {}
+        dead = worker.get("host") == here and (worker.get("lab") == mine
+                                               or not _alive(worker.get("pid", 0)))
+        if dead or not worker:  # no worker recorded: an earlier perflab's, killed
+            study.tell(trial.number, state=TrialState.FAIL, skip_if_finished=True)
             say(f"trial {trial.number}: failed, its worker was killed before it finished")
             reaped += 1
     return reaped
@@ -167,13 +196,15 @@ def running(study: optuna.Study) -> int:
     return len(study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)))
 
 
-def wait_for_others(study: optuna.Study, lab_root: Path, say: Callable[[str], None]) -> None:
+def wait_for_others(storage: optuna.storages.RDBStorage, study: optuna.Study, lab_root: Path,
+                    say: Callable[[str], None]) -> None:
     """Until no trial is running (other workers' trials finish or their workers are found
     dead), so that the best trial is chosen among all of them."""
     told = False
     while True:
-        reap(study, lab_root, say)
-        left = running(study)
+        with study_lock(storage, study.study_name):
+            reap(study, lab_root, say)
+            left = running(study)
         if not left:
             return
         if not told:
@@ -183,9 +214,21 @@ def wait_for_others(study: optuna.Study, lab_root: Path, say: Callable[[str], No
 
 
 def claim(study: optuna.Study, key: str, lab_root: Path) -> dict | None:
-    """Under the study lock: None if this worker takes the job `key`, else who took it."""
+    """Under the study lock: None if this worker is to do the job `key` — nobody took it, or
+    this lab did (a run again: its stored points are read back, what is missing measured), or
+    a worker on this host took it and is gone before finishing — else the worker that took it.
+    """
     taken = study.user_attrs.get(key)
+    if taken is not None and taken.get("host") == socket.gethostname():
+        this_lab = taken.get("lab") == str(lab_root.resolve())
+        gone = not _alive(taken.get("pid", 0)) and not study.user_attrs.get(f"{key}:done")
+        if this_lab or gone:
+            taken = None
     if taken is not None:
         return taken
     study.set_user_attr(key, me(lab_root))
     return None
+
+
+def done(study: optuna.Study, key: str) -> None:
+    study.set_user_attr(f"{key}:done", True)
