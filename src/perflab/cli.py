@@ -35,7 +35,8 @@ from perflab.studies import builtin_names, builtin_path, resolve_plan
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    signal.signal(signal.SIGTERM, request_stop)
+    for signum in (signal.SIGINT, signal.SIGTERM):  # a Ctrl-C is never lost in a destructor
+        signal.signal(signum, request_stop)
     try:
         _restore_first(args)
         code = args.func(args)

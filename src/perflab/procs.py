@@ -31,9 +31,10 @@ _stop_requested = False
 
 
 def request_stop(signum, frame) -> None:
-    """SIGTERM's handler: stop as Ctrl-C does. The flag stays set, because Python drops an
-    exception raised while a destructor or callback runs; `check_stop` raises it again at the
-    next safe place."""
+    """SIGINT's and SIGTERM's handler: raise KeyboardInterrupt. The flag stays set, because
+    Python drops an exception raised while a destructor or callback runs (a Ctrl-C was lost
+    that way once in the suite, and the run went on to the end); `check_stop` raises it again
+    at the next safe place."""
     global _stop_requested
     _stop_requested = True
     raise KeyboardInterrupt

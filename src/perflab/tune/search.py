@@ -399,14 +399,14 @@ class Tuner:
             configs.append(replace(self.baseline, name=f"trial-{trial.number}", variables=tuple(
                 sorted({**self.baseline.as_dict(), **trial.params}.items()))))
         cells = len(candidates) * (len(configs) - len(candidates))
-        rounds, why = self._final_rounds(store, cells)
         final_plan = replace(
             # named after the trial count, so a longer resumed search re-measures afresh
             self.plan, name=f"{self.plan.name}:{self.method}:final@{len(result.trials)}",
             configs=tuple(configs), baseline="default",
-            run=replace(self.plan.run, repeats=rounds, target_interval=0.0, max_repeats=0,
-                        time=0.0),
+            run=replace(self.plan.run, target_interval=0.0, max_repeats=0, time=0.0),
         )
+        rounds, why = self._final_rounds(store, final_plan, cells)
+        final_plan = replace(final_plan, run=replace(final_plan.run, repeats=rounds))
         self.say(f"re-measuring the {len(candidates)} best trial(s) with the defaults"
                  f"{' and the baseline' if self.baseline.variables else ''}, side by side: "
                  f"{rounds} rounds ({why})")
@@ -453,11 +453,11 @@ class Tuner:
                 break
         return list(chosen.values())
 
-    def _final_rounds(self, store: ResultStore, cells: int) -> tuple[int, str]:
+    def _final_rounds(self, store: ResultStore, final_plan: Plan, cells: int) -> tuple[int, str]:
         """Rounds for intervals of about ±margin at the family's level, from the noise this lab
-        measured for the workload (or the assumed one), from final_repeats to
-        final_max_repeats."""
-        sd, source = Runner(self.plan, self.lab, store, self.say).noise()
+        measured for the workload measured the way the re-measure will be (side by side, or
+        one after another), or the assumed one, from final_repeats to final_max_repeats."""
+        sd, source = Runner(final_plan, self.lab, store, lambda _: None).noise()
         level = self.plan.run.alpha / max(1, cells)
         low, high = self.settings.final_repeats, self.settings.final_max_repeats
         for rounds in range(low, high + 1):
@@ -465,7 +465,7 @@ class Tuner:
                 return rounds, f"noise {sd:.1%} per round, {source}: intervals about " \
                                f"±{self.plan.run.margin:.0%}"
         return high, (f"noise {sd:.1%} per round, {source}: intervals wider than "
-                                  f"±{self.plan.run.margin:.0%} at the cap")
+                      f"±{self.plan.run.margin:.0%} at the cap")
 
     def _gains(self, base: dict[int, float], best: dict[int, float]) -> dict[int, float]:
         """Per round, the log of the best configuration's gain over `base` (for latency, a
