@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import random
 
-from perflab.digest import fingerprint as fp_module
-from perflab.digest.fingerprint import fingerprint
+from perflab.digest.fingerprint import fingerprint, special
 from pt_rules import reference
 
 # Fragments that meet the rules' edges: quotes and escapes, both comment kinds, IN and VALUES
@@ -31,16 +30,8 @@ FRAGMENTS = [
 
 
 def expected(query: str) -> str:
-    if fp_module.MYSQLDUMP.match(query):
-        return "mysqldump"
-    if fp_module.TOOLKIT.search(query):
-        return "percona-toolkit"
-    if query.startswith("administrator command: "):
-        return query
-    call = fp_module.CALL.match(query)
-    if call:
-        return call.group(1).lower()
-    return reference(query)
+    found = special(query)
+    return reference(query) if found is None else found
 
 
 def statements(rng: random.Random, count: int):

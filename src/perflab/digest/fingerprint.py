@@ -26,7 +26,9 @@ CALL = re.compile(r"\A\s*(call\s+\S+)\(", re.I)
 UNION = re.compile(r"\b(select\s.*?)(?:(\sunion(?:\sall)?)\s\1)+")
 
 
-def fingerprint(query: str) -> str:
+def special(query: str) -> str | None:
+    """pt's answer for the statements its rules read before all others (mysqldump's and the
+    toolkit's own, administrator commands, CALL), or None for every other statement."""
     if MYSQLDUMP.match(query):
         return "mysqldump"
     if "/*" in query and TOOLKIT.search(query):
@@ -34,8 +36,13 @@ def fingerprint(query: str) -> str:
     if query.startswith("administrator command: "):
         return query
     call = CALL.match(query)
-    if call:
-        return call.group(1).lower()
+    return call.group(1).lower() if call else None
+
+
+def fingerprint(query: str) -> str:
+    found = special(query)
+    if found is not None:
+        return found
     insert = query[:6].upper() == "INSERT" or query[:7].upper() == "REPLACE"
     result = _fingerprint.fingerprint(query, insert)
     if result is None:  # the statement holds `union`

@@ -206,11 +206,12 @@ class Tuner:
             while True:
                 with workers.study_lock(self.storage, study.study_name):
                     workers.reap(study, self.lab.root, self.say)
-                    if self._spent(study, started):
+                    trials = _started(study)  # read once: the lock keeps it current
+                    if self._spent(trials, started):
                         break
-                    params = self._next(study)
+                    params = self._next(trials)
                     if params not in (None, WAIT):
-                        trial, trial_id = self._ask(study, params)
+                        trial, trial_id = self._ask(study, params, len(trials))
                 if params is None:
                     self.say("ofat: no knob left that mattered; stopping early")
                     break
@@ -251,10 +252,10 @@ class Tuner:
             self.say(f"resuming study {study.study_name}: {done} trial(s) already done")
         return study
 
-    def _spent(self, study: optuna.Study, started: float) -> bool:
+    def _spent(self, trials: list, started: float) -> bool:
         """The budget counts the study's trials, running ones included, whichever worker ran
         them; the time is this worker's."""
-        if self.budget and len(_started(study)) >= self.budget:
+        if self.budget and len(trials) >= self.budget:
             return True
         return bool(self.seconds) and time.monotonic() - started >= self.seconds
 
@@ -267,16 +268,15 @@ class Tuner:
                 out[knob.name] = IntDistribution(knob.low, knob.high, log=knob.log)
         return out
 
-    def _next(self, study: optuna.Study) -> dict | None:
+    def _next(self, trials: list) -> dict | str | None:
         """Fixed parameters for the next trial (OFAT, or the defaults first), or {} to let
         the sampler choose, or None when OFAT has nothing left to try, or WAIT when it needs
-        the results of trials other workers are running."""
-        started = _started(study)
-        if not started:
+        the results of trials other workers are running. `trials`: finished and running."""
+        if not trials:
             return self._defaults()  # every method starts from the server's defaults
         if self.method != "ofat":
             return {}
-        return ofat_next(self.knobs, started, self._defaults(), self.settings.direction)
+        return ofat_next(self.knobs, trials, self._defaults(), self.settings.direction)
 
     def _defaults(self) -> dict:
         """Each knob at the server's startup value, clamped into its search range."""
@@ -289,13 +289,14 @@ class Tuner:
                 values[knob.name] = min(max(int(value), knob.low), knob.high)
         return values
 
-    def _ask(self, study: optuna.Study, params: dict) -> tuple[optuna.Trial, int]:
+    def _ask(self, study: optuna.Study, params: dict,
+             started: int) -> tuple[optuna.Trial, int]:
         """A new trial (under the study lock). Workers share the seed, so the sampler is seeded
         anew from it and the number of trials so far: each trial draws differently, whichever
         worker asks, and one worker's run is still reproducible. (QMC keeps its seed: its
-        sequence is indexed by the trial already.)"""
+        sequence is indexed by the trial already.) `started`: the study's trials so far."""
         if self.sampler_name != "qmc":
-            seed = (self.seed * 1_000_003 + len(_started(study))) % 2**32
+            seed = (self.seed * 1_000_003 + started) % 2**32
             study.sampler = SAMPLERS[self.sampler_name](seed, self.budget)
         return workers.take_trial(self.storage, study, params, self._distributions(),
                                   self.lab.root)

@@ -157,7 +157,7 @@ def reap(study: optuna.Study, lab_root: Path, say: Callable[[str], None]) -> int
     """Under the study lock: fail the RUNNING trials whose worker is dead — silent past the
     grace period, or on this host with its process gone, or on this host in this lab (which
     this worker holds locked). Returns how many."""
-    here, mine = socket.gethostname(), str(lab_root.resolve())
+    here = me(lab_root)
     before = {t.number for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))}
     with quiet():
         optuna.storages.fail_stale_trials(study)
@@ -171,8 +171,8 @@ def reap(study: optuna.Study, lab_root: Path, say: Callable[[str], None]) -> int
         if trial.state != TrialState.RUNNING:
             continue
         worker = trial.user_attrs.get("worker") or {}
-        dead = worker.get("host") == here and (worker.get("lab") == mine
-                                               or not _alive(worker.get("pid", 0)))
+        dead = worker.get("host") == here["host"] and (worker.get("lab") == here["lab"]
+                                                       or not _alive(worker.get("pid", 0)))
         if dead or not worker:  # no worker recorded: an earlier perflab's, killed
             study.tell(trial.number, state=TrialState.FAIL, skip_if_finished=True)
             say(f"trial {trial.number}: failed, its worker was killed before it finished")
@@ -218,15 +218,15 @@ def claim(study: optuna.Study, key: str, lab_root: Path) -> dict | None:
     this lab did (a run again: its stored points are read back, what is missing measured), or
     a worker on this host took it and is gone before finishing — else the worker that took it.
     """
-    taken = study.user_attrs.get(key)
-    if taken is not None and taken.get("host") == socket.gethostname():
-        this_lab = taken.get("lab") == str(lab_root.resolve())
+    taken, here = study.user_attrs.get(key), me(lab_root)
+    if taken is not None and taken.get("host") == here["host"]:
+        this_lab = taken.get("lab") == here["lab"]
         gone = not _alive(taken.get("pid", 0)) and not study.user_attrs.get(f"{key}:done")
         if this_lab or gone:
             taken = None
     if taken is not None:
         return taken
-    study.set_user_attr(key, me(lab_root))
+    study.set_user_attr(key, here)
     return None
 
 
