@@ -8,6 +8,9 @@ first round over all knobs and part of its second), each (seed, method) run is a
 the methods run interleaved (their order rotates with the seed), and the knobs are listed in an
 order shuffled by the seed (one-factor tries them in list order).
 
+Trials are measured as `perflab tune` measures them: side by side with the defaults on a
+second server, scored as the ratio (`--serial`: alone, one server switched by SET GLOBAL).
+
 Per method: the gain of its winner over the defaults as its own final re-measure found it
 (paired rounds, interval, verdict), and the trials it needed before one of its trials reached
 90% of the best re-measured gain of the whole benchmark, median over seeds.
@@ -24,7 +27,7 @@ import time
 
 from common import bench_lab
 from perflab.plan import parse_plan
-from perflab.tune.search import Tuner, TuneResult, TuneSettings
+from perflab.tune.search import SIDE_BY_SIDE, Tuner, TuneResult, TuneSettings
 
 KNOBS = ["innodb_buffer_pool_size", "innodb_adaptive_hash_index", "table_open_cache",
          "thread_cache_size", "innodb_io_capacity", "innodb_read_ahead_threshold"]
@@ -44,6 +47,7 @@ name = "oltp_read_only"
 options = {{ rand_type = "uniform" }}
 [run]
 threads = [{args.threads}]
+schedule = "{'serial' if args.serial else 'auto'}"
 warmup_seconds = {args.seconds}
 run_seconds = {args.seconds}
 [configs.default]
@@ -55,7 +59,10 @@ final_max_repeats = {args.final_max_repeats}
 
 
 def trial_gains(result: TuneResult) -> list[float | None]:
-    """Each trial's figure over the run's first trial, which is the defaults in every method."""
+    """Each trial's gain as the search saw it: over the reference measured side by side, or
+    (trials measured alone) over the run's first trial, the defaults in every method."""
+    if result.measured == SIDE_BY_SIDE:
+        return [None if t.value is None else t.value - 1 for t in result.trials]
     default = result.trials[0].value if result.trials else None
     return [None if t.value is None or not default else t.value / default - 1
             for t in result.trials]
@@ -70,6 +77,8 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=4)
     parser.add_argument("--seconds", type=int, default=4)
     parser.add_argument("--final-max-repeats", type=int, default=6)
+    parser.add_argument("--serial", action="store_true",
+                        help="measure each trial alone (the way before side-by-side trials)")
     args = parser.parse_args()
     stamp = time.strftime("%Y%m%d%H%M%S")
     lab = bench_lab("tune")  # one dataset for every run; each run is its own study
@@ -94,7 +103,9 @@ def main() -> None:
     if best is None:
         raise SystemExit("no run re-measured a winner: every trial failed (see above)")
     print(f"\noltp_read_only (uniform rows), InnoDB {args.tables} x {args.rows:,} rows, "
-          f"{args.threads} threads, {args.seconds} s per trial, budget {args.budget} trials, "
+          f"{args.threads} threads, {args.seconds} s per trial "
+          f"({'alone' if args.serial else 'side by side with the defaults'}), "
+          f"budget {args.budget} trials, "
           f"{len(KNOBS)} knobs, {args.seeds} seeds; best re-measured gain {best:+.1%}, "
           f"so 90% of it is {0.9 * best:+.1%}")
     print(f"{'method':8} {'re-measured gain per seed (verdict)':58} {'median':>8} "

@@ -44,10 +44,23 @@ def session_root(tmp_path_factory) -> Path:
     deadline = time.monotonic() + 30
     while mariadbd_under(root) and time.monotonic() < deadline:
         time.sleep(0.2)  # servers of killed perflab processes are still shutting down
-    leftovers = mariadbd_under(root)
+    leftovers = {pid: _described(pid) for pid in mariadbd_under(root)}
     for pid in leftovers:
         os.kill(pid, signal.SIGKILL)
     assert not leftovers, f"mariadbd processes left running: {leftovers}"
+
+
+def _described(pid: int) -> str:
+    """A process's datadir, state and parent, for the message of a failed clean-up."""
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
+        status = Path(f"/proc/{pid}/status").read_text().splitlines()
+    except OSError:
+        return "gone"
+    datadir = next((a for a in argv if a.startswith("--datadir=")), "?")
+    facts = [line for line in status if line.startswith(("State:", "PPid:", "SigPnd:",
+                                                          "ShdPnd:", "SigBlk:"))]
+    return " ".join([datadir, *facts])
 
 
 @pytest.fixture(scope="session")

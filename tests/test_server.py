@@ -1,9 +1,14 @@
 """The managed server and the variable catalog, against a real mariadbd."""
 
 import os
+import signal
+import subprocess
+import sys
+import time
 
 import pytest
 
+from conftest import mariadbd_under
 from perflab.errors import PerflabError
 from perflab.server.connection import query
 from perflab.server.managed import ManagedServer, ServerEnvironment, install_datadir
@@ -104,3 +109,38 @@ def test_tcp_environment_listens_on_loopback_only(tmp_path):
         with server.endpoint.connect() as conn:
             bind, port = query(conn, "SELECT @@bind_address, @@port")[0]
     assert (bind, port) == ("127.0.0.1", server.port)
+
+
+STARTER = """
+import sys
+from pathlib import Path
+from perflab.server.managed import ManagedServer
+ManagedServer(Path(sys.argv[1]) / "data", Path(sys.argv[1])).start()
+"""
+
+
+def test_a_perflab_killed_while_its_server_starts_leaves_no_server(tmp_path):
+    """MariaDB 10.11 hangs for ever when the SIGTERM that perflab's death sends it arrives about
+    0.1 s into its start-up; the sentinel kills what is left. The kill lands at several
+    moments of the start-up, across that window."""
+    install_datadir(tmp_path / "data")
+    try:
+        for delay in (0.0, 0.04, 0.07, 0.09, 0.11, 0.13, 0.2, 0.4):
+            starter = subprocess.Popen([sys.executable, "-c", STARTER, str(tmp_path)])
+            try:
+                deadline = time.monotonic() + 30
+                while not (servers := mariadbd_under(tmp_path)):
+                    assert time.monotonic() < deadline and starter.poll() is None
+                    time.sleep(0.005)
+                time.sleep(delay)
+            finally:
+                starter.kill()
+                starter.wait()
+            deadline = time.monotonic() + 20
+            while mariadbd_under(tmp_path) and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert not mariadbd_under(tmp_path), f"left running after a kill {delay} s in: " \
+                                                 f"{servers}"
+    finally:
+        for pid in mariadbd_under(tmp_path):  # the servers this test started, when it fails
+            os.kill(pid, signal.SIGKILL)

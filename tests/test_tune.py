@@ -70,10 +70,30 @@ def test_trial_whose_server_fails_to_start_is_recorded_and_the_study_goes_on(
     # trial 0 is the default page size; OFAT's next values are sizes InnoDB refuses
     assert [t.state for t in result.trials] == ["ok", "failed", "failed"]
     assert "mariadbd exited during start-up" in result.trials[1].error
+    # each trial ran side by side with the reference: trial 0 is the defaults against
+    # themselves, a ratio near 1 (tens of thousands of qps if it were not a ratio)
+    assert result.measured == "side by side"
+    assert 0.5 < result.trials[0].value < 2
+    reference = [p for p in stored_points(shared_lab, "tune-startfail")
+                 if p["config"] == "ofat-reference"]
+    assert sorted(p["repeat"] for p in reference) == [1, 2, 3]
+    assert all(p["status"] == "ok" for p in reference)  # the trial failed, not its reference
     assert result.best.number == 0
     assert result.gain_vs_default is not None  # the honest re-measure ran
     assert 2 <= len(result.final["default"]) == len(result.final["trial-0"]) <= 3
     assert "the defaults were best" in result.mycnf()
+
+
+def test_a_serial_plan_measures_each_trial_alone(shared_lab, tmp_path):
+    path = tune_plan_file(tmp_path, "tune-serial", '["table_open_cache"]')
+    path.write_text(path.read_text().replace("repeats = 1\n", 'repeats = 1\nschedule = "serial"\n'))
+    plan = parse_plan(path.read_text())
+    settings = TuneSettings.from_plan(dict(plan.tune))
+    result = Tuner(plan, shared_lab, settings, "random", budget=2, say=lambda _: None).run()
+    assert result.measured == "alone"
+    assert all(t.state == "ok" and t.value > 100 for t in result.trials)  # qps, not ratios
+    configs = {p["config"] for p in stored_points(shared_lab, "tune-serial")}
+    assert configs == {"random-trial-0", "random-trial-1"}  # no reference measured
 
 
 def test_interrupted_study_resumes_to_its_budget(shared_lab, tmp_path):
@@ -83,7 +103,9 @@ def test_interrupted_study_resumes_to_its_budget(shared_lab, tmp_path):
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 120
-        while len(stored_points(shared_lab, "tune-resume")) < 2:
+        # each trial stores two points (it and its reference): kill it in its third trial,
+        # once two trials are done
+        while len(stored_points(shared_lab, "tune-resume")) < 4:
             assert time.monotonic() < deadline, "no trial finished in time"
             time.sleep(0.1)
     finally:

@@ -5,9 +5,14 @@ from __future__ import annotations
 import ctypes
 import os
 import signal
+import subprocess
+import sys
 from collections.abc import Callable
 
+from perflab.sentinel import start_time
+
 PR_SET_PDEATHSIG = 1
+_sentinel: subprocess.Popen | None = None
 
 
 def die_with_parent(sig: signal.Signals) -> Callable[[], None]:
@@ -25,6 +30,27 @@ def die_with_parent(sig: signal.Signals) -> Callable[[], None]:
             os.kill(os.getpid(), sig)
 
     return arm
+
+
+def tell_sentinel(what: str, pid: int) -> None:
+    """Tell the sentinel (perflab/sentinel.py, started on first use) that the server `pid`
+    started ("start"), is ready ("ready") or is stopped ("gone"), so that perflab's death
+    leaves none of them running."""
+    global _sentinel
+    line = f"{what} {pid}"
+    if what == "start":
+        started = start_time(pid)
+        if started is None:
+            return  # already gone
+        line += f" {started}"
+    if _sentinel is None or _sentinel.poll() is not None:
+        _sentinel = subprocess.Popen([sys.executable, "-m", "perflab.sentinel"],
+                                     stdin=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        _sentinel.stdin.write(line + "\n")
+        _sentinel.stdin.flush()
+    except OSError:  # it died: the next message starts another
+        _sentinel = None
 
 
 _stop_requested = False

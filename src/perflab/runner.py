@@ -165,8 +165,7 @@ class Runner:
             self.say(f"resuming: {summary.already_stored} of {planned} points already stored")
         progress = Progress(self.plan, self.say, deadline)
         session = self.open_session()
-        fleet = self._fleet(session) if schedule == "fleet" else None
-        self.session = session
+        fleet = self._fleet(session, self.plan) if schedule == "fleet" else None
         round_number = 0
         try:
             while True:
@@ -184,7 +183,8 @@ class Runner:
                     break
                 summary.rounds += 1
                 progress.round(round_number, needed)
-                records = (self._fleet_round(fleet, round_number, needed, deadline, progress)
+                records = (self._fleet_round(fleet, session, round_number, needed, deadline,
+                                             progress)
                            if fleet else
                            self._serial_round(session, round_number, needed, deadline,
                                               progress))
@@ -240,6 +240,28 @@ class Runner:
         record = self._point(session, point)
         self.store.save_point(session, self.plan.name, record)
         return record
+
+    def side_by_side_fits(self, configs: list[ServerConfig]) -> str | None:
+        """None when `configs` (already added) can run side by side; else why not."""
+        group = replace(self.plan, configs=tuple(configs), baseline=configs[0].name)
+        size = max(self.lab.snapshot_bytes(self._dataset_key(c)) for c in configs)
+        return fits(group, self.catalog, self._options, self.lab, size)
+
+    def measure_side_by_side(self, session: int, configs: list[ServerConfig],
+                             round_number: int) -> list[PointRecord]:
+        """One round of `configs` (already added) at every thread count of the plan, each on a
+        server of its own, taking turns in time slices: stored as points of round
+        `round_number`. Tune judges a trial against a reference measured in the same seconds
+        this way, so that the machine's drift falls on both."""
+        check_stop()
+        group = replace(self.plan, configs=tuple(configs), baseline=configs[0].name)
+        self.stop()  # the serial server's memory is not needed meanwhile
+        fleet = self._fleet(session, group)
+        try:
+            needed = {threads: list(configs) for threads in self.plan.run.threads}
+            return self._fleet_round(fleet, session, round_number, needed, None, None)
+        finally:
+            fleet.stop()
 
     def serve(self, config: ServerConfig) -> ManagedServer:
         """A freshly started server for `config` on its dataset (status counters from zero),
@@ -317,10 +339,10 @@ class Runner:
         """The round's thread counts, rotated by one each round."""
         return [t for t in rotated(list(self.plan.run.threads), round_number) if t in needed]
 
-    def _fleet_round(self, fleet: Fleet, round_number: int,
+    def _fleet_round(self, fleet: Fleet, session: int, round_number: int,
                      needed: dict[int, list[ServerConfig]], deadline: float | None,
-                     progress: Progress) -> list[PointRecord]:
-        configs = [c for c in self.plan.configs if any(c in cs for cs in needed.values())]
+                     progress: Progress | None) -> list[PointRecord]:
+        configs = list(dict.fromkeys(c for cs in needed.values() for c in cs))
         fleet.start_round(round_number, configs)
         records, lead, step = [], float(self.plan.run.warmup_seconds), 0.0
         for threads in self._order(round_number, needed):
@@ -330,8 +352,9 @@ class Runner:
             batch = fleet.measure(round_number, threads, rotated(needed[threads], round_number),
                                   lead)
             for record in batch:
-                self.store.save_point(self.session, self.plan.name, record)
-                progress.done(record)
+                self.store.save_point(session, self.plan.name, record)
+                if progress is not None:
+                    progress.done(record)
             records += batch
             lead, step = 0.0, time.monotonic() - begun
         fleet.stop()
@@ -378,11 +401,11 @@ class Runner:
             return "serial"
         return f"fleet {self.plan.run.effective_slice_seconds:g} s"
 
-    def _fleet(self, session: int) -> Fleet:
+    def _fleet(self, session: int, plan: Plan) -> Fleet:
         def record(server: ManagedServer, config: ServerConfig) -> int:
             return self._record_state(session, server, config, "start")
 
-        return Fleet(self.plan, self.lab, self.workload, self._options, self._dataset_key,
+        return Fleet(plan, self.lab, self.workload, self._options, self._dataset_key,
                      record, self.say)
 
     def noise(self) -> tuple[float, str]:

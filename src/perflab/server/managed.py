@@ -19,7 +19,7 @@ from pathlib import Path
 import pymysql
 
 from perflab.errors import PerflabError
-from perflab.procs import die_with_parent
+from perflab.procs import die_with_parent, tell_sentinel
 from perflab.server.connection import Endpoint, set_globals
 
 MARIADBD = "/usr/sbin/mariadbd"
@@ -125,12 +125,14 @@ class ManagedServer:
                 preexec_fn=die_with_parent(signal.SIGTERM),
                 start_new_session=True,  # a Ctrl-C in the terminal is perflab's to handle
             )
+        tell_sentinel("start", self.process.pid)
         try:
             self._wait_ready(timeout)
             self._check_preload()
         except BaseException:
             self.kill()
             raise
+        tell_sentinel("ready", self.process.pid)
 
     def argv(self) -> list[str]:
         argv = [
@@ -195,12 +197,16 @@ class ManagedServer:
                 self.process.wait(timeout)
             except subprocess.TimeoutExpired:
                 self.kill()
+        if self.process is not None:
+            tell_sentinel("gone", self.process.pid)
         self.process = None
 
     def kill(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.kill()
-            self.process.wait()
+        if self.process is not None:
+            if self.process.poll() is None:
+                self.process.kill()
+                self.process.wait()
+            tell_sentinel("gone", self.process.pid)
         self.process = None
 
     def alive(self) -> bool:

@@ -11,14 +11,18 @@ from perflab.output.page import page
 from perflab.output.table import Table
 from perflab.stats.decide import Verdict
 from perflab.stats.summary import summarize
-from perflab.tune.search import TuneResult, best_so_far
+from perflab.tune.search import SIDE_BY_SIDE, TuneResult, best_so_far
 
 
 def tables(result: TuneResult, objective: str) -> list[Table]:
+    relative = result.measured == SIDE_BY_SIDE
     out = [Table(
-        f"Trials of {result.study} ({result.method}), objective {objective}",
-        ["Trial", "State", objective.capitalize(), "Knobs"],
-        [[str(t.number), t.state, "-" if t.value is None else f"{t.value:.2f}",
+        f"Trials of {result.study} ({result.method}), objective {objective}"
+        + (", each measured side by side with the reference" if relative else ""),
+        ["Trial", "State", f"{objective.capitalize()}{' ÷ reference' if relative else ''}",
+         "Knobs"],
+        [[str(t.number), t.state,
+          "-" if t.value is None else f"{t.value:.3f}" if relative else f"{t.value:.2f}",
           " ".join(f"{k}={v}" for k, v in sorted(t.params.items())) if t.state == "ok"
           else (t.error or "").splitlines()[0][:90] if t.error else "-"]
          for t in result.trials],
@@ -52,9 +56,11 @@ def tables(result: TuneResult, objective: str) -> list[Table]:
                            f"{result.final_by['pid']})", result.final_by["lab"]]]))
     if result.importance:
         ok = sum(t.state == "ok" for t in result.trials)
-        out.append(Table(f"Knob importance (Optuna's fANOVA over {ok} trials of one "
-                         "measurement each: the knobs whose values moved the figures most, "
-                         "noise included)", ["Knob", "Importance"],
+        each = ("one round side by side with the reference" if relative
+                else "one measurement")
+        out.append(Table(f"Knob importance (Optuna's fANOVA over {ok} trials of {each} each: "
+                         "the knobs whose values moved the figures most, noise included)",
+                         ["Knob", "Importance"],
                          [[k, f"{v:.2f}"] for k, v in result.importance.items()]))
     return out
 

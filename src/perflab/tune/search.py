@@ -7,9 +7,12 @@
 - Frugal: the study lives in an Optuna storage (the lab's by default, or --storage URL so
   workers on several hosts share it and its budget, tune/workers.py) and resumes where it
   stopped; dynamic knobs are applied with SET GLOBAL by the runner when possible.
-- Honest: the best trial is measured again at the end, interleaved with the server defaults and
-  the plan's baseline over several repeats, and its gain is reported with an interval and a
-  verdict instead of the lucky trial's figure.
+- Honest: unless the plan asks for a serial schedule, each trial is measured side by side with
+  a reference (the plan's baseline on a server of its own, taking turns in time slices) and
+  scored as its ratio to it, so that the machine's drift over seconds, tens of percent on a
+  shared 2-core machine, does not rank the trials; the best trials are measured again at the
+  end, interleaved with the server defaults and the plan's baseline over several rounds, and
+  their gains are reported with intervals and verdicts instead of the lucky trial's figure.
 
 Methods: `ofat` (seed 002's one-factor-at-a-time: vary each knob from the baseline, adopt the
 most important change, repeat with the knobs that mattered), `bayes` (Optuna, TPE by default or
@@ -52,6 +55,7 @@ SAMPLERS = {
 }
 MIN_EFFECT = 0.02  # OFAT adopts a change only when it beats the baseline by this much
 WAIT = "wait"  # OFAT's answer when its round needs trials other workers are running
+SIDE_BY_SIDE, ALONE = "side by side", "alone"  # how a study's trials are measured
 CANDIDATES = 3  # the best trials re-measured at the end
 Say = Callable[[str], None]
 
@@ -61,7 +65,7 @@ class TuneSettings:
     """The [tune] section of a plan."""
 
     objective: str = "throughput"
-    min_qps: float = 0.0  # for latency objectives: trials below this throughput fail
+    min_qps: float = 0.0  # trials below this throughput fail (a floor for latency objectives)
     knobs: tuple[str, ...] = ()  # empty: the curated set
     memory_share: float = 0.5  # of this machine's RAM
     final_repeats: int = 3  # the re-measure's rounds: at least these, more if the noise
@@ -134,6 +138,7 @@ class TuneResult:
     candidates: dict[int, Verdict | None] = field(default_factory=dict)  # trial -> vs default
     searched_best: int | None = None  # the search's best trial, when re-measured
     seconds: float = 0.0
+    measured: str = SIDE_BY_SIDE  # trial values are ratios to the reference; ALONE: absolute
 
     def mycnf(self) -> str:
         """The best trial's knobs that differ from the server's defaults."""
@@ -177,6 +182,9 @@ class Tuner:
         self.storage = workers.open_storage(storage) if storage else None
         self.allow_unsafe = allow_unsafe
         self.baseline = plan.config(plan.baseline)
+        # the baseline again, under a name of this method's: the trials' reference
+        self.reference = replace(self.baseline, name=f"{method}-reference")
+        self.measured = ALONE if plan.run.schedule == "serial" else SIDE_BY_SIDE
 
     # -- the search ----------------------------------------------------------------------------
 
@@ -192,6 +200,7 @@ class Tuner:
         self.catalog = self.lab.catalog()
         self.knobs = knob_space(self.catalog, list(self.settings.knobs), self.allow_unsafe)
         self.budget_bytes = memory_budget(self.settings.memory_share)
+        self.runner.add_config(self.reference)
         if self.method == "ofat" and self.budget:
             first_round = 1 + sum(len(candidates(k, v)) for k, v in
                                   zip(self.knobs, self._defaults().values(), strict=True))
@@ -247,9 +256,21 @@ class Tuner:
             study = optuna.create_study(study_name=name, storage=self.storage,
                                         direction=self.settings.direction, sampler=sampler,
                                         load_if_exists=True)
+            # a study measures all its trials one way; one from before this choice existed
+            # measured them alone
+            measured = study.user_attrs.get("measured")
+            if measured is None:
+                measured = ALONE if _started(study) else self.measured
+                study.set_user_attr("measured", measured)
+        if measured != self.measured:
+            self.say(f"study {study.study_name} measures its trials {measured}: going on so")
+        self.measured = measured
         done = len(_finished(study))
         if done:
             self.say(f"resuming study {study.study_name}: {done} trial(s) already done")
+        self.say(f"trials measured {measured}" + (
+            f" with the reference {self.baseline.name} (scores are ratios to it)"
+            if measured == SIDE_BY_SIDE else ""))
         return study
 
     def _spent(self, trials: list, started: float) -> bool:
@@ -322,31 +343,45 @@ class Tuner:
         except PerflabError as exc:
             self._tell(study, trial, "failed", None, exc.message)
             return
-        records = []
-        for threads in self.plan.run.threads:
-            point = Point(config, self.plan.workload, threads, 1, self.plan.definition(config))
-            records.append(self.runner.measure_point(session, point))
+        if self.measured == SIDE_BY_SIDE:
+            why_not = self.runner.side_by_side_fits([self.reference, config])
+            if why_not is not None:
+                self.say(f"trial {number}: refused before start: {why_not}")
+                self._tell(study, trial, "refused", None, f"with its reference: {why_not}")
+                return
+            records = self.runner.measure_side_by_side(session, [self.reference, config],
+                                                       number + 1)
+        else:
+            records = [self.runner.measure_point(session, Point(
+                config, self.plan.workload, threads, 1, self.plan.definition(config)))
+                for threads in self.plan.run.threads]
         failed = [r for r in records if r.status != "ok"]
         if failed:
-            error = (failed[0].error or "failed").splitlines()[0]
-            self.say(f"trial {number}: failed ({error}) with {label}")
-            self._tell(study, trial, "failed", None, failed[0].error)
+            first = failed[0]
+            whose = "its reference " if first.point.config.name == self.reference.name else ""
+            error = (first.error or "failed").splitlines()[0]
+            self.say(f"trial {number}: failed ({whose}{error}) with {label}")
+            self._tell(study, trial, "failed", None, f"{whose}{first.error or 'failed'}")
             return
-        value = self._objective([r.metrics for r in records])
-        if value is None:
+        measured = [r.metrics for r in records if r.point.config.name == config.name]
+        if self.settings.min_qps and min(m.qps for m in measured) < self.settings.min_qps:
             self._tell(study, trial, "failed", None,
                        f"throughput under the floor of {self.settings.min_qps} qps")
             return
-        self.say(f"trial {number}: {self.settings.objective} {value:.2f} with {label}")
+        value = self._objective(measured)
+        figures = f"{value:.2f}"
+        if self.measured == SIDE_BY_SIDE:
+            reference = self._objective(
+                [r.metrics for r in records if r.point.config.name == self.reference.name])
+            value, figures = value / reference, f"{figures} against the reference's " \
+                                                 f"{reference:.2f}: ×{value / reference:.3f}"
+        self.say(f"trial {number}: {self.settings.objective} {figures} with {label}")
         self._tell(study, trial, "ok", value, None)
 
-    def _objective(self, metrics: list[Metrics]) -> float | None:
+    def _objective(self, metrics: list[Metrics]) -> float:
         """Throughput: geometric mean of qps over the thread counts; latency: mean p95/p99."""
-        qps = [m.qps for m in metrics]
         if self.settings.objective == "throughput":
-            return math.exp(statistics.fmean(math.log(q) for q in qps))
-        if self.settings.min_qps and min(qps) < self.settings.min_qps:
-            return None
+            return math.exp(statistics.fmean(math.log(m.qps) for m in metrics))
         key = f"latency_{self.settings.objective}_ms"
         return statistics.fmean(getattr(m, key) for m in metrics)
 
@@ -385,7 +420,7 @@ class Tuner:
                 self.say(f"knob importance not available: {exc}")
         defaults = {name: str(value) for name, value in self._defaults().items()}
         return TuneResult(self.plan.name, self.method, self.knobs, trials, best,
-                          importance=importance, defaults=defaults)
+                          importance=importance, defaults=defaults, measured=self.measured)
 
     def _final(self, store: ResultStore, result: TuneResult) -> None:
         """Before believing the search: measure its best CANDIDATES again, interleaved with the
