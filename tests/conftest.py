@@ -136,7 +136,7 @@ repeats = 1
 [tune]
 knobs = {knobs}
 final_repeats = 2
-final_max_repeats = 3
+final_max_repeats = 2
 {extra}
 """
 

@@ -80,7 +80,7 @@ def test_trial_whose_server_fails_to_start_is_recorded_and_the_study_goes_on(
     assert all(p["status"] == "ok" for p in reference)  # the trial failed, not its reference
     assert result.best.number == 0
     assert result.gain_vs_default is not None  # the honest re-measure ran
-    assert 2 <= len(result.final["default"]) == len(result.final["trial-0"]) <= 3
+    assert len(result.final["default"]) == len(result.final["trial-0"]) == 2
     assert "the defaults were best" in result.mycnf()
 
 
@@ -99,7 +99,7 @@ def test_a_serial_plan_measures_each_trial_alone(shared_lab, tmp_path):
 def test_interrupted_study_resumes_to_its_budget(shared_lab, tmp_path):
     plan = tune_plan_file(tmp_path, "tune-resume", '["table_open_cache", "thread_cache_size"]')
     argv = [*PERFLAB, "tune", str(plan), "--lab", str(shared_lab.root), "--method", "random",
-            "--budget", "5"]
+            "--budget", "4"]
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 120
@@ -112,13 +112,13 @@ def test_interrupted_study_resumes_to_its_budget(shared_lab, tmp_path):
         proc.send_signal(signal.SIGKILL)
         proc.wait()
     out = run_cli("tune", str(plan), "--lab", str(shared_lab.root), "--method", "random",
-                  "--budget", "5")
+                  "--budget", "4")
     assert out.returncode == 0, out.stderr
     assert "resuming study tune-resume:random" in out.stderr
     study = optuna.load_study(study_name="tune-resume:random",
                               storage=f"sqlite:///{shared_lab.db_path}")
     states = [t.state for t in study.trials]
-    assert len(states) == 5 and optuna.trial.TrialState.RUNNING not in states
+    assert len(states) == 4 and optuna.trial.TrialState.RUNNING not in states
     assert "Gain of the best configuration" in out.stdout
     assert "[mariadbd]" in out.stdout
 

@@ -13,6 +13,7 @@ from perflab.sentinel import start_time
 
 PR_SET_PDEATHSIG = 1
 _sentinel: subprocess.Popen | None = None
+_watched: dict[int, list[str]] = {}  # pid -> what the sentinel was told of it, to tell again
 
 
 def die_with_parent(sig: signal.Signals) -> Callable[[], None]:
@@ -32,24 +33,45 @@ def die_with_parent(sig: signal.Signals) -> Callable[[], None]:
     return arm
 
 
-def tell_sentinel(what: str, pid: int) -> None:
-    """Tell the sentinel (perflab/sentinel.py, started on first use) that the server `pid`
-    started ("start"), is ready ("ready") or is stopped ("gone"), so that perflab's death
-    leaves none of them running."""
+def start_sentinel() -> None:
+    """The sentinel (perflab/sentinel.py) running, told of every server still watched: call
+    it before starting a server, so that nothing slow stands between that start and its
+    "start" line."""
     global _sentinel
-    line = f"{what} {pid}"
-    if what == "start":
+    if _sentinel is not None and _sentinel.poll() is None:
+        return
+    _sentinel = subprocess.Popen(
+        [sys.executable, "-m", "perflab.sentinel"], stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,  # not holding perflab's output
+        text=True, start_new_session=True)  # a Ctrl-C for perflab is not for it
+    for lines in _watched.values():
+        _write(lines)
+
+
+def tell_sentinel(what: str, pid: int) -> None:
+    """Tell the sentinel that the server `pid` started ("start"), is ready ("ready") or is
+    stopped ("gone"), so that perflab's death leaves none of them running."""
+    if what == "gone":
+        _watched.pop(pid, None)
+    elif what == "start":
         started = start_time(pid)
         if started is None:
             return  # already gone
-        line += f" {started}"
-    if _sentinel is None or _sentinel.poll() is not None:
-        _sentinel = subprocess.Popen([sys.executable, "-m", "perflab.sentinel"],
-                                     stdin=subprocess.PIPE, text=True, start_new_session=True)
+        _watched[pid] = [f"start {pid} {started}"]
+    else:
+        _watched.setdefault(pid, []).append(f"{what} {pid}")
+    start_sentinel()
+    _write([f"{what} {pid}"] if what != "start" else _watched[pid])
+
+
+def _write(lines: list[str]) -> None:
+    global _sentinel
+    if _sentinel is None:
+        return
     try:
-        _sentinel.stdin.write(line + "\n")
+        _sentinel.stdin.write("".join(line + "\n" for line in lines))
         _sentinel.stdin.flush()
-    except OSError:  # it died: the next message starts another
+    except OSError:  # it died: the next start_sentinel starts another and tells it all
         _sentinel = None
 
 

@@ -243,9 +243,8 @@ class Runner:
 
     def side_by_side_fits(self, configs: list[ServerConfig]) -> str | None:
         """None when `configs` (already added) can run side by side; else why not."""
-        group = replace(self.plan, configs=tuple(configs), baseline=configs[0].name)
         size = max(self.lab.snapshot_bytes(self._dataset_key(c)) for c in configs)
-        return fits(group, self.catalog, self._options, self.lab, size)
+        return fits(self._group(configs), self.catalog, self._options, self.lab, size)
 
     def measure_side_by_side(self, session: int, configs: list[ServerConfig],
                              round_number: int) -> list[PointRecord]:
@@ -254,14 +253,17 @@ class Runner:
         `round_number`. Tune judges a trial against a reference measured in the same seconds
         this way, so that the machine's drift falls on both."""
         check_stop()
-        group = replace(self.plan, configs=tuple(configs), baseline=configs[0].name)
         self.stop()  # the serial server's memory is not needed meanwhile
-        fleet = self._fleet(session, group)
+        fleet = self._fleet(session, self._group(configs))
         try:
             needed = {threads: list(configs) for threads in self.plan.run.threads}
             return self._fleet_round(fleet, session, round_number, needed, None, None)
         finally:
             fleet.stop()
+
+    def _group(self, configs: list[ServerConfig]) -> Plan:
+        """The plan narrowed to `configs`, the first as its baseline: what a fleet serves."""
+        return replace(self.plan, configs=tuple(configs), baseline=configs[0].name)
 
     def serve(self, config: ServerConfig) -> ManagedServer:
         """A freshly started server for `config` on its dataset (status counters from zero),

@@ -9,7 +9,7 @@ stopped. When the pipe closes (perflab exited, however it died), the sentinel ki
 servers that were still starting, gives the ready ones GRACE_SECONDS to shut down on their
 SIGTERM, then kills any left, and exits.
 
-Run by procs.watch_server as `python -m perflab.sentinel`, in a session of its own so that a
+Started by procs.tell_sentinel as `python -m perflab.sentinel`, in a session of its own so that a
 Ctrl-C meant for perflab does not reach it.
 """
 
@@ -52,7 +52,10 @@ def main() -> None:
             if start_time(pid) != started:
                 del servers[pid]  # exited (or its pid now belongs to another process)
             elif not ready or time.monotonic() > deadline:
-                os.kill(pid, signal.SIGKILL)
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:  # it exited (and was reaped) since the line above
+                    pass
                 del servers[pid]
         time.sleep(0.2)
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import pymysql
 
 from perflab.errors import PerflabError
-from perflab.procs import die_with_parent, tell_sentinel
+from perflab.procs import die_with_parent, start_sentinel, tell_sentinel
 from perflab.server.connection import Endpoint, set_globals
 
 MARIADBD = "/usr/sbin/mariadbd"
@@ -115,18 +115,19 @@ class ManagedServer:
                                        hint='install the allocator again, or use '
                                        'allocator = "glibc"')
             env["LD_PRELOAD"] = ":".join(self.environment.preload)
-        with open(self.rundir / "mariadbd.out", "ab") as out:
-            self.process = subprocess.Popen(
-                self.argv(),
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                env=env,
-                preexec_fn=die_with_parent(signal.SIGTERM),
-                start_new_session=True,  # a Ctrl-C in the terminal is perflab's to handle
-            )
-        tell_sentinel("start", self.process.pid)
-        try:
+        start_sentinel()
+        try:  # from here on, an interrupt (Ctrl-C, SIGTERM) kills the server it started
+            with open(self.rundir / "mariadbd.out", "ab") as out:
+                self.process = subprocess.Popen(
+                    self.argv(),
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    env=env,
+                    preexec_fn=die_with_parent(signal.SIGTERM),
+                    start_new_session=True,  # a Ctrl-C in the terminal is perflab's to handle
+                )
+            tell_sentinel("start", self.process.pid)
             self._wait_ready(timeout)
             self._check_preload()
         except BaseException:

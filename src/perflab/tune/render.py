@@ -89,7 +89,9 @@ def render_text(result: TuneResult, objective: str) -> str:
 
 
 def convergence(result: TuneResult, direction: str):
-    fig, ax = new_figure(f"{result.study}: convergence ({result.method})", "trial", "objective")
+    fig, ax = new_figure(f"{result.study}: convergence ({result.method})", "trial",
+                         "objective ÷ reference" if result.measured == SIDE_BY_SIDE
+                         else "objective")
     ys = best_so_far(result.trials, direction)
     xs = [i for i, y in enumerate(ys, 1) if y is not None]
     ax.step(xs, [y for y in ys if y is not None], where="post", label="best so far")

@@ -138,7 +138,7 @@ class TuneResult:
     candidates: dict[int, Verdict | None] = field(default_factory=dict)  # trial -> vs default
     searched_best: int | None = None  # the search's best trial, when re-measured
     seconds: float = 0.0
-    measured: str = SIDE_BY_SIDE  # trial values are ratios to the reference; ALONE: absolute
+    measured: str = ALONE  # or SIDE_BY_SIDE: trial values are ratios to the reference
 
     def mycnf(self) -> str:
         """The best trial's knobs that differ from the server's defaults."""
@@ -355,18 +355,19 @@ class Tuner:
             records = [self.runner.measure_point(session, Point(
                 config, self.plan.workload, threads, 1, self.plan.definition(config)))
                 for threads in self.plan.run.threads]
-        failed = [r for r in records if r.status != "ok"]
+        failed = [(r, r.error or "failed") if r.status != "ok" else (r, "no query completed")
+                  for r in records if r.status != "ok" or not r.metrics.qps > 0]
         if failed:
-            first = failed[0]
-            whose = "its reference " if first.point.config.name == self.reference.name else ""
-            error = (first.error or "failed").splitlines()[0]
-            self.say(f"trial {number}: failed ({whose}{error}) with {label}")
-            self._tell(study, trial, "failed", None, f"{whose}{first.error or 'failed'}")
+            record, error = failed[0]
+            whose = "its reference " if record.point.config.name == self.reference.name else ""
+            self.say(f"trial {number}: failed ({whose}{error.splitlines()[0]}) with {label}")
+            self._tell(study, trial, "failed", None, f"{whose}{error}")
             return
         measured = [r.metrics for r in records if r.point.config.name == config.name]
         if self.settings.min_qps and min(m.qps for m in measured) < self.settings.min_qps:
-            self._tell(study, trial, "failed", None,
-                       f"throughput under the floor of {self.settings.min_qps} qps")
+            error = f"throughput under the floor of {self.settings.min_qps} qps"
+            self.say(f"trial {number}: failed ({error}) with {label}")
+            self._tell(study, trial, "failed", None, error)
             return
         value = self._objective(measured)
         figures = f"{value:.2f}"
