@@ -6,6 +6,8 @@ import json
 import re
 
 from conftest import run_cli, stored_points, write_plan
+from perflab.plan import parse_plan
+from perflab.runner import Runner
 
 DECIDING = """
 time = "60s"
@@ -64,6 +66,12 @@ def test_calibration_measures_the_noise_the_next_run_forecasts_with(shared_lab, 
     assert [row[0] for row in rows[:2]] == ["1", "4"]
     assert all(row[-1] in ("equivalent", "inconclusive") for row in rows[:2])
     assert "What cal-live can resolve with this noise" in out.stdout
+    # a runner asked before it runs (as tune's re-measure plans its rounds) finds that noise
+    # under the way the plan will be measured (a fleet here), not under "serial"
+    with shared_lab.store() as store:
+        sd, source = Runner(parse_plan(plan.read_text()), shared_lab, store,
+                            lambda _: None).noise()
+    assert source.startswith("measured in this lab") and 0 < sd < 0.5
     run = run_cli("run", str(plan), "--lab", str(shared_lab.root))
     assert run.returncode == 0, run.stderr
     assert "per round (measured in this lab over" in run.stderr

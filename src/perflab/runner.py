@@ -145,7 +145,7 @@ class Runner:
         self.server_state_id: int | None = None
         self.profiler = Profiler(say)
         self.slot = lab.slot(0)  # the serial server's place
-        self.schedule = "serial"
+        self.schedule: str | None = None  # decided by run(), or on first need (noise)
         self.noise_source = "run"  # what the noise this run measures is stored as
 
     def run(self) -> RunSummary:
@@ -399,6 +399,8 @@ class Runner:
 
     def _schedule_key(self) -> str:
         """The way of measuring that noise figures belong to."""
+        if self.schedule is None:  # asked before a run (tune's re-measure plans its rounds)
+            self.schedule = self._schedule()[0]
         if self.schedule != "fleet":
             return "serial"
         return f"fleet {self.plan.run.effective_slice_seconds:g} s"
