@@ -27,7 +27,7 @@ import time
 
 from common import bench_lab
 from perflab.plan import parse_plan
-from perflab.tune.search import SIDE_BY_SIDE, Tuner, TuneResult, TuneSettings
+from perflab.tune.search import Tuner, TuneResult, TuneSettings
 
 KNOBS = ["innodb_buffer_pool_size", "innodb_adaptive_hash_index", "table_open_cache",
          "thread_cache_size", "innodb_io_capacity", "innodb_read_ahead_threshold"]
@@ -61,7 +61,7 @@ final_max_repeats = {args.final_max_repeats}
 def trial_gains(result: TuneResult) -> list[float | None]:
     """Each trial's gain as the search saw it: over the reference measured side by side, or
     (trials measured alone) over the run's first trial, the defaults in every method."""
-    if result.measured == SIDE_BY_SIDE:
+    if result.relative:
         return [None if t.value is None else t.value - 1 for t in result.trials]
     default = result.trials[0].value if result.trials else None
     return [None if t.value is None or not default else t.value / default - 1

@@ -51,17 +51,20 @@ def start_sentinel() -> None:
 def tell_sentinel(what: str, pid: int) -> None:
     """Tell the sentinel that the server `pid` started ("start"), is ready ("ready") or is
     stopped ("gone"), so that perflab's death leaves none of them running."""
-    if what == "gone":
-        _watched.pop(pid, None)
-    elif what == "start":
+    if what == "start":
         started = start_time(pid)
         if started is None:
             return  # already gone
-        _watched[pid] = [f"start {pid} {started}"]
+        line = f"start {pid} {started}"
+        _watched[pid] = [line]
     else:
-        _watched.setdefault(pid, []).append(f"{what} {pid}")
+        line = f"{what} {pid}"
+        if what == "gone":
+            _watched.pop(pid, None)
+        else:
+            _watched.setdefault(pid, []).append(line)
     start_sentinel()
-    _write([f"{what} {pid}"] if what != "start" else _watched[pid])
+    _write([line])
 
 
 def _write(lines: list[str]) -> None:

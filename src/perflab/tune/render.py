@@ -11,11 +11,11 @@ from perflab.output.page import page
 from perflab.output.table import Table
 from perflab.stats.decide import Verdict
 from perflab.stats.summary import summarize
-from perflab.tune.search import SIDE_BY_SIDE, TuneResult, best_so_far
+from perflab.tune.search import TuneResult, best_so_far
 
 
 def tables(result: TuneResult, objective: str) -> list[Table]:
-    relative = result.measured == SIDE_BY_SIDE
+    relative = result.relative
     out = [Table(
         f"Trials of {result.study} ({result.method}), objective {objective}"
         + (", each measured side by side with the reference" if relative else ""),
@@ -90,8 +90,7 @@ def render_text(result: TuneResult, objective: str) -> str:
 
 def convergence(result: TuneResult, direction: str):
     fig, ax = new_figure(f"{result.study}: convergence ({result.method})", "trial",
-                         "objective ÷ reference" if result.measured == SIDE_BY_SIDE
-                         else "objective")
+                         "objective ÷ reference" if result.relative else "objective")
     ys = best_so_far(result.trials, direction)
     xs = [i for i, y in enumerate(ys, 1) if y is not None]
     ax.step(xs, [y for y in ys if y is not None], where="post", label="best so far")

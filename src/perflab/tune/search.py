@@ -140,6 +140,11 @@ class TuneResult:
     seconds: float = 0.0
     measured: str = ALONE  # or SIDE_BY_SIDE: trial values are ratios to the reference
 
+    @property
+    def relative(self) -> bool:
+        """Trial values are ratios to the reference measured side by side."""
+        return self.measured == SIDE_BY_SIDE
+
     def mycnf(self) -> str:
         """The best trial's knobs that differ from the server's defaults."""
         if self.best is None:
