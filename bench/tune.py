@@ -13,7 +13,11 @@ second server, scored as the ratio (`--serial`: alone, one server switched by SE
 
 Per method: the gain of its winner over the defaults as its own final re-measure found it
 (paired rounds, interval, verdict), and the trials it needed before one of its trials reached
-90% of the best re-measured gain of the whole benchmark, median over seeds.
+90% of the best re-measured gain of the whole benchmark, median over seeds. Each method's
+re-measure is a run of its own, so two methods' gains differ by the runs' noise as well; the
+head-to-head settles "which winner is faster": per seed, the three winners measured together
+(one server each, taking turns in time slices, paired by round) and the default method's winner
+compared with the two others as one family of verdicts.
 
     .venv/bin/python bench/tune.py --seeds 3 --budget 24
 """
@@ -24,9 +28,14 @@ import argparse
 import random
 import statistics
 import time
+from dataclasses import dataclass, field
 
 from common import bench_lab
+from perflab.analysis.verdicts import Judgement, judge
+from perflab.lab import Lab
 from perflab.plan import parse_plan
+from perflab.runner import Runner
+from perflab.store.study import load_study
 from perflab.tune.search import Tuner, TuneResult, TuneSettings
 
 KNOBS = ["innodb_buffer_pool_size", "innodb_adaptive_hash_index", "table_open_cache",
@@ -34,10 +43,12 @@ KNOBS = ["innodb_buffer_pool_size", "innodb_adaptive_hash_index", "table_open_ca
 METHODS = ("bayes", "random", "ofat")  # bayes is `perflab tune`'s default
 
 
-def plan_for(name: str, knobs: list[str], args: argparse.Namespace):
+def plan_for(name: str, args: argparse.Namespace, body: str, repeats: int = 3,
+             baseline: str = "default"):
     return parse_plan(f"""
 [study]
 name = "{name}"
+baseline = "{baseline}"
 [dataset]
 engine = "InnoDB"
 tables = {args.tables}
@@ -50,12 +61,17 @@ threads = [{args.threads}]
 schedule = "{'serial' if args.serial else 'auto'}"
 warmup_seconds = {args.seconds}
 run_seconds = {args.seconds}
-[configs.default]
+repeats = {repeats}
+{body}
+""")
+
+
+def tune_body(knobs: list[str], args: argparse.Namespace) -> str:
+    return f"""[configs.default]
 [tune]
 knobs = {knobs}
 final_repeats = 3
-final_max_repeats = {args.final_max_repeats}
-""")
+final_max_repeats = {args.final_max_repeats}"""
 
 
 def trial_gains(result: TuneResult) -> list[float | None]:
@@ -68,6 +84,38 @@ def trial_gains(result: TuneResult) -> list[float | None]:
             for t in result.trials]
 
 
+@dataclass
+class Duel:
+    """One seed's head-to-head: verdicts against the default method's winner, how the winners
+    were measured, and the methods whose winner had the same settings as another's."""
+
+    judgement: Judgement | None
+    schedule: str = ""
+    same: dict[str, str] = field(default_factory=dict)
+
+
+def head_to_head(lab: Lab, name: str, winners: dict[str, TuneResult],
+                 args: argparse.Namespace) -> Duel:
+    """One seed's winners measured together for --h2h-rounds paired rounds, the default
+    method's winner the baseline, so that "slower" means it beat that method's winner. A
+    winner with the same settings as an earlier one is not measured twice."""
+    distinct: dict[tuple, str] = {}
+    same = {}
+    for method, result in winners.items():
+        key = tuple(sorted(result.best.params.items()))
+        same.update({method: distinct[key]} if key in distinct else {})
+        distinct.setdefault(key, method)
+    if len(distinct) < 2:
+        return Duel(None, same=same)
+    body = "\n".join(f"[configs.{method}]\n" + "\n".join(f'{k} = "{v}"' for k, v in key)
+                     for key, method in distinct.items())
+    plan = plan_for(name, args, body, args.h2h_rounds, baseline=METHODS[0])
+    with lab.locked(), lab.store() as store:
+        summary = Runner(plan, lab, store, lambda m: print(f"[{name}] {m}", flush=True)).run()
+        study = load_study(store, plan.name, str(lab.root))
+    return Duel(judge(study.plan, study.points, study.design), summary.schedule, same)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=3)
@@ -77,22 +125,30 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=4)
     parser.add_argument("--seconds", type=int, default=4)
     parser.add_argument("--final-max-repeats", type=int, default=6)
+    parser.add_argument("--h2h-rounds", type=int, default=8,
+                        help="paired rounds of each seed's head-to-head of the winners")
     parser.add_argument("--serial", action="store_true",
                         help="measure each trial alone (the way before side-by-side trials)")
     args = parser.parse_args()
     stamp = time.strftime("%Y%m%d%H%M%S")
     lab = bench_lab("tune")  # one dataset for every run; each run is its own study
     runs: dict[str, list[TuneResult]] = {method: [] for method in METHODS}
+    duels: list[Duel] = []
     for seed in range(1, args.seeds + 1):
         knobs = random.Random(seed).sample(KNOBS, len(KNOBS))
         order = METHODS[seed % 3:] + METHODS[:seed % 3]
         for method in order:
-            plan = plan_for(f"bench-tune-{stamp}-s{seed}-{method}", knobs, args)
+            plan = plan_for(f"bench-tune-{stamp}-s{seed}-{method}", args,
+                            tune_body(knobs, args))
             settings = TuneSettings.from_plan(dict(plan.tune))
             result = Tuner(plan, lab, settings, method, budget=args.budget, seed=seed,
                            say=lambda m, tag=f"{method} s{seed}": print(f"[{tag}] {m}",
                                                                         flush=True)).run()
             runs[method].append(result)
+        winners = {m: runs[m][-1] for m in METHODS if runs[m][-1].best is not None}
+        if METHODS[0] in winners:
+            duels.append(head_to_head(lab, f"bench-tune-{stamp}-s{seed}-head-to-head",
+                                      winners, args))
 
     def remeasured(result: TuneResult) -> float | None:
         v = result.gain_vs_default
@@ -127,6 +183,32 @@ def main() -> None:
               f"{sum(t.state != 'ok' for r in results for t in r.trials):>7}")
     print("(trials to 90%: the trial, counted from 1, whose own figure first reached 90% of the "
           f"best re-measured gain; 'never' counts as {args.budget + 1} in the median)")
+    default = METHODS[0]
+    judged = [d for d in duels if d.judgement]
+    if judged:
+        print(f"\nhead-to-head, per seed: each other method's winner against {default}'s, "
+              f"measured together for {args.h2h_rounds} paired rounds "
+              f"({', '.join(sorted({d.schedule for d in judged}))}; 'slower' = {default}'s "
+              f"winner is faster; a {judged[0].judgement.design.alpha:.0%} error rate over "
+              "each seed's comparisons)")
+    for method in METHODS[1:] if judged else ():
+        cells, changes = [], []
+        for duel in duels:
+            twin = duel.same.get(method)  # measured once, under the earlier method's name
+            if twin == default:
+                cells.append(f"same settings as {default}")
+                changes.append(0.0)
+                continue
+            verdict = duel.judgement and duel.judgement.verdicts.get((twin or method,
+                                                                      args.threads))
+            if not verdict:
+                cells.append("-")
+                continue
+            cells.append(f"{verdict.change:+.1%} {verdict.interval_text()} {verdict.verdict}"
+                         + (f" (same settings as {twin})" if twin else ""))
+            changes.append(verdict.change)
+        median = f"{statistics.median(changes):+.1%}" if changes else "-"
+        print(f"{method:8} vs {default}: {' | '.join(cells)}  median {median}")
     for method, results in runs.items():
         for seed, r in enumerate(results, 1):
             print(f"{method} seed {seed} winner: {r.mycnf().replace(chr(10), '; ')}")

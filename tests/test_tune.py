@@ -11,7 +11,7 @@ from conftest import PERFLAB, run_cli, stored_points, tune_plan_file
 from perflab.errors import PerflabError
 from perflab.plan import parse_plan
 from perflab.server.memory import configured_sizes, memory_estimate
-from perflab.tune.search import Tuner, TuneSettings
+from perflab.tune.search import Tuner, TuneSettings, interleaved
 from perflab.tune.space import DURABILITY, knob_space
 
 
@@ -132,3 +132,9 @@ def test_tune_plan_mistakes_are_one_line(tmp_path):
     missing = run_cli("tune", str(good), "--lab", str(tmp_path / "lab"))
     assert missing.returncode == 2
     assert "give the search a --budget (trials) or a --time (seconds)" in missing.stderr
+
+
+def test_tpe_draws_one_trial_in_three_at_random_after_its_start_up():
+    # budget 24: TPE's start-up is its first 8 trials; then every third trial is random
+    assert [n for n in range(24) if interleaved("tpe", n, 24)] == [10, 13, 16, 19, 22]
+    assert not any(interleaved("gp", n, 24) for n in range(24))

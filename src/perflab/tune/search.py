@@ -15,8 +15,9 @@
   their gains are reported with intervals and verdicts instead of the lucky trial's figure.
 
 Methods: `ofat` (seed 002's one-factor-at-a-time: vary each knob from the baseline, adopt the
-most important change, repeat with the knobs that mattered), `bayes` (Optuna, TPE by default or
-another sampler by name) and `random` (the control).
+most important change, repeat with the knobs that mattered), `bayes` (Optuna, TPE by default,
+with every third trial after its start-up drawn at random, or another sampler by name) and
+`random` (the control).
 """
 
 from __future__ import annotations
@@ -43,11 +44,33 @@ from perflab.tune import workers
 from perflab.tune.space import Knob, knob_space, memory_budget
 
 OBJECTIVES = ("throughput", "p95", "p99")
+
+
+def tpe_startup(budget: int | None) -> int:
+    """TPE samples at random for its first n_startup_trials (10 by default); a frugal budget
+    lets the model take over after a third of it instead."""
+    return min(10, max(3, (budget or 30) // 3))
+
+
+# After its start-up, TPE goes where its best few trials are (the best tenth: one trial of the
+# first ten); under a trial noise of ~10% one lucky early trial can hold it in its corner
+# (bench/tune: two runs of three spent 15 and 18 trials with the adaptive hash index ON, 10-15%
+# slower there, and tried OFF once). As SMAC interleaves random configurations with its
+# model's, every RANDOM_EVERY-th trial after the start-up is drawn at random: the model still
+# sees every trial, and the search keeps looking elsewhere.
+RANDOM_EVERY = 3
+
+
+def interleaved(sampler: str, started: int, budget: int | None) -> bool:
+    """The trial begun after `started` others is one drawn at random between TPE's. Counted in
+    started trials (failed and running ones too, which TPE's own start-up does not count), so
+    that every worker of a study with the same --budget agrees on the pattern."""
+    after = started - tpe_startup(budget)
+    return sampler == "tpe" and after >= 0 and after % RANDOM_EVERY == RANDOM_EVERY - 1
+
 SAMPLERS = {
-    # TPE samples at random for its first n_startup_trials (10 by default); a frugal budget
-    # lets the model take over after a third of it instead.
     "tpe": lambda seed, budget: optuna.samplers.TPESampler(
-        seed=seed, n_startup_trials=min(10, max(3, (budget or 30) // 3))),
+        seed=seed, n_startup_trials=tpe_startup(budget)),
     "random": lambda seed, budget: optuna.samplers.RandomSampler(seed=seed),
     "cmaes": lambda seed, budget: optuna.samplers.CmaEsSampler(seed=seed),
     "qmc": lambda seed, budget: optuna.samplers.QMCSampler(seed=seed),
@@ -276,6 +299,10 @@ class Tuner:
         self.say(f"trials measured {measured}" + (
             f" with the reference {self.baseline.name} (scores are ratios to it)"
             if measured == SIDE_BY_SIDE else ""))
+        if self.sampler_name == "tpe":
+            self.say(f"bayes: TPE takes over after {tpe_startup(self.budget)} random trials; "
+                     f"1 trial in {RANDOM_EVERY} after them is still drawn at random, so that a "
+                     "trial lucky under noise cannot hold the search in its corner")
         return study
 
     def _spent(self, trials: list, started: float) -> bool:
@@ -323,7 +350,9 @@ class Tuner:
         sequence is indexed by the trial already.) `started`: the study's trials so far."""
         if self.sampler_name != "qmc":
             seed = (self.seed * 1_000_003 + started) % 2**32
-            study.sampler = SAMPLERS[self.sampler_name](seed, self.budget)
+            name = "random" if interleaved(self.sampler_name, started, self.budget) \
+                else self.sampler_name
+            study.sampler = SAMPLERS[name](seed, self.budget)
         return workers.take_trial(self.storage, study, params, self._distributions(),
                                   self.lab.root)
 
