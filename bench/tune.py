@@ -103,8 +103,10 @@ def head_to_head(lab: Lab, name: str, winners: dict[str, TuneResult],
     same = {}
     for method, result in winners.items():
         key = tuple(sorted(result.best.params.items()))
-        same.update({method: distinct[key]} if key in distinct else {})
-        distinct.setdefault(key, method)
+        if key in distinct:
+            same[method] = distinct[key]
+        else:
+            distinct[key] = method
     if len(distinct) < 2:
         return Duel(None, same=same)
     body = "\n".join(f"[configs.{method}]\n" + "\n".join(f'{k} = "{v}"' for k, v in key)
@@ -146,9 +148,8 @@ def main() -> None:
                                                                         flush=True)).run()
             runs[method].append(result)
         winners = {m: runs[m][-1] for m in METHODS if runs[m][-1].best is not None}
-        if METHODS[0] in winners:
-            duels.append(head_to_head(lab, f"bench-tune-{stamp}-s{seed}-head-to-head",
-                                      winners, args))
+        duels.append(head_to_head(lab, f"bench-tune-{stamp}-s{seed}-head-to-head", winners,
+                                  args) if METHODS[0] in winners else Duel(None))
 
     def remeasured(result: TuneResult) -> float | None:
         v = result.gain_vs_default

@@ -68,6 +68,7 @@ def interleaved(sampler: str, started: int, budget: int | None) -> bool:
     after = started - tpe_startup(budget)
     return sampler == "tpe" and after >= 0 and after % RANDOM_EVERY == RANDOM_EVERY - 1
 
+
 SAMPLERS = {
     "tpe": lambda seed, budget: optuna.samplers.TPESampler(
         seed=seed, n_startup_trials=tpe_startup(budget)),
