@@ -3,9 +3,13 @@ and seed 002's one-factor-at-a-time, at equal budgets?
 
 The known answer: a read-only workload with uniformly drawn rows over an InnoDB dataset larger
 than the default 128 MiB buffer pool, so that a larger innodb_buffer_pool_size gives a large
-gain and the other knobs little. Every method gets the same budget (enough for one-factor's
-first round over all knobs and part of its second), each (seed, method) run is a fresh study,
-the methods run interleaved (their order rotates with the seed), and the knobs are listed in an
+gain. The knobs searched are those `perflab tune` searches when a plan names none (--space
+curated, 24 on MariaDB 10.11), whose other effects are not known in advance; --space six
+searches the pool size and five knobs of little effect, where half the pool's range is a
+plateau that random search finds as easily as any model. Every method gets the same budget (by
+default one-factor's first round over the space: the budget it needs), proposals refused before
+start (they would not fit in memory) not counted; each (seed, method) run is a fresh study, the
+methods run interleaved (their order rotates with the seed), and the knobs are listed in an
 order shuffled by the seed (one-factor tries them in list order).
 
 Trials are measured as `perflab tune` measures them: side by side with the defaults on a
@@ -19,7 +23,8 @@ head-to-head settles "which winner is faster": per seed, the three winners measu
 (one server each, taking turns in time slices, paired by round) and the default method's winner
 compared with the two others as one family of verdicts.
 
-    .venv/bin/python bench/tune.py --seeds 3 --budget 24
+    .venv/bin/python bench/tune.py --seeds 3
+    .venv/bin/python bench/tune.py --seeds 3 --methods bayes,random --budget 30
 """
 
 from __future__ import annotations
@@ -36,11 +41,21 @@ from perflab.lab import Lab
 from perflab.plan import parse_plan
 from perflab.runner import Runner
 from perflab.store.study import load_study
-from perflab.tune.search import Tuner, TuneResult, TuneSettings
+from perflab.tune.search import Tuner, TuneResult, TuneSettings, ofat_first_round, startup_values
+from perflab.tune.space import knob_space
 
-KNOBS = ["innodb_buffer_pool_size", "innodb_adaptive_hash_index", "table_open_cache",
-         "thread_cache_size", "innodb_io_capacity", "innodb_read_ahead_threshold"]
+# --space six: the pool size and five knobs of little effect here (the runs before 2026-11-24)
+SIX = ["innodb_buffer_pool_size", "innodb_adaptive_hash_index", "table_open_cache",
+       "thread_cache_size", "innodb_io_capacity", "innodb_read_ahead_threshold"]
 METHODS = ("bayes", "random", "ofat")  # bayes is `perflab tune`'s default
+
+
+def search_space(lab: Lab, space: str) -> tuple[list[str], int]:
+    """The knobs searched (--space curated: what `perflab tune` searches when the plan names
+    none, as this server has them) and the trials of one-factor's first round over them."""
+    catalog = lab.catalog()
+    knobs = knob_space(catalog, SIX if space == "six" else None)
+    return [k.name for k in knobs], ofat_first_round(knobs, startup_values(knobs, catalog))
 
 
 def plan_for(name: str, args: argparse.Namespace, body: str, repeats: int = 3,
@@ -76,12 +91,13 @@ final_max_repeats = {args.final_max_repeats}"""
 
 def trial_gains(result: TuneResult) -> list[float | None]:
     """Each trial's gain as the search saw it: over the reference measured side by side, or
-    (trials measured alone) over the run's first trial, the defaults in every method."""
+    (trials measured alone) over the run's first trial, the defaults in every method. Proposals
+    refused before start cost nothing and are left out; a failed trial is None."""
+    trials = [t for t in result.trials if t.state != "refused"]
     if result.relative:
-        return [None if t.value is None else t.value - 1 for t in result.trials]
-    default = result.trials[0].value if result.trials else None
-    return [None if t.value is None or not default else t.value / default - 1
-            for t in result.trials]
+        return [None if t.value is None else t.value - 1 for t in trials]
+    default = trials[0].value if trials else None
+    return [None if t.value is None or not default else t.value / default - 1 for t in trials]
 
 
 @dataclass
@@ -121,7 +137,14 @@ def head_to_head(lab: Lab, name: str, winners: dict[str, TuneResult],
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--budget", type=int, default=24)
+    parser.add_argument("--space", choices=("curated", "six"), default="curated",
+                        help="the knobs searched: perflab's curated set (the default of "
+                             "`perflab tune`) or six of them, the pool size the only large one")
+    parser.add_argument("--methods", default=",".join(METHODS),
+                        help=f"comma-separated, among {', '.join(METHODS)}; {METHODS[0]} (the "
+                             "default method, the head-to-head's baseline) must be one")
+    parser.add_argument("--budget", type=int,
+                        help="trials per run (default: one-factor's first round over the space)")
     parser.add_argument("--tables", type=int, default=4)
     parser.add_argument("--rows", type=int, default=250_000)
     parser.add_argument("--threads", type=int, default=4)
@@ -132,14 +155,23 @@ def main() -> None:
     parser.add_argument("--serial", action="store_true",
                         help="measure each trial alone (the way before side-by-side trials)")
     args = parser.parse_args()
+    methods = tuple(m for m in METHODS if m in args.methods.split(","))
+    if METHODS[0] not in methods or len(methods) < 2 or \
+            set(args.methods.split(",")) - set(methods):
+        parser.error(f"--methods {args.methods}: two or more of {', '.join(METHODS)}, "
+                     f"{METHODS[0]} among them")
     stamp = time.strftime("%Y%m%d%H%M%S")
     lab = bench_lab("tune")  # one dataset for every run; each run is its own study
-    runs: dict[str, list[TuneResult]] = {method: [] for method in METHODS}
+    space, first_round = search_space(lab, args.space)
+    args.budget = args.budget or first_round
+    print(f"{len(space)} knobs ({args.space}); one-factor's first round takes {first_round} "
+          f"trials; budget {args.budget} trials per run", flush=True)
+    runs: dict[str, list[TuneResult]] = {method: [] for method in methods}
     duels: list[Duel] = []
     for seed in range(1, args.seeds + 1):
-        knobs = random.Random(seed).sample(KNOBS, len(KNOBS))
-        order = METHODS[seed % 3:] + METHODS[:seed % 3]
-        for method in order:
+        knobs = random.Random(seed).sample(space, len(space))
+        turn = seed % len(methods)
+        for method in methods[turn:] + methods[:turn]:
             plan = plan_for(f"bench-tune-{stamp}-s{seed}-{method}", args,
                             tune_body(knobs, args))
             settings = TuneSettings.from_plan(dict(plan.tune))
@@ -147,7 +179,7 @@ def main() -> None:
                            say=lambda m, tag=f"{method} s{seed}": print(f"[{tag}] {m}",
                                                                         flush=True)).run()
             runs[method].append(result)
-        winners = {m: runs[m][-1] for m in METHODS if runs[m][-1].best is not None}
+        winners = {m: runs[m][-1] for m in methods if runs[m][-1].best is not None}
         duels.append(head_to_head(lab, f"bench-tune-{stamp}-s{seed}-head-to-head", winners,
                                   args) if METHODS[0] in winners else Duel(None))
 
@@ -162,11 +194,11 @@ def main() -> None:
     print(f"\noltp_read_only (uniform rows), InnoDB {args.tables} x {args.rows:,} rows, "
           f"{args.threads} threads, {args.seconds} s per trial "
           f"({'alone' if args.serial else 'side by side with the defaults'}), "
-          f"budget {args.budget} trials, "
-          f"{len(KNOBS)} knobs, {args.seeds} seeds; best re-measured gain {best:+.1%}, "
+          f"budget {args.budget} trials, {len(space)} knobs ({args.space}), {args.seeds} seeds; "
+          f"best re-measured gain {best:+.1%}, "
           f"so 90% of it is {0.9 * best:+.1%}")
     print(f"{'method':8} {'re-measured gain per seed (verdict)':58} {'median':>8} "
-          f"{'trials to 90%':>16} {'median':>7} {'failed':>7}")
+          f"{'trials to 90%':>16} {'median':>7} {'failed':>7} {'refused':>8}")
     for method, results in runs.items():
         cells, reach = [], []
         for r in results:
@@ -181,9 +213,11 @@ def main() -> None:
               f"{statistics.median(gains) if gains else float('nan'):>+8.1%} "
               f"{','.join(str(n) if n else 'never' for n in reach):>16} "
               f"{statistics.median(reached):>7g} "
-              f"{sum(t.state != 'ok' for r in results for t in r.trials):>7}")
+              f"{sum(t.state == 'failed' for r in results for t in r.trials):>7} "
+              f"{sum(t.state == 'refused' for r in results for t in r.trials):>8}")
     print("(trials to 90%: the trial, counted from 1, whose own figure first reached 90% of the "
-          f"best re-measured gain; 'never' counts as {args.budget + 1} in the median)")
+          f"best re-measured gain; 'never' counts as {args.budget + 1} in the median; proposals "
+          "refused before start, which would not fit in memory, are not counted)")
     default = METHODS[0]
     judged = [d for d in duels if d.judgement]
     if judged:
@@ -192,7 +226,7 @@ def main() -> None:
               f"({', '.join(sorted({d.schedule for d in judged}))}; 'slower' = {default}'s "
               f"winner is faster; a {judged[0].judgement.design.alpha:.0%} error rate over "
               "each seed's comparisons)")
-    for method in METHODS[1:] if judged else ():
+    for method in methods[1:] if judged else ():
         cells, changes = [], []
         for duel in duels:
             twin = duel.same.get(method)  # measured once, under the earlier method's name

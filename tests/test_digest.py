@@ -189,12 +189,17 @@ columns = { id = "seq", name = "str:4:8", price = "int:0:96" }
 
 def test_workload_file_replays_the_top_fingerprints(logs, shared_lab, tmp_path):
     general, slow = logs
+    top_three = tmp_path / "top-three.toml"
+    result = run_cli("digest", str(slow), "--workload", str(top_three), "--top", "3")
+    assert result.returncode == 0, result.stderr
+    assert len(load_sql_workload(top_three).statements) == 3  # the DDL at the top is not replayed
+    # every replayable fingerprint: which ones lead by time depends on the machine (on a cold
+    # one the N+1 burst's 25 point reads, 0.01 ms each, fall out of the top five)
     by_time = tmp_path / "by-time.toml"
-    result = run_cli("digest", str(slow), "--workload", str(by_time), "--top", "5")
+    result = run_cli("digest", str(slow), "--workload", str(by_time), "--top", "50")
     assert result.returncode == 0, result.stderr
     workload = load_sql_workload(by_time)
     weights = {sql: weight for weight, sql in workload.statements}
-    assert len(weights) == 5
     assert weights["SELECT name FROM items WHERE id = {pick:p1}"] == N_PLUS_ONE
     n = [sql for _, sql in workload.statements].index("SELECT name FROM items WHERE id = {pick:p1}")
     (name, ids), = workload.picks[n]  # the ids the log used, every one of them

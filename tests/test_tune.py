@@ -10,8 +10,9 @@ import pytest
 from conftest import PERFLAB, run_cli, stored_points, tune_plan_file
 from perflab.errors import PerflabError
 from perflab.plan import parse_plan
+from perflab.probes.system import ram_bytes
 from perflab.server.memory import configured_sizes, memory_estimate
-from perflab.tune.search import Tuner, TuneSettings, interleaved
+from perflab.tune.search import MAX_REFUSALS_IN_A_ROW, Tuner, TuneSettings, interleaved
 from perflab.tune.space import DURABILITY, knob_space
 
 
@@ -49,15 +50,35 @@ def test_memory_estimate_counts_per_connection_buffers(catalog):
     assert large - small > 990 * (1 << 20)
 
 
-def test_memory_busting_proposal_is_refused_before_any_server_starts(shared_lab, tmp_path):
+def test_memory_busting_proposals_are_refused_before_any_server_starts(shared_lab, tmp_path):
     plan = parse_plan(tune_plan_file(tmp_path, "tune-refused", '["table_open_cache"]',
                                 "memory_share = 0.00001").read_text())
     settings = TuneSettings.from_plan(dict(plan.tune))
-    result = Tuner(plan, shared_lab, settings, "random", budget=2, say=lambda _: None).run()
-    assert [t.state for t in result.trials] == ["refused", "refused"]
+    said = []
+    result = Tuner(plan, shared_lab, settings, "random", budget=2, say=said.append).run()
+    # refusals cost no measurement and do not spend the budget: the search stops on a run
+    # of them instead
+    assert [t.state for t in result.trials] == ["refused"] * MAX_REFUSALS_IN_A_ROW
     assert "exceeds the budget" in result.trials[0].error
+    assert any(f"the last {MAX_REFUSALS_IN_A_ROW} proposals would not fit" in m for m in said)
     assert result.best is None
     assert stored_points(shared_lab, "tune-refused") == []  # nothing was measured
+
+
+def test_proposals_refused_before_start_do_not_spend_the_budget(shared_lab, catalog, tmp_path):
+    # a memory budget that sort buffers up to 3 MiB fit in, larger ones (x max_connections) not
+    fits = memory_estimate(configured_sizes(catalog, {"sort_buffer_size": str(3 << 20)}))
+    plan = parse_plan(tune_plan_file(tmp_path, "tune-refusals", '["sort_buffer_size"]',
+                                     f"memory_share = {fits / ram_bytes()!r}").read_text())
+    settings = TuneSettings.from_plan(dict(plan.tune))
+    # seed 2's first random proposal is a 4 MiB sort buffer, its next ones smaller
+    result = Tuner(plan, shared_lab, settings, "random", budget=4, seed=2,
+                   say=lambda _: None).run()
+    sizes = {t.state: [] for t in result.trials}
+    for t in result.trials:
+        sizes[t.state].append(int(t.params["sort_buffer_size"]))
+    assert len(sizes["ok"]) == 4 and max(sizes["ok"]) <= 3 << 20
+    assert sizes["refused"] and min(sizes["refused"]) > 3 << 20
 
 
 def test_trial_whose_server_fails_to_start_is_recorded_and_the_study_goes_on(

@@ -37,6 +37,7 @@ from perflab.lab import Lab
 from perflab.plan import Plan, Point
 from perflab.runner import Runner
 from perflab.server.memory import configured_sizes, memory_estimate
+from perflab.server.variables import Catalog
 from perflab.stats.decide import Verdict, decide, half_width
 from perflab.stats.design import Design
 from perflab.store import Metrics, ResultStore
@@ -81,6 +82,11 @@ MIN_EFFECT = 0.02  # OFAT adopts a change only when it beats the baseline by thi
 WAIT = "wait"  # OFAT's answer when its round needs trials other workers are running
 SIDE_BY_SIDE, ALONE = "side by side", "alone"  # how a study's trials are measured
 CANDIDATES = 3  # the best trials re-measured at the end
+# A proposal refused before start (it would not fit in memory) costs no measurement, so it does
+# not count in the budget and another is drawn; in perflab's curated space about half of random
+# proposals bust half the RAM, which would otherwise spend half the budget on nothing. This many
+# refusals in a row mean the space barely fits: the search stops and says so.
+MAX_REFUSALS_IN_A_ROW = 50
 Say = Callable[[str], None]
 
 
@@ -231,8 +237,7 @@ class Tuner:
         self.budget_bytes = memory_budget(self.settings.memory_share)
         self.runner.add_config(self.reference)
         if self.method == "ofat" and self.budget:
-            first_round = 1 + sum(len(candidates(k, v)) for k, v in
-                                  zip(self.knobs, self._defaults().values(), strict=True))
+            first_round = ofat_first_round(self.knobs, self._defaults())
             if self.budget < first_round:
                 self.say(f"warning: ofat's first round varies each knob alone: {first_round} "
                          f"trials with these {len(self.knobs)} knobs; --budget {self.budget} "
@@ -246,6 +251,11 @@ class Tuner:
                     workers.reap(study, self.lab.root, self.say)
                     trials = _started(study)  # read once: the lock keeps it current
                     if self._spent(trials, started):
+                        break
+                    if refusals_in_a_row(trials) >= MAX_REFUSALS_IN_A_ROW:
+                        self.say(f"stopping: the last {MAX_REFUSALS_IN_A_ROW} proposals would "
+                                 "not fit in the memory budget; narrow the largest buffers "
+                                 "(tune.knobs) or raise tune.memory_share")
                         break
                     params = self._next(trials)
                     if params not in (None, WAIT):
@@ -308,8 +318,8 @@ class Tuner:
 
     def _spent(self, trials: list, started: float) -> bool:
         """The budget counts the study's trials, running ones included, whichever worker ran
-        them; the time is this worker's."""
-        if self.budget and len(trials) >= self.budget:
+        them, but not the proposals refused before start; the time is this worker's."""
+        if self.budget and sum(not _refused(t) for t in trials) >= self.budget:
             return True
         return bool(self.seconds) and time.monotonic() - started >= self.seconds
 
@@ -333,15 +343,7 @@ class Tuner:
         return ofat_next(self.knobs, trials, self._defaults(), self.settings.direction)
 
     def _defaults(self) -> dict:
-        """Each knob at the server's startup value, clamped into its search range."""
-        values = {}
-        for knob in self.knobs:
-            value = self.catalog.variables[knob.name].startup_value
-            if knob.kind == "choice":
-                values[knob.name] = value if value in knob.choices else knob.choices[0]
-            else:
-                values[knob.name] = min(max(int(value), knob.low), knob.high)
-        return values
+        return startup_values(self.knobs, self.catalog)
 
     def _ask(self, study: optuna.Study, params: dict,
              started: int) -> tuple[optuna.Trial, int]:
@@ -366,7 +368,8 @@ class Tuner:
         if estimate > self.budget_bytes:
             reason = (f"worst-case memory {estimate / 2**30:.1f} GiB exceeds the budget of "
                       f"{self.budget_bytes / 2**30:.1f} GiB")
-            self.say(f"trial {number}: refused before start: {reason}")
+            self.say(f"trial {number}: refused before start (not counted in the budget): "
+                     f"{reason}")
             self._tell(study, trial, "refused", None, reason)
             return
         config = replace(
@@ -381,7 +384,8 @@ class Tuner:
         if self.measured == SIDE_BY_SIDE:
             why_not = self.runner.side_by_side_fits([self.reference, config])
             if why_not is not None:
-                self.say(f"trial {number}: refused before start: {why_not}")
+                self.say(f"trial {number}: refused before start (not counted in the budget): "
+                         f"{why_not}")
                 self._tell(study, trial, "refused", None, f"with its reference: {why_not}")
                 return
             records = self.runner.measure_side_by_side(session, [self.reference, config],
@@ -551,6 +555,23 @@ class Tuner:
         return gains
 
 
+def startup_values(knobs: list[Knob], catalog: Catalog) -> dict:
+    """Each knob at the server's startup value, clamped into its search range."""
+    values = {}
+    for knob in knobs:
+        value = catalog.variables[knob.name].startup_value
+        if knob.kind == "choice":
+            values[knob.name] = value if value in knob.choices else knob.choices[0]
+        else:
+            values[knob.name] = min(max(int(value), knob.low), knob.high)
+    return values
+
+
+def ofat_first_round(knobs: list[Knob], defaults: dict) -> int:
+    """The trials of one-factor's first round: the defaults, then each knob varied alone."""
+    return 1 + sum(len(candidates(knob, defaults[knob.name])) for knob in knobs)
+
+
 def ofat_next(knobs: list[Knob], trials: list, defaults: dict,
               direction: str) -> dict | str | None:
     """Seed 002's method, replayed from the trials so far (so a resumed study goes on).
@@ -642,6 +663,21 @@ def _started(study: optuna.Study) -> list:
     """Finished trials and those running now, in this worker or another."""
     return study.get_trials(deepcopy=False, states=(TrialState.COMPLETE, TrialState.FAIL,
                                                      TrialState.RUNNING))
+
+
+def _refused(trial: optuna.trial.FrozenTrial) -> bool:
+    return trial.state == TrialState.FAIL and trial.user_attrs.get("state") == "refused"
+
+
+def refusals_in_a_row(trials: list) -> int:
+    """How many of the study's latest trials were refused before start, up to the last
+    measured or running one."""
+    count = 0
+    for trial in sorted(trials, key=lambda t: t.number, reverse=True):
+        if not _refused(trial):
+            break
+        count += 1
+    return count
 
 
 def _durability(knobs: list[Knob]) -> set[str]:
