@@ -111,6 +111,29 @@ def test_tcp_environment_listens_on_loopback_only(tmp_path):
     assert (bind, port) == ("127.0.0.1", server.port)
 
 
+def test_a_starting_server_leaves_other_servers_temporary_tables_alone(tmp_path):
+    """mariadbd deletes every #sql* file in its tmpdir at start-up: with /tmp shared, starting
+    one server removed the on-disk temporary tables of the others (CI: an Optuna storage
+    server's query failed with 'Error on delete of /tmp/#sql-temptable-...')."""
+    first, second = tmp_path / "first", tmp_path / "second"
+    for root in (first, second):
+        install_datadir(root / "data")
+    system_file = f"/tmp/#sql-perflab-test-{os.getpid()}.MAI"  # as the system service's
+    with ManagedServer(first / "data", first) as server:
+        with server.connect() as conn:
+            assert query(conn, "SELECT @@tmpdir")[0][0] == str(server.tmpdir)
+        held = server.tmpdir / "#sql-temptable-held-1.MAI"  # as a query's on-disk table
+        held.touch()
+        open(system_file, "w").close()
+        try:
+            with ManagedServer(second / "data", second):
+                pass
+            assert held.exists() and os.path.exists(system_file)
+        finally:
+            if os.path.exists(system_file):
+                os.unlink(system_file)
+
+
 STARTER = """
 import sys
 from pathlib import Path

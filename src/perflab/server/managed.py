@@ -1,8 +1,12 @@
 """A private mariadbd that perflab starts, watches and stops itself.
 
-The server lives entirely under a directory perflab owns: its datadir, error log, pid file and
-Unix socket. It never listens on the network unless the environment asks for TCP, and then only
-on 127.0.0.1 at a free port. It never touches the system service.
+The server lives entirely under a directory perflab owns: its datadir, error log, pid file,
+Unix socket and temporary files. It never listens on the network unless the environment asks for
+TCP, and then only on 127.0.0.1 at a free port. It never touches the system service.
+
+The tmpdir is its own because mariadbd deletes every `#sql*` file in its tmpdir at start-up:
+servers sharing /tmp delete each other's on-disk temporary tables (the system service's too)
+whenever one of them starts.
 """
 
 from __future__ import annotations
@@ -93,6 +97,7 @@ class ManagedServer:
         self.environment = environment
         self.error_log = self.rundir / "error.log"
         self.pid_file = self.rundir / "mysqld.pid"
+        self.tmpdir = self.rundir / "tmp"
         self.socket = _socket_path(self.rundir)
         self.port: int | None = None
         self.process: subprocess.Popen | None = None
@@ -102,7 +107,7 @@ class ManagedServer:
 
     def start(self, timeout: float = 300) -> None:
         require_binaries()
-        self.rundir.mkdir(parents=True, exist_ok=True)
+        self.tmpdir.mkdir(parents=True, exist_ok=True)
         stop_stale(self.pid_file, self.datadir)
         self._log_offset = self.error_log.stat().st_size if self.error_log.exists() else 0
         if self.environment.tcp:
@@ -143,6 +148,7 @@ class ManagedServer:
             f"--socket={self.socket}",
             f"--pid-file={self.pid_file}",
             f"--log-error={self.error_log}",
+            f"--tmpdir={self.tmpdir}",
         ]
         if self.environment.tcp:
             argv += ["--bind-address=127.0.0.1", f"--port={self.port}"]
