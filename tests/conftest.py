@@ -7,6 +7,7 @@ files live under the session's temporary directory may still run.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sqlite3
@@ -107,6 +108,18 @@ def stored_points(lab: Lab, study: str) -> list[dict]:
         return []
     finally:
         db.close()
+
+
+def server_argvs(lab: Lab, study: str, config: str) -> list[list[str]]:
+    """The command lines the study's servers for `config` were started with."""
+    db = sqlite3.connect(lab.db_path)
+    try:
+        rows = db.execute("SELECT s.process_json FROM server_states s JOIN sessions n "
+                          "ON n.id = s.session_id WHERE n.study = ? AND s.config = ?",
+                          (study, config)).fetchall()
+    finally:
+        db.close()
+    return [json.loads(process)["argv"] for process, in rows]
 
 
 def wait_for(condition, timeout: float, what: str):

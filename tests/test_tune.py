@@ -7,7 +7,7 @@ import time
 import optuna
 import pytest
 
-from conftest import PERFLAB, run_cli, stored_points, tune_plan_file
+from conftest import PERFLAB, run_cli, server_argvs, stored_points, tune_plan_file
 from perflab.errors import PerflabError
 from perflab.plan import parse_plan
 from perflab.probes.system import ram_bytes
@@ -103,6 +103,12 @@ def test_trial_whose_server_fails_to_start_is_recorded_and_the_study_goes_on(
     assert result.gain_vs_default is not None  # the honest re-measure ran
     assert len(result.final["default"]) == len(result.final["trial-0"]) == 2
     assert "the defaults were best" in result.mycnf()
+    # the defaults trial sets no variable (some change the server by being set at all): its
+    # server starts as the reference's does, in the search and in the re-measure
+    for study, config in (("tune-startfail", "ofat-trial-0"),
+                          ("tune-startfail:ofat:final@3", "trial-0")):
+        argvs = server_argvs(shared_lab, study, config)
+        assert argvs and not any("innodb_page_size" in arg for argv in argvs for arg in argv)
 
 
 def test_a_serial_plan_measures_each_trial_alone(shared_lab, tmp_path):

@@ -345,7 +345,7 @@ class Runner:
                      needed: dict[int, list[ServerConfig]], deadline: float | None,
                      progress: Progress | None) -> list[PointRecord]:
         configs = list(dict.fromkeys(c for cs in needed.values() for c in cs))
-        fleet.start_round(round_number, configs)
+        fleet.start_round(round_number, rotated(configs, round_number))
         records, lead, step = [], float(self.plan.run.warmup_seconds), 0.0
         for threads in self._order(round_number, needed):
             if deadline is not None and records and time.monotonic() + step > deadline:

@@ -163,7 +163,7 @@ class TuneResult:
     gain_vs_default: Verdict | None = None  # paired by round; for latency a gain is a drop
     gain_vs_baseline: Verdict | None = None
     importance: dict[str, float] = field(default_factory=dict)
-    defaults: dict[str, str] = field(default_factory=dict)  # the server's startup values
+    defaults: dict[str, str | None] = field(default_factory=dict)  # the knobs at startup
     final_by: dict | None = None  # the worker that re-measured, when it was another one
     candidates: dict[int, Verdict | None] = field(default_factory=dict)  # trial -> vs default
     searched_best: int | None = None  # the search's best trial, when re-measured
@@ -176,13 +176,12 @@ class TuneResult:
         return self.measured == SIDE_BY_SIDE
 
     def mycnf(self) -> str:
-        """The best trial's knobs that differ from the server's defaults."""
+        """The best trial's knobs that differ from the server's startup values: what its
+        server was measured with, over the baseline's."""
         if self.best is None:
             return ""
         lines = ["[mariadbd]"]
-        for name, value in sorted(self.best.params.items()):
-            if self.defaults.get(name) == value:
-                continue
+        for name, value in sorted(moved(self.best.params, self.defaults).items()):
             unsafe = "  # trades durability for speed" if name in _durability(self.knobs) else ""
             lines.append(f"{name} = {value}{unsafe}")
         if len(lines) == 1:
@@ -345,6 +344,19 @@ class Tuner:
     def _defaults(self) -> dict:
         return startup_values(self.knobs, self.catalog)
 
+    def _variables(self, params: dict) -> tuple[tuple[str, str], ...]:
+        """A trial's server variables: the baseline's, then the knobs the trial moves from
+        their startup values. A knob at its startup value is left unset, not set to that
+        value: some variables change the server by being set at all (query_cache_size set to
+        its default 1 MiB cost 8-10% of oltp_read_only here), and the defaults must be
+        measured as the defaults, a winner as the my.cnf printed for it."""
+        base = self.baseline.as_dict()
+        over_base = {name: str(value) for name, value in params.items() if name in base}
+        return tuple(sorted({**base, **over_base, **moved(params, self._startup())}.items()))
+
+    def _startup(self) -> dict[str, str | None]:
+        return {k.name: self.catalog.variables[k.name].startup_value for k in self.knobs}
+
     def _ask(self, study: optuna.Study, params: dict,
              started: int) -> tuple[optuna.Trial, int]:
         """A new trial (under the study lock). Workers share the seed, so the sampler is seeded
@@ -372,10 +384,8 @@ class Tuner:
                      f"{reason}")
             self._tell(study, trial, "refused", None, reason)
             return
-        config = replace(
-            self.baseline, name=f"{self.method}-trial-{number}",
-            variables=tuple(sorted({**self.baseline.as_dict(), **values}.items())),
-        )
+        config = replace(self.baseline, name=f"{self.method}-trial-{number}",
+                         variables=self._variables(values))
         try:
             self.runner.add_config(config)
         except PerflabError as exc:
@@ -458,7 +468,7 @@ class Tuner:
                 importance = dict(optuna.importance.get_param_importances(study))
             except (RuntimeError, ValueError) as exc:  # too little variety to tell
                 self.say(f"knob importance not available: {exc}")
-        defaults = {name: str(value) for name, value in self._defaults().items()}
+        defaults = self._startup()
         return TuneResult(self.plan.name, self.method, self.knobs, trials, best,
                           importance=importance, defaults=defaults, measured=self.measured)
 
@@ -472,8 +482,8 @@ class Tuner:
         if self.baseline.variables:
             configs.append(replace(self.baseline, name="baseline"))
         for trial in candidates:
-            configs.append(replace(self.baseline, name=f"trial-{trial.number}", variables=tuple(
-                sorted({**self.baseline.as_dict(), **trial.params}.items()))))
+            configs.append(replace(self.baseline, name=f"trial-{trial.number}",
+                                   variables=self._variables(trial.params)))
         cells = len(candidates) * (len(configs) - len(candidates))
         final_plan = replace(
             # named after the trial count, so a longer resumed search re-measures afresh
@@ -520,11 +530,10 @@ class Tuner:
         only when nothing else succeeded (they are re-measured anyway)."""
         ranked = sorted((t for t in result.trials if t.state == "ok"), key=lambda t: t.value,
                         reverse=self.settings.direction == "maximize")
-        defaults = _key(result.defaults)
-        others = [t for t in ranked if _key(t.params) != defaults]
+        others = [t for t in ranked if moved(t.params, result.defaults)]
         chosen: dict[tuple, TrialOutcome] = {}
         for trial in others or ranked:
-            chosen.setdefault(_key(trial.params), trial)
+            chosen.setdefault(_key(moved(trial.params, result.defaults)), trial)
             if len(chosen) == CANDIDATES:
                 break
         return list(chosen.values())
@@ -565,6 +574,12 @@ def startup_values(knobs: list[Knob], catalog: Catalog) -> dict:
         else:
             values[knob.name] = min(max(int(value), knob.low), knob.high)
     return values
+
+
+def moved(params: dict, startup: dict[str, str | None]) -> dict[str, str]:
+    """The params whose values differ from the knobs' startup values, as strings."""
+    return {name: str(value) for name, value in params.items()
+            if startup.get(name) is None or str(value).upper() != startup[name].upper()}
 
 
 def ofat_first_round(knobs: list[Knob], defaults: dict) -> int:
