@@ -16,12 +16,17 @@ Trials are measured as `perflab tune` measures them: side by side with the defau
 second server, scored as the ratio (`--serial`: alone, one server switched by SET GLOBAL).
 
 Per method: the gain of its winner over the defaults as its own final re-measure found it
-(paired rounds, interval, verdict), and the trials it needed before one of its trials reached
-90% of the best re-measured gain of the whole benchmark, median over seeds. Each method's
-re-measure is a run of its own, so two methods' gains differ by the runs' noise as well; the
-head-to-head settles "which winner is faster": per seed, the three winners measured together
-(one server each, taking turns in time slices, paired by round) and the default method's winner
-compared with the two others as one family of verdicts.
+(paired rounds, interval, verdict), and how soon it had a good answer. After each trial the
+method has an answer, the setting it would recommend if stopped there (its best figure so far;
+for the additive search the setting its model believes best); every distinct answer of every run
+is re-measured at the end in one regime (two at a time side by side with the defaults, paired
+rounds), and "trials to 90%" is the first trial after which the answer re-measured at 90% or more
+of the best re-measured answer, median over seeds. A single trial's own figure would count noise
+spikes, and the trials' fleet of two and a re-measure's larger fleet read on different scales.
+Each method's final re-measure is a run of its own, so two methods' final gains differ by the
+runs' noise as well; the head-to-head settles "which winner is faster": per seed, the winners
+measured together (one server each, taking turns in time slices, paired by round) and the default
+method's winner compared with the others as one family of verdicts.
 
     .venv/bin/python bench/tune.py --seeds 3
     .venv/bin/python bench/tune.py --seeds 3 --methods bayes,random --budget 30
@@ -30,10 +35,13 @@ compared with the two others as one family of verdicts.
 from __future__ import annotations
 
 import argparse
+import math
 import random
 import statistics
 import time
 from dataclasses import dataclass, field
+
+import optuna
 
 from common import bench_lab
 from perflab.analysis.verdicts import Judgement, judge
@@ -41,7 +49,15 @@ from perflab.lab import Lab
 from perflab.plan import parse_plan
 from perflab.runner import Runner
 from perflab.store.study import load_study
-from perflab.tune.search import Tuner, TuneResult, TuneSettings, ofat_first_round, startup_values
+from perflab.tune.additive import Space, believed_order, measured
+from perflab.tune.search import (
+    Tuner,
+    TuneResult,
+    TuneSettings,
+    moved,
+    ofat_first_round,
+    startup_values,
+)
 from perflab.tune.space import knob_space
 
 # --space six: the pool size and five knobs of little effect here (the runs before 2026-11-24)
@@ -89,15 +105,62 @@ final_repeats = 3
 final_max_repeats = {args.final_max_repeats}"""
 
 
-def trial_gains(result: TuneResult) -> list[float | None]:
-    """Each trial's gain as the search saw it: over the reference measured side by side, or
-    (trials measured alone) over the run's first trial, the defaults in every method. Proposals
-    refused before start cost nothing and are left out; a failed trial is None."""
-    trials = [t for t in result.trials if t.state != "refused"]
-    if result.relative:
-        return [None if t.value is None else t.value - 1 for t in trials]
-    default = trials[0].value if trials else None
-    return [None if t.value is None or not default else t.value / default - 1 for t in trials]
+def settings_key(params: dict, startup: dict) -> tuple:
+    """A setting as its server runs it: the knobs moved from their startup values."""
+    return tuple(sorted(moved(params, startup).items()))
+
+
+def answers(result: TuneResult, trials: list, space: Space) -> list[tuple | None]:
+    """After each measured trial (refusals, which cost nothing, do not count), the setting the
+    method would recommend if stopped there: its best figure so far, or for the additive search
+    the setting its model believes best. None before any trial succeeded."""
+    out, seen = [], []
+    for trial in sorted(trials, key=lambda t: t.number):
+        seen.append(trial)
+        if trial.user_attrs.get("state") == "refused":
+            continue
+        done = measured(seen)
+        if not done:
+            out.append(None)
+            continue
+        pick = believed_order(space, seen, "maximize")[0] if result.ranked_by == "model" \
+            else max(done, key=lambda t: t.value)
+        out.append(settings_key({k: str(v) for k, v in pick.params.items()}, result.defaults))
+    return out
+
+
+def measure_together(lab: Lab, name: str, configs: dict[str, tuple], baseline: str,
+                     rounds: int, args: argparse.Namespace) -> tuple[Judgement, str]:
+    """`configs` (name -> moved variables) measured side by side for `rounds` paired rounds,
+    each judged against `baseline` as one family; and the schedule the runner chose."""
+    body = "\n".join(f"[configs.{config}]\n" + "\n".join(f'{k} = "{v}"' for k, v in key)
+                     for config, key in configs.items())
+    plan = plan_for(name, args, body, rounds, baseline=baseline)
+    with lab.locked(), lab.store() as store:
+        summary = Runner(plan, lab, store, lambda m: print(f"[{name}] {m}", flush=True)).run()
+        study = load_study(store, plan.name, str(lab.root))
+    return judge(study.plan, study.points, study.design), summary.schedule
+
+
+def answer_gains(lab: Lab, stamp: str, keys: set[tuple], args: argparse.Namespace
+                 ) -> dict[tuple, float]:
+    """Every distinct answer of every run re-measured in one regime: two at a time side by side
+    with the defaults (three servers, which fit in memory whatever the pools), in a shuffled
+    order so that no method's answers share a group more than another's; gain over the defaults
+    per answer. The defaults themselves gain 0 by definition."""
+    order = sorted(k for k in keys if k)
+    random.Random(0).shuffle(order)
+    gains: dict[tuple, float] = {(): 0.0}
+    for start in range(0, len(order), 2):
+        group = {f"a{i}": key for i, key in enumerate(order[start:start + 2], start)}
+        judgement, _ = measure_together(lab, f"bench-tune-{stamp}-answers-{start // 2}",
+                                        {"default": (), **group}, "default",
+                                        args.answer_rounds, args)
+        for config, key in group.items():
+            verdict = judgement.verdicts.get((config, args.threads))
+            if verdict is not None and math.isfinite(verdict.change):
+                gains[key] = verdict.change
+    return gains
 
 
 @dataclass
@@ -118,20 +181,16 @@ def head_to_head(lab: Lab, name: str, winners: dict[str, TuneResult],
     distinct: dict[tuple, str] = {}
     same = {}
     for method, result in winners.items():
-        key = tuple(sorted(result.best.params.items()))
+        key = settings_key(result.best.params, result.defaults)
         if key in distinct:
             same[method] = distinct[key]
         else:
             distinct[key] = method
     if len(distinct) < 2:
         return Duel(None, same=same)
-    body = "\n".join(f"[configs.{method}]\n" + "\n".join(f'{k} = "{v}"' for k, v in key)
-                     for key, method in distinct.items())
-    plan = plan_for(name, args, body, args.h2h_rounds, baseline=METHODS[0])
-    with lab.locked(), lab.store() as store:
-        summary = Runner(plan, lab, store, lambda m: print(f"[{name}] {m}", flush=True)).run()
-        study = load_study(store, plan.name, str(lab.root))
-    return Duel(judge(study.plan, study.points, study.design), summary.schedule, same)
+    judgement, schedule = measure_together(lab, name, {m: k for k, m in distinct.items()},
+                                           METHODS[0], args.h2h_rounds, args)
+    return Duel(judgement, schedule, same)
 
 
 def main() -> None:
@@ -148,10 +207,14 @@ def main() -> None:
     parser.add_argument("--tables", type=int, default=4)
     parser.add_argument("--rows", type=int, default=250_000)
     parser.add_argument("--threads", type=int, default=4)
-    parser.add_argument("--seconds", type=int, default=4)
+    parser.add_argument("--seconds", type=int, default=3)
     parser.add_argument("--final-max-repeats", type=int, default=6)
     parser.add_argument("--h2h-rounds", type=int, default=8,
                         help="paired rounds of each seed's head-to-head of the winners")
+    parser.add_argument("--answer-rounds", type=int, default=4,
+                        help="paired rounds of each distinct answer's re-measure")
+    parser.add_argument("--at", type=int, default=15,
+                        help="also report each method's answer after this many trials")
     parser.add_argument("--serial", action="store_true",
                         help="measure each trial alone (the way before side-by-side trials)")
     args = parser.parse_args()
@@ -167,6 +230,7 @@ def main() -> None:
     print(f"{len(space)} knobs ({args.space}); one-factor's first round takes {first_round} "
           f"trials; budget {args.budget} trials per run", flush=True)
     runs: dict[str, list[TuneResult]] = {method: [] for method in methods}
+    picks: dict[str, list[list[tuple | None]]] = {method: [] for method in methods}
     duels: list[Duel] = []
     for seed in range(1, args.seeds + 1):
         knobs = random.Random(seed).sample(space, len(space))
@@ -175,49 +239,61 @@ def main() -> None:
             plan = plan_for(f"bench-tune-{stamp}-s{seed}-{method}", args,
                             tune_body(knobs, args))
             settings = TuneSettings.from_plan(dict(plan.tune))
-            result = Tuner(plan, lab, settings, method, budget=args.budget, seed=seed,
-                           say=lambda m, tag=f"{method} s{seed}": print(f"[{tag}] {m}",
-                                                                        flush=True)).run()
+            tuner = Tuner(plan, lab, settings, method, budget=args.budget, seed=seed,
+                          say=lambda m, tag=f"{method} s{seed}": print(f"[{tag}] {m}",
+                                                                       flush=True))
+            result = tuner.run()
             runs[method].append(result)
+            trials = optuna.load_study(study_name=f"{plan.name}:{method}",
+                                       storage=f"sqlite:///{lab.db_path}").trials
+            picks[method].append(answers(result, trials, tuner.space()))
         winners = {m: runs[m][-1] for m in methods if runs[m][-1].best is not None}
         duels.append(head_to_head(lab, f"bench-tune-{stamp}-s{seed}-head-to-head", winners,
                                   args) if METHODS[0] in winners else Duel(None))
 
-    def remeasured(result: TuneResult) -> float | None:
-        v = result.gain_vs_default
-        return None if v is None else v.change
+    keys = {k for ps in picks.values() for p in ps for k in p if k is not None}
+    keys |= {settings_key(r.best.params, r.defaults) for rs in runs.values() for r in rs
+             if r.best is not None}
+    print(f"\nre-measuring the {len(keys)} distinct answers of every run, two at a time side "
+          f"by side with the defaults, {args.answer_rounds} rounds each", flush=True)
+    gains = answer_gains(lab, stamp, keys, args)
+    best = max(gains.values())
+    goal = 0.9 * best
 
-    best = max((g for results in runs.values() for r in results
-                if (g := remeasured(r)) is not None), default=None)
-    if best is None:
-        raise SystemExit("no run re-measured a winner: every trial failed (see above)")
+    def reached(pick: list[tuple | None]) -> int | None:
+        return next((n for n, key in enumerate(pick, 1)
+                     if key is not None and gains.get(key, -math.inf) >= goal), None)
+
     print(f"\noltp_read_only (uniform rows), InnoDB {args.tables} x {args.rows:,} rows, "
           f"{args.threads} threads, {args.seconds} s per trial "
           f"({'alone' if args.serial else 'side by side with the defaults'}), "
           f"budget {args.budget} trials, {len(space)} knobs ({args.space}), {args.seeds} seeds; "
-          f"best re-measured gain {best:+.1%}, "
-          f"so 90% of it is {0.9 * best:+.1%}")
-    print(f"{'method':8} {'re-measured gain per seed (verdict)':58} {'median':>8} "
-          f"{'trials to 90%':>16} {'median':>7} {'failed':>7} {'refused':>8}")
+          f"best re-measured answer {best:+.1%}, so 90% of it is {goal:+.1%}")
+    print(f"{'method':8} {'final: re-measured gain per seed (verdict)':58} {'median':>8} "
+          f"{'trials to 90%':>16} {'median':>7} {f'at {args.at}':>8} {'failed':>7} "
+          f"{'refused':>8}")
     for method, results in runs.items():
-        cells, reach = [], []
+        cells = []
         for r in results:
             v = r.gain_vs_default
             cells.append("-" if v is None else f"{v.change:+.0%} {v.interval_text()} {v.verdict}")
-            gains = trial_gains(r)
-            reach.append(next((i for i, g in enumerate(gains, 1)
-                               if g is not None and g >= 0.9 * best), None))
-        gains = [g for r in results if (g := remeasured(r)) is not None]
-        reached = [n if n is not None else args.budget + 1 for n in reach]
+        finals = [r.gain_vs_default.change for r in results if r.gain_vs_default is not None]
+        reach = [reached(p) for p in picks[method]]
+        at = [gains.get(p[args.at - 1], math.nan) if len(p) >= args.at and p[args.at - 1]
+              is not None else math.nan for p in picks[method]]
         print(f"{method:8} {' | '.join(cells):58} "
-              f"{statistics.median(gains) if gains else float('nan'):>+8.1%} "
+              f"{statistics.median(finals) if finals else math.nan:>+8.1%} "
               f"{','.join(str(n) if n else 'never' for n in reach):>16} "
-              f"{statistics.median(reached):>7g} "
+              f"{statistics.median([n or args.budget + 1 for n in reach]):>7g} "
+              f"{statistics.median(at):>+8.1%} "
               f"{sum(t.state == 'failed' for r in results for t in r.trials):>7} "
               f"{sum(t.state == 'refused' for r in results for t in r.trials):>8}")
-    print("(trials to 90%: the trial, counted from 1, whose own figure first reached 90% of the "
-          f"best re-measured gain; 'never' counts as {args.budget + 1} in the median; proposals "
-          "refused before start, which would not fit in memory, are not counted)")
+    print(f"(trials to 90%: the trial, counted from 1, after which the method's answer - its "
+          "best figure so far, or the additive search's best-believed setting - re-measured "
+          f"at 90% of the best re-measured answer or more; 'never' counts as {args.budget + 1} in "
+          f"the median. 'at {args.at}': the re-measured gain of the answer after {args.at} "
+          "trials, median over seeds. Refusals, which would not fit in memory, cost nothing and "
+          "are not counted)")
     default = METHODS[0]
     judged = [d for d in duels if d.judgement]
     if judged:

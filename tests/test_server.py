@@ -12,6 +12,7 @@ from conftest import mariadbd_under
 from perflab.errors import PerflabError
 from perflab.server.connection import query
 from perflab.server.managed import ManagedServer, ServerEnvironment, install_datadir
+from perflab.server.variables import overridden
 
 
 @pytest.fixture(scope="module")
@@ -99,6 +100,17 @@ def test_server_starts_applies_variables_and_stops(tmp_path):
         with server.connect() as conn:
             assert query(conn, "SELECT @@key_cache_segments")[0][0] == 4
     assert not os.path.exists(f"/proc/{pid}")
+
+
+def test_a_choice_the_server_overrides_is_found(catalog, tmp_path):
+    """MariaDB switches the query cache on when query_cache_size is given at start-up, even
+    with query_cache_type=OFF given beside it: the lab must say what the server runs."""
+    install_datadir(tmp_path / "data")
+    asked = {"query_cache_size": "8388608", "query_cache_type": "OFF",
+             "innodb_adaptive_hash_index": "1"}
+    with ManagedServer(tmp_path / "data", tmp_path, asked) as server, server.connect() as conn:
+        running = dict(query(conn, "SHOW GLOBAL VARIABLES"))
+    assert overridden(catalog, asked, running) == {"query_cache_type": ("OFF", "ON")}
 
 
 def test_tcp_environment_listens_on_loopback_only(tmp_path):

@@ -153,8 +153,10 @@ def build_parser() -> argparse.ArgumentParser:
                       "whichever worker runs them)")
     tune.add_argument("--time", type=float, metavar="SECONDS",
                       help="or a time budget (this worker's)")
-    tune.add_argument("--sampler", default="tpe", help="Optuna sampler for bayes: "
-                      "tpe, gp, cmaes, qmc, random (default tpe)")
+    tune.add_argument("--sampler", default="additive", help="bayes's search: additive "
+                      "(perflab's: screening in groups, then Thompson sampling on an additive "
+                      "model near the best-believed setting; the default) or an Optuna sampler: "
+                      "tpe, qmc, random")
     tune.add_argument("--storage", metavar="URL",
                       help="Optuna storage shared by workers on several hosts, each with its "
                       "own --lab, e.g. mysql+pymysql://tuner@dbhost/optuna?read_default_file="

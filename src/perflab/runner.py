@@ -37,7 +37,7 @@ from perflab.procs import check_stop
 from perflab.server import environment as env
 from perflab.server.connection import query
 from perflab.server.managed import ManagedServer
-from perflab.server.variables import Catalog
+from perflab.server.variables import Catalog, overridden
 from perflab.stats.decide import decide, half_width, log_ratios
 from perflab.stats.summary import summarize
 from perflab.store import Noise, PointRecord, ResultStore, StoredPoint, throughput
@@ -580,6 +580,9 @@ class Runner:
                       how: str) -> int:
         with server.connect() as conn:
             variables = dict(query(conn, "SHOW GLOBAL VARIABLES"))
+        for name, (asked, runs) in overridden(self.catalog, server.options, variables).items():
+            self.say(f"configuration {config.name}: the server runs {name}={runs}, not {asked} "
+                     "as asked (MariaDB overrides it; the lab records what it runs)")
         process = self._process_facts(server)
         process["environment"] = config.environment.describe()
         process["dataset"] = self._dataset_key(config)

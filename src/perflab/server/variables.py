@@ -153,6 +153,27 @@ def check_value(spec: VariableSpec, value: Scalar, where: str) -> str:
     return str(value)
 
 
+def overridden(catalog: Catalog, asked: dict[str, str],
+               running: dict[str, str]) -> dict[str, tuple[str, str]]:
+    """The choices (ENUM and BOOLEAN variables) a server runs with another value than it was
+    given, as name -> (asked, running). MariaDB overrides some: query_cache_size given at
+    start-up switches query_cache_type ON even when OFF is asked with it."""
+    def plain(spec: VariableSpec, value: str) -> str:
+        text = str(value).strip().upper()
+        if spec.type == "BOOLEAN":
+            return "ON" if text in ("TRUE", "ON", "1", "YES") else "OFF"
+        return text
+
+    out = {}
+    for name, value in asked.items():
+        spec = catalog.variables.get(name)
+        if spec is None or spec.type not in ("ENUM", "BOOLEAN") or name not in running:
+            continue
+        if plain(spec, value) != plain(spec, running[name]):
+            out[name] = (str(value), str(running[name]))
+    return out
+
+
 def parse_integer(value: Scalar) -> int | None:
     if isinstance(value, bool):
         return None

@@ -75,12 +75,14 @@ def render_text(result: TuneResult, objective: str) -> str:
         parts.append(f"No re-measured trial was shown better than the defaults ({verdict.verdict}"
                      f"): keep them, or re-measure with more rounds (tune.final_max_repeats).")
     if result.best is not None:
+        searched = "the search's best figure" if result.ranked_by == "figure" else \
+            "the setting the search's model believes best"
         if result.searched_best is None:
-            how = "the search's best figure, not re-measured here"
+            how = f"{searched}, not re-measured here"
         elif result.searched_best == result.best.number:
-            how = "best re-measured, and the search's best figure"
+            how = f"best re-measured, and {searched}"
         else:
-            how = f"best re-measured; the search's best figure was trial {result.searched_best}'s"
+            how = f"best re-measured; {searched} was trial {result.searched_best}'s"
         parts.append(f"Best my.cnf fragment (trial {result.best.number}, {how}):\n"
                      f"{result.mycnf()}")
     else:

@@ -15,13 +15,15 @@
   their gains are reported with intervals and verdicts instead of the lucky trial's figure.
 
 Methods: `ofat` (seed 002's one-factor-at-a-time: vary each knob from the baseline, adopt the
-most important change, repeat with the knobs that mattered), `bayes` (Optuna, TPE by default,
-with every third trial after its start-up drawn at random, or another sampler by name) and
-`random` (the control).
+most important change, repeat with the knobs that mattered), `bayes` (by default perflab's
+additive search, tune/additive.py: screening in groups, then Thompson sampling on an additive
+model near the best-believed setting; or an Optuna sampler by name: TPE with every third trial
+after its start-up drawn at random, QMC, ...) and `random` (the control).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import statistics
 import time
@@ -42,6 +44,7 @@ from perflab.stats.decide import Verdict, decide, half_width
 from perflab.stats.design import Design
 from perflab.store import Metrics, ResultStore
 from perflab.tune import workers
+from perflab.tune.additive import AdditiveSampler, Space, believed_order, group_size
 from perflab.tune.space import Knob, knob_space, memory_budget
 
 OBJECTIVES = ("throughput", "p95", "p99")
@@ -70,6 +73,7 @@ def interleaved(sampler: str, started: int, budget: int | None) -> bool:
     return sampler == "tpe" and after >= 0 and after % RANDOM_EVERY == RANDOM_EVERY - 1
 
 
+ADDITIVE = "additive"  # tune/additive.py, bayes's default; the others are Optuna's
 SAMPLERS = {
     "tpe": lambda seed, budget: optuna.samplers.TPESampler(
         seed=seed, n_startup_trials=tpe_startup(budget)),
@@ -78,6 +82,7 @@ SAMPLERS = {
     "qmc": lambda seed, budget: optuna.samplers.QMCSampler(seed=seed),
     "gp": lambda seed, budget: optuna.samplers.GPSampler(seed=seed),
 }
+SAMPLER_NEEDS = {"cmaes": "cmaes", "gp": "torch"}  # modules perflab's environment lacks
 MIN_EFFECT = 0.02  # OFAT adopts a change only when it beats the baseline by this much
 WAIT = "wait"  # OFAT's answer when its round needs trials other workers are running
 SIDE_BY_SIDE, ALONE = "side by side", "alone"  # how a study's trials are measured
@@ -169,6 +174,8 @@ class TuneResult:
     searched_best: int | None = None  # the search's best trial, when re-measured
     seconds: float = 0.0
     measured: str = ALONE  # or SIDE_BY_SIDE: trial values are ratios to the reference
+    ranked: list[TrialOutcome] = field(default_factory=list)  # ok trials, the search's best first
+    ranked_by: str = "figure"  # or "model": the additive search's belief, not single figures
 
     @property
     def relative(self) -> bool:
@@ -192,13 +199,18 @@ class TuneResult:
 class Tuner:
     def __init__(self, plan: Plan, lab: Lab, settings: TuneSettings, method: str, *,
                  budget: int | None = None, seconds: float | None = None,
-                 storage: str | None = None, sampler: str = "tpe", seed: int = 0,
+                 storage: str | None = None, sampler: str = ADDITIVE, seed: int = 0,
                  allow_unsafe: bool = False, say: Say = print):
         if method not in ("ofat", "bayes", "random"):
             raise PerflabError(f"--method {method!r}: use ofat, bayes or random")
-        if method == "bayes" and sampler not in SAMPLERS:
+        if method == "bayes" and sampler != ADDITIVE and sampler not in SAMPLERS:
             raise PerflabError(f"--sampler {sampler!r} is not known",
-                               hint=f"samplers: {', '.join(SAMPLERS)}")
+                               hint=f"samplers: {', '.join([ADDITIVE, *SAMPLERS])}")
+        needs = SAMPLER_NEEDS.get(sampler) if method == "bayes" else None
+        if needs and importlib.util.find_spec(needs) is None:
+            raise PerflabError(f"--sampler {sampler} needs the Python package {needs}, which "
+                               "perflab's environment does not install",
+                               hint=f"use --sampler {ADDITIVE} (the default), tpe, qmc or random")
         if budget is not None and budget < 1:
             raise PerflabError(f"--budget must be at least 1 trial, got {budget}")
         if seconds is not None and not seconds > 0:
@@ -288,7 +300,7 @@ class Tuner:
 
     def _study(self) -> optuna.Study:
         optuna.logging.set_verbosity(optuna.logging.WARNING)
-        sampler = SAMPLERS[self.sampler_name](self.seed, self.budget)
+        sampler = self._sampler(self.sampler_name, self.seed)
         name = f"{self.plan.name}:{self.method}"
         with workers.study_lock(self.storage, name):  # two workers starting at once
             study = optuna.create_study(study_name=name, storage=self.storage,
@@ -313,6 +325,12 @@ class Tuner:
             self.say(f"bayes: TPE takes over after {tpe_startup(self.budget)} random trials; "
                      f"1 trial in {RANDOM_EVERY} after them is still drawn at random, so that a "
                      "trial lucky under noise cannot hold the search in its corner")
+        if self.sampler_name == ADDITIVE:
+            self.say(f"bayes: trials 1-{len(sampler.design)} screen the {len(self.knobs)} knobs "
+                     f"in groups of {group_size(len(self.knobs))} from the defaults (each knob "
+                     "to one side, then the other); then each trial tests a knob whose own "
+                     "effect is not yet told, or moves one or two knobs near the best-believed "
+                     "setting by Thompson sampling on an additive model")
         return study
 
     def _spent(self, trials: list, started: float) -> bool:
@@ -344,6 +362,21 @@ class Tuner:
     def _defaults(self) -> dict:
         return startup_values(self.knobs, self.catalog)
 
+    def _memory(self, params: dict) -> int:
+        """Worst-case bytes of a trial's server: the baseline's variables, then its knobs."""
+        values = {name: str(value) for name, value in params.items()}
+        return memory_estimate(configured_sizes(
+            self.catalog, {**self.runner.server_options(self.baseline.name), **values}))
+
+    def space(self) -> Space:
+        """The knob space as the additive search and its model read it."""
+        return Space(tuple(self.knobs), self._defaults(), self._memory, self.budget_bytes)
+
+    def _sampler(self, name: str, seed: int) -> optuna.samplers.BaseSampler:
+        if name == ADDITIVE:
+            return AdditiveSampler(self.space(), seed, self.settings.direction)
+        return SAMPLERS[name](seed, self.budget)
+
     def _variables(self, params: dict) -> tuple[tuple[str, str], ...]:
         """A trial's server variables: the baseline's, then the knobs the trial moves from
         their startup values. A knob at its startup value is left unset, not set to that
@@ -361,13 +394,14 @@ class Tuner:
              started: int) -> tuple[optuna.Trial, int]:
         """A new trial (under the study lock). Workers share the seed, so the sampler is seeded
         anew from it and the number of trials so far: each trial draws differently, whichever
-        worker asks, and one worker's run is still reproducible. (QMC keeps its seed: its
-        sequence is indexed by the trial already.) `started`: the study's trials so far."""
-        if self.sampler_name != "qmc":
+        worker asks, and one worker's run is still reproducible. (QMC and the additive search
+        keep their seed: they follow the trial number already.) `started`: the study's trials so
+        far."""
+        if self.sampler_name not in ("qmc", ADDITIVE):  # those follow the trial number
             seed = (self.seed * 1_000_003 + started) % 2**32
             name = "random" if interleaved(self.sampler_name, started, self.budget) \
                 else self.sampler_name
-            study.sampler = SAMPLERS[name](seed, self.budget)
+            study.sampler = self._sampler(name, seed)
         return workers.take_trial(self.storage, study, params, self._distributions(),
                                   self.lab.root)
 
@@ -375,8 +409,7 @@ class Tuner:
         values = {name: str(value) for name, value in trial.params.items()}
         number = trial.number
         label = " ".join(f"{k}={v}" for k, v in values.items())
-        estimate = memory_estimate(configured_sizes(
-            self.catalog, {**self.runner.server_options(self.baseline.name), **values}))
+        estimate = self._memory(values)
         if estimate > self.budget_bytes:
             reason = (f"worst-case memory {estimate / 2**30:.1f} GiB exceeds the budget of "
                       f"{self.budget_bytes / 2**30:.1f} GiB")
@@ -455,22 +488,26 @@ class Tuner:
     # -- the honest result ---------------------------------------------------------------------
 
     def _result(self, study: optuna.Study) -> TuneResult:
-        trials = [_outcome(t) for t in _finished(study)]
-        best = None
-        for trial in trials:
-            if trial.state == "ok" and (best is None or better(self.settings.direction,
-                                                               trial.value, best.value)):
-                best = trial
+        finished = _finished(study)
+        trials = [_outcome(t) for t in finished]
         ok = [t for t in trials if t.state == "ok"]
+        if self.sampler_name == ADDITIVE:  # what the model believes, not the luckiest figure
+            numbered = {t.number: t for t in ok}
+            ranked = [numbered[t.number] for t in believed_order(self.space(), finished,
+                                                                 self.settings.direction)]
+        else:
+            ranked = sorted(ok, key=lambda t: t.value,
+                            reverse=self.settings.direction == "maximize")
         importance = {}
         if len(ok) >= 4:
             try:
                 importance = dict(optuna.importance.get_param_importances(study))
             except (RuntimeError, ValueError) as exc:  # too little variety to tell
                 self.say(f"knob importance not available: {exc}")
-        defaults = self._startup()
-        return TuneResult(self.plan.name, self.method, self.knobs, trials, best,
-                          importance=importance, defaults=defaults, measured=self.measured)
+        return TuneResult(self.plan.name, self.method, self.knobs, trials,
+                          ranked[0] if ranked else None, importance=importance,
+                          defaults=self._startup(), measured=self.measured, ranked=ranked,
+                          ranked_by="model" if self.sampler_name == ADDITIVE else "figure")
 
     def _final(self, store: ResultStore, result: TuneResult) -> None:
         """Before believing the search: measure its best CANDIDATES again, interleaved with the
@@ -526,13 +563,11 @@ class Tuner:
             result.gain_vs_baseline = verdicts.get((winner, "baseline"))
 
     def _candidates(self, result: TuneResult) -> list[TrialOutcome]:
-        """The best ok trials with distinct settings, the search's best first; the defaults
+        """The search's best ok trials with distinct settings, its best first; the defaults
         only when nothing else succeeded (they are re-measured anyway)."""
-        ranked = sorted((t for t in result.trials if t.state == "ok"), key=lambda t: t.value,
-                        reverse=self.settings.direction == "maximize")
-        others = [t for t in ranked if moved(t.params, result.defaults)]
+        others = [t for t in result.ranked if moved(t.params, result.defaults)]
         chosen: dict[tuple, TrialOutcome] = {}
-        for trial in others or ranked:
+        for trial in others or result.ranked:
             chosen.setdefault(_key(moved(trial.params, result.defaults)), trial)
             if len(chosen) == CANDIDATES:
                 break
