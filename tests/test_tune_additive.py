@@ -102,3 +102,33 @@ def test_a_failed_setting_is_not_proposed_again_as_best(space):
     order = believed_order(space, study.trials, "maximize")
     assert all(t.state == TrialState.COMPLETE for t in order)
     assert order[0].params["thread_handling"] != "pool-of-threads"
+
+
+def test_attribution_skips_refused_settings_and_retries_interrupted_ones(space):
+    """After a screening trial that moved the pool and the sort buffer together gained a lot,
+    the search puts one of them back to tell which did it. A setting refused before start is
+    never proposed again (a refused revert used to come back every trial until 50 refusals
+    stopped the search); one whose worker died says nothing of it and is proposed again."""
+    sampler = AdditiveSampler(space, 5, "maximize")
+    distributions = space.distributions()
+    group = {**space.defaults, POOL: int(space.defaults[POOL]) * 8, "sort_buffer_size": 65536}
+
+    def trial(number, params, value=None, state="ok"):
+        attrs = {} if state is None else {"state": state}
+        made = optuna.trial.create_trial(
+            params=params, distributions=distributions, value=value, user_attrs=attrs,
+            state=TrialState.COMPLETE if value is not None else TrialState.FAIL)
+        made.number = number
+        return made
+
+    trials = [trial(0, dict(space.defaults), 1.0), trial(1, group, math.e)]
+    after = len(sampler.design) + 1
+    first = sampler.propose(trials, after)
+    reverts = [{**group, POOL: space.defaults[POOL]},
+               {**group, "sort_buffer_size": space.defaults["sort_buffer_size"]}]
+    assert first in reverts
+    refused = trial(2, first, state="refused")
+    second = sampler.propose([*trials, refused], after + 1)
+    assert second in reverts and second != first
+    interrupted = trial(3, second, state=None)  # failed by workers.reap: no state of its own
+    assert sampler.propose([*trials, refused, interrupted], after + 2) == second

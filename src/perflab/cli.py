@@ -154,8 +154,8 @@ def build_parser() -> argparse.ArgumentParser:
     tune.add_argument("--time", type=float, metavar="SECONDS",
                       help="or a time budget (this worker's)")
     tune.add_argument("--sampler", default="additive", help="bayes's search: additive "
-                      "(perflab's: screening in groups, then Thompson sampling on an additive "
-                      "model near the best-believed setting; the default) or an Optuna sampler: "
+                      "(perflab's: screening in groups, then an additive model of the knobs' "
+                      "effects, near the best-believed setting; the default) or an Optuna sampler: "
                       "tpe, qmc, random")
     tune.add_argument("--storage", metavar="URL",
                       help="Optuna storage shared by workers on several hosts, each with its "

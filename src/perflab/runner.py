@@ -139,6 +139,7 @@ class Runner:
         self.version = self.catalog.version
         self._options = self._validate(plan)
         self.dynamic = {name for name, spec in self.catalog.variables.items() if spec.dynamic}
+        self.overrides_said: set[tuple[str, str, str]] = set()  # (config, variable, running)
         self.plan_id = store.save_plan(plan)
         self.server: ManagedServer | None = None
         self.active: str | None = None  # name of the configuration the server runs
@@ -581,8 +582,10 @@ class Runner:
         with server.connect() as conn:
             variables = dict(query(conn, "SHOW GLOBAL VARIABLES"))
         for name, (asked, runs) in overridden(self.catalog, server.options, variables).items():
-            self.say(f"configuration {config.name}: the server runs {name}={runs}, not {asked} "
-                     "as asked (MariaDB overrides it; the lab records what it runs)")
+            if (config.name, name, runs) not in self.overrides_said:  # once, not every round
+                self.overrides_said.add((config.name, name, runs))
+                self.say(f"configuration {config.name}: the server runs {name}={runs}, not "
+                         f"{asked} as asked (MariaDB overrides it; the lab records what it runs)")
         process = self._process_facts(server)
         process["environment"] = config.environment.describe()
         process["dataset"] = self._dataset_key(config)

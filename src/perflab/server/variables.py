@@ -162,6 +162,8 @@ def overridden(catalog: Catalog, asked: dict[str, str],
         text = str(value).strip().upper()
         if spec.type == "BOOLEAN":
             return "ON" if text in ("TRUE", "ON", "1", "YES") else "OFF"
+        if text.isdigit() and int(text) < len(spec.values):  # an ENUM given by its index
+            return spec.values[int(text)].upper()
         return text
 
     out = {}

@@ -1,6 +1,6 @@
 """The default search of `perflab tune --method bayes`: screen the knobs in groups from the
-defaults, then Thompson sampling on an additive Bayesian model, a few knobs away from the setting
-the model believes best.
+defaults, then follow an additive Bayesian model of the objective, a few knobs away from the
+setting it believes best.
 
 Why this and not TPE or random search: on a server the defaults suit most knobs, a few knobs
 matter, and one trial is noisy (2-10% side by side on a 2-core machine). Drawing every knob at
@@ -14,18 +14,22 @@ knobs per trial and leaves some harmful ones in the winner; changing one knob at
 2. The model: log objective = intercept + a sum of one effect per knob (a choice: one term per
    non-default choice; a number: a piecewise-linear curve over its search scale, plus a step for
    being set at all, since some variables change the server by being set: query_cache_size
-   switches the query cache on), with a Gaussian prior whose scale, and the noise, are fitted to
-   the trials by their evidence (empirical Bayes).
-3. Attribution: a knob of the best-believed setting that came in with others, whose own effect
-   the trials cannot tell, is put back to its default in the next trial (each such setting once),
-   as group screening follows up a group that moved.
-4. Otherwise Thompson sampling: one draw of the effects from the posterior picks among settings
-   one or two knobs away from the best-believed one, or with one of its knobs put back. Every
-   moved knob costs a little, so that a recommendation changes only what the trials support.
+   switches the query cache on). Each knob has its own prior scale and the trials one noise, both
+   fitted to the trials by EM (empirical Bayes with automatic relevance): knobs the trials show
+   harmless shrink to nothing, the few that matter keep their size.
+3. Jump: among settings one or two knobs from the best-believed one, with one of its knobs put
+   back, or joined with the moves of another good setting (two screening groups that both
+   helped), one predicted better by more than JUMP noise sds is measured first.
+4. Attribution: otherwise a knob of the best-believed setting that came in with others, whose own
+   effect the trials cannot tell (posterior sd above UNTOLD), is put back to its default, as group
+   screening follows up a group that moved.
+5. Otherwise the candidate of largest expected improvement over the best-believed setting (the
+   trials still running counted at their believed value, so that workers sharing a study spread).
+   Every moved knob costs a little, so that a recommendation changes only what the trials support.
 
 The answer is the best-believed tried setting (the model's mean, not the luckiest figure), and
-the final re-measure (search.py) judges it. The proposals depend on the seed and the trial
-number only, so workers sharing a study draw alike and a resumed study goes on as it began.
+the final re-measure (search.py) judges it. The proposals depend on the seed, the trial number
+and the trials so far, so a resumed study goes on as it began.
 """
 
 from __future__ import annotations
@@ -39,18 +43,24 @@ import numpy as np
 import optuna
 from optuna.distributions import BaseDistribution, CategoricalDistribution, IntDistribution
 from optuna.trial import FrozenTrial, TrialState
+from scipy import special
 
 from perflab.tune.space import Knob
 
 GRID = 5  # points of each number's piecewise-linear curve
 PASSES = 2  # screening passes over the knobs
 MOVE_COST = 0.01  # in log objective, per knob moved from its default
+JUMP = 2.0  # a predicted gain over the best-believed setting of this many noise sds is taken
 UNTOLD = 0.05  # posterior sd of a knob's own effect (log) above which it is attributed
-PROPOSALS = 400  # settings near the best-believed one scored per Thompson draw
+PROPOSALS = 400  # settings one or two knobs from the best-believed one, scored each trial
+UNIONS = 12  # the best-believed settings whose moves are tried joined to the best one
 FAILED_PENALTY = 1.0  # a trial that failed counts as this much below the worst (log)
-PRIOR_SCALES = (0.05, 0.1, 0.2, 0.4, 0.8)  # effect scales tried by the evidence
-NOISE_SCALES = (0.01, 0.02, 0.04, 0.08, 0.16, 0.32)
+SCALES = (0.02, 1.0)  # bounds of a knob's prior effect scale (log objective)
+NOISES = (0.01, 0.5)  # bounds of the noise's
+START_SCALE, START_NOISE = 0.2, 0.1
+EM_ROUNDS = 40
 INTERCEPT_SCALE = 10.0
+REFERENCE = "reference"  # a failed trial's cause when its reference, not its setting, failed
 
 
 @dataclass(frozen=True)
@@ -120,30 +130,32 @@ def features(space: Space, params: dict) -> np.ndarray:
 
 
 class Model:
-    """Bayesian linear regression of the log objective on the additive terms."""
+    """Bayesian linear regression of the log objective on the additive terms, with a prior
+    scale per knob fitted to the trials (automatic relevance determination by EM, Tipping
+    2001): most knobs' effects shrink to nothing while the few that matter keep theirs, where
+    one scale for all would read the large effects as noise."""
 
     def __init__(self, space: Space, settings: Sequence[dict], values: Sequence[float]):
         self.space = space
         self.x = np.array([features(space, s) for s in settings])
         self.y = np.array(values, dtype=float)
-        self.prior, self.noise = max(
-            ((p, n) for p in PRIOR_SCALES for n in NOISE_SCALES),
-            key=lambda pn: self._evidence(*pn))
+        self.groups = _groups(space)
+        self.variances = np.full(self.x.shape[1], START_SCALE ** 2)
+        self.variances[0] = INTERCEPT_SCALE ** 2
+        self.noise = START_NOISE
+        for _ in range(EM_ROUNDS):
+            self._posterior()
+            for group in self.groups:
+                spread = (self.mean[group] ** 2 + np.diag(self.cov)[group]).mean()
+                self.variances[group] = min(max(spread, SCALES[0] ** 2), SCALES[1] ** 2)
+            residual = self.y - self.x @ self.mean
+            explained = np.einsum("ij,jk,ik->", self.x, self.cov, self.x)
+            noise2 = (residual @ residual + explained) / len(self.y)
+            self.noise = min(max(math.sqrt(noise2), NOISES[0]), NOISES[1])
         self._posterior()
 
-    def _variances(self, prior: float) -> np.ndarray:
-        variances = np.full(self.x.shape[1], prior ** 2)
-        variances[0] = INTERCEPT_SCALE ** 2
-        return variances
-
-    def _evidence(self, prior: float, noise: float) -> float:
-        """log p(y | prior, noise), up to a constant."""
-        k = (self.x * self._variances(prior)) @ self.x.T + noise ** 2 * np.eye(len(self.y))
-        _, logdet = np.linalg.slogdet(k)
-        return -0.5 * (self.y @ np.linalg.solve(k, self.y) + logdet)
-
     def _posterior(self) -> None:
-        precision = self.x.T @ self.x / self.noise ** 2 + np.diag(1 / self._variances(self.prior))
+        precision = self.x.T @ self.x / self.noise ** 2 + np.diag(1 / self.variances)
         self.cov = np.linalg.inv(precision)
         self.cov = (self.cov + self.cov.T) / 2
         self.mean = self.cov @ self.x.T @ self.y / self.noise ** 2
@@ -154,7 +166,8 @@ class Model:
         if not settings:
             return self
         other = object.__new__(Model)
-        other.space, other.prior, other.noise = self.space, self.prior, self.noise
+        other.space, other.groups = self.space, self.groups
+        other.variances, other.noise = self.variances, self.noise
         believed = np.array([features(self.space, s) for s in settings])
         other.x = np.vstack([self.x, believed])
         other.y = np.concatenate([self.y, believed @ self.mean])
@@ -173,9 +186,30 @@ class Model:
         d = features(self.space, params) - features(self.space, without)
         return math.sqrt(max(0.0, float(d @ self.cov @ d)))
 
-    def draw(self, rng: np.random.Generator) -> np.ndarray:
-        jitter = 1e-12 * np.eye(len(self.mean))
-        return rng.multivariate_normal(self.mean, self.cov + jitter, method="cholesky")
+    def expected_improvement(self, anchor: dict, proposals: Sequence[dict]) -> np.ndarray:
+        """For each proposal, the expected gain over `anchor` that is above zero, under the
+        posterior of their difference (less the cost of the knobs it moves beyond the
+        anchor's): large for a predicted jump, about 0.4 sd for a change whose effect the trials
+        cannot tell (a knob that came in with others, put back), about 0 for a known one."""
+        base = features(self.space, anchor)
+        d = np.array([features(self.space, p) for p in proposals]) - base
+        cost = MOVE_COST * (np.array([len(self.space.moved(p)) for p in proposals])
+                            - len(self.space.moved(anchor)))
+        mean = d @ self.mean - cost
+        sd = np.sqrt(np.maximum(np.einsum("ij,jk,ik->i", d, self.cov, d), 1e-18))
+        z = mean / sd
+        return mean * special.ndtr(z) + sd * np.exp(-z * z / 2) / math.sqrt(2 * math.pi)
+
+
+def _groups(space: Space) -> list[np.ndarray]:
+    """The indices of each knob's terms in `features` (after the intercept)."""
+    groups, start = [], 1
+    for knob in space.knobs:
+        size = len([c for c in knob.choices if c != str(space.defaults[knob.name])]) \
+            if knob.kind == "choice" else GRID + 1
+        groups.append(np.arange(start, start + size))
+        start += size
+    return groups
 
 
 def group_size(knobs: int) -> int:
@@ -243,14 +277,17 @@ def _fit_memory(space: Space, params: dict, knobs: Sequence[Knob]) -> None:
 def observations(space: Space, trials: Sequence[FrozenTrial],
                  direction: str) -> tuple[list[dict], list[float]]:
     """The trials as the model reads them: the log objective of each finished trial (negated
-    when smaller is better), a failed trial as FAILED_PENALTY below the worst, a refused one
-    (never measured) left out."""
+    when smaller is better), a trial whose setting failed (its server would not start or
+    crashed, or it fell under min_qps) as FAILED_PENALTY below the worst. Left out: refused
+    proposals (never measured), trials whose reference failed, and trials interrupted or failed
+    because their worker died (no state of their own): they say nothing of their setting."""
     sign = 1.0 if direction == "maximize" else -1.0
     done = measured(trials)
     settings = [space.complete(t.params) for t in done]
     values = [sign * math.log(t.value) for t in done]
     failed = [t for t in trials if t.state == TrialState.FAIL and t.params
-              and t.user_attrs.get("state") != "refused"]
+              and t.user_attrs.get("state") == "failed"
+              and t.user_attrs.get("cause") != REFERENCE]
     if values:
         settings += [space.complete(t.params) for t in failed]
         values += [min(values) - FAILED_PENALTY] * len(failed)
@@ -302,30 +339,33 @@ class AdditiveSampler(optuna.samplers.BaseSampler):
         if not values:  # nothing measured yet: a screening-like move from the defaults
             return self._near(self.space.defaults, rng)
         model = Model(self.space, settings, values)
-        tried = {_key(s) for s in settings}
-        anchor = max((self.space.complete(t.params) for t in measured(trials)),
-                     key=model.believed)
+        done = [self.space.complete(t.params) for t in measured(trials)]
+        anchor = max(done, key=model.believed)
         running = [self.space.complete(t.params) for t in trials
                    if t.state == TrialState.RUNNING and t.params]
-        tried |= {_key(s) for s in running}
+        refused = {_key(self.space.complete(t.params)) for t in trials
+                   if t.user_attrs.get("state") == "refused" and t.params}
+        tried = {_key(s) for s in settings + running} | refused
+        proposals = [self._near(anchor, rng) for _ in range(PROPOSALS)]
+        proposals += [self._reverted(anchor, knob) for knob in self.space.moved(anchor)]
+        proposals += [self._joined(anchor, setting) for setting in
+                      sorted(done, key=model.believed)[-UNIONS:]]
+        proposals = [p for p in proposals if self.space.fits(p) and _key(p) not in tried]
+        if not proposals:
+            return self._near(self.space.defaults, rng)
+        jump = max(proposals, key=model.believed)
+        if model.believed(jump) - model.believed(anchor) > JUMP * model.noise:
+            return jump  # a clear predicted gain (two good screening groups joined) comes first
         untold = [(model.untold(anchor, without), without)
                   for without in (self._reverted(anchor, knob)
                                   for knob in self.space.moved(anchor))
-                  if _key(without) not in tried]
+                  if _key(without) not in tried and self.space.fits(without)]
         if untold:
             sd, without = max(untold, key=lambda pair: pair[0])
             if sd > UNTOLD:
                 return without
-        draw = model.with_believed(running).draw(np.random.default_rng(rng.getrandbits(64)))
-        proposals = [self._near(anchor, rng) for _ in range(PROPOSALS)]
-        proposals += [self._reverted(anchor, rng.choice(moved))
-                      for moved in [self.space.moved(anchor)] if moved
-                      for _ in range(PROPOSALS // 8)]
-        proposals = [p for p in proposals if self.space.fits(p)]
-        if not proposals:
-            return self._near(self.space.defaults, rng)
-        return max(proposals, key=lambda p: float(features(self.space, p) @ draw)
-                   - MOVE_COST * len(self.space.moved(p)))
+        gains = model.with_believed(running).expected_improvement(anchor, proposals)
+        return proposals[int(np.argmax(gains))]
 
     def _near(self, params: dict, rng: random.Random) -> dict:
         """`params` with one or two knobs set to random values of their ranges."""
@@ -337,6 +377,10 @@ class AdditiveSampler(optuna.samplers.BaseSampler):
             else:
                 near[knob.name] = from_unit(knob, rng.random())
         return near
+
+    def _joined(self, params: dict, other: dict) -> dict:
+        """`params` with the knobs `other` moves set as `other` sets them."""
+        return {**params, **{k.name: other[k.name] for k in self.space.moved(other)}}
 
     def _reverted(self, params: dict, knob: Knob) -> dict:
         return {**params, knob.name: self.space.defaults[knob.name]}

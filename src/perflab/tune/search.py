@@ -16,9 +16,10 @@
 
 Methods: `ofat` (seed 002's one-factor-at-a-time: vary each knob from the baseline, adopt the
 most important change, repeat with the knobs that mattered), `bayes` (by default perflab's
-additive search, tune/additive.py: screening in groups, then Thompson sampling on an additive
-model near the best-believed setting; or an Optuna sampler by name: TPE with every third trial
-after its start-up drawn at random, QMC, ...) and `random` (the control).
+additive search, tune/additive.py: screening in groups, then an additive model with a
+relevance per knob joins, attributes and explores near the best-believed setting; or an Optuna
+sampler by name: TPE with every third trial after its start-up drawn at random, QMC, ...)
+and `random` (the control).
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ from perflab.stats.decide import Verdict, decide, half_width
 from perflab.stats.design import Design
 from perflab.store import Metrics, ResultStore
 from perflab.tune import workers
-from perflab.tune.additive import AdditiveSampler, Space, believed_order, group_size
+from perflab.tune.additive import REFERENCE, AdditiveSampler, Space, believed_order, group_size
 from perflab.tune.space import Knob, knob_space, memory_budget
 
 OBJECTIVES = ("throughput", "p95", "p99")
@@ -312,9 +313,18 @@ class Tuner:
             if measured is None:
                 measured = ALONE if _started(study) else self.measured
                 study.set_user_attr("measured", measured)
+            # and searches with one sampler (a design indexed by trial number, a model's answer)
+            searched = study.user_attrs.get("sampler")
+            if searched is None:
+                searched = self.sampler_name
+                study.set_user_attr("sampler", searched)
         if measured != self.measured:
             self.say(f"study {study.study_name} measures its trials {measured}: going on so")
         self.measured = measured
+        if searched != self.sampler_name:
+            self.say(f"study {study.study_name} is searched with {searched}: going on so")
+            self.sampler_name = searched
+            study.sampler = self._sampler(searched, self.seed)
         done = len(_finished(study))
         if done:
             self.say(f"resuming study {study.study_name}: {done} trial(s) already done")
@@ -328,9 +338,10 @@ class Tuner:
         if self.sampler_name == ADDITIVE:
             self.say(f"bayes: trials 1-{len(sampler.design)} screen the {len(self.knobs)} knobs "
                      f"in groups of {group_size(len(self.knobs))} from the defaults (each knob "
-                     "to one side, then the other); then each trial tests a knob whose own "
-                     "effect is not yet told, or moves one or two knobs near the best-believed "
-                     "setting by Thompson sampling on an additive model")
+                     "to one side, then the other); then an additive model of the knobs' effects "
+                     "picks each trial: a setting it predicts clearly better, a knob whose own "
+                     "effect is not yet told put back, or the best expected improvement near "
+                     "the best-believed setting")
         return study
 
     def _spent(self, trials: list, started: float) -> bool:
@@ -443,7 +454,8 @@ class Tuner:
             record, error = failed[0]
             whose = "its reference " if record.point.config.name == self.reference.name else ""
             self.say(f"trial {number}: failed ({whose}{error.splitlines()[0]}) with {label}")
-            self._tell(study, trial, "failed", None, f"{whose}{error}")
+            self._tell(study, trial, "failed", None, f"{whose}{error}",
+                       cause=REFERENCE if whose else None)
             return
         measured = [r.metrics for r in records if r.point.config.name == config.name]
         if self.settings.min_qps and min(m.qps for m in measured) < self.settings.min_qps:
@@ -469,12 +481,16 @@ class Tuner:
         return statistics.fmean(getattr(m, key) for m in metrics)
 
     def _tell(self, study: optuna.Study, trial: optuna.Trial, state: str, value: float | None,
-              error: str | None) -> None:
+              error: str | None, cause: str | None = None) -> None:
+        """Record a trial's end; `cause` REFERENCE when the reference, not the trial's setting,
+        failed (the additive model then learns nothing from it)."""
         told = TrialState.COMPLETE if state == "ok" else TrialState.FAIL
         try:
             trial.set_user_attr("state", state)
             if error:
                 trial.set_user_attr("error", error[:2000])
+            if cause:
+                trial.set_user_attr("cause", cause)
             frozen = study.tell(trial, value if state == "ok" else None,
                                 state=told, skip_if_finished=True)
             dropped = frozen.state != told or (state == "ok" and frozen.value != value)
