@@ -10,19 +10,20 @@ knobs per trial and leaves some harmful ones in the winner; changing one knob at
 
 1. Screening: two passes over the knobs, each trial moving a group of about a sixth of them from
    the defaults; each knob goes far to one side of its default in the first pass and to the other
-   side in the second, so a large effect anywhere shows within a dozen trials.
+   side in the second, so a large effect anywhere shows within a dozen trials. A screening trial
+   that told nothing (interrupted, its reference failed) is run again before the model's.
 2. The model: log objective = intercept + a sum of one effect per knob (a choice: one term per
    non-default choice; a number: a piecewise-linear curve over its search scale, plus a step for
    being set at all, since some variables change the server by being set: query_cache_size
    switches the query cache on). Each knob has its own prior scale and the trials one noise, both
    fitted to the trials by EM (empirical Bayes with automatic relevance): knobs the trials show
-   harmless shrink to nothing, the few that matter keep their size.
+   harmless shrink to almost nothing, the few that matter keep their size.
 3. Jump: among settings one or two knobs from the best-believed one, with one of its knobs put
    back, or joined with the moves of another good setting (two screening groups that both
    helped), one predicted better by more than JUMP noise sds is measured first.
-4. Attribution: otherwise a knob of the best-believed setting that came in with others, whose own
-   effect the trials cannot tell (posterior sd above UNTOLD), is put back to its default, as group
-   screening follows up a group that moved.
+4. Attribution: otherwise a knob the best-believed setting moves (typically one that came in with
+   others in a screening group) whose own effect the trials cannot tell (posterior sd above UNTOLD)
+   is put back to its default, as group screening follows up a group that moved.
 5. Otherwise the candidate of largest expected improvement over the best-believed setting (the
    trials still running counted at their believed value, so that workers sharing a study spread).
    Every moved knob costs a little, so that a recommendation changes only what the trials support.
@@ -84,9 +85,19 @@ class Space:
         return [k for k in self.knobs if not same(k, params[k.name], self.defaults[k.name])]
 
     def complete(self, params: dict) -> dict:
-        """A trial's params over the defaults (a trial of a study whose knobs have changed
-        since may lack some)."""
-        return {**self.defaults, **{k: v for k, v in params.items() if k in self.defaults}}
+        """A trial's params over the defaults, within today's ranges: a trial of a study whose
+        knobs have changed since may lack some, or hold a value out of range (clamped) or a
+        choice no longer offered (the default)."""
+        out = dict(self.defaults)
+        for knob in self.knobs:
+            if knob.name not in params:
+                continue
+            value = params[knob.name]
+            if knob.kind == "choice":
+                out[knob.name] = value if str(value) in knob.choices else self.defaults[knob.name]
+            else:
+                out[knob.name] = min(max(int(value), knob.low), knob.high)
+        return out
 
 
 def same(knob: Knob, a, b) -> bool:
@@ -242,8 +253,8 @@ def screening(space: Space, seed: int) -> list[dict]:
 
 def _far(space: Space, knob: Knob, side: int, rng: random.Random, first=None):
     """A value far on one side of the knob's default: a number in the outer half of the range
-    on that side (either side when the default sits at an end); another choice, a different one
-    from `first` when there is one."""
+    on that side (the other side when the default sits at that end); another choice, a different
+    one from `first` when there is one."""
     default = space.defaults[knob.name]
     if knob.kind == "choice":
         others = [c for c in knob.choices if c != str(default)] or [str(default)]
@@ -285,9 +296,7 @@ def observations(space: Space, trials: Sequence[FrozenTrial],
     done = measured(trials)
     settings = [space.complete(t.params) for t in done]
     values = [sign * math.log(t.value) for t in done]
-    failed = [t for t in trials if t.state == TrialState.FAIL and t.params
-              and t.user_attrs.get("state") == "failed"
-              and t.user_attrs.get("cause") != REFERENCE]
+    failed = [t for t in trials if t.state == TrialState.FAIL and t.params and _told(t)]
     if values:
         settings += [space.complete(t.params) for t in failed]
         values += [min(values) - FAILED_PENALTY] * len(failed)
@@ -333,26 +342,34 @@ class AdditiveSampler(optuna.samplers.BaseSampler):
     def propose(self, trials: Sequence[FrozenTrial], number: int) -> dict:
         """The setting of trial `number`, given the study's other trials."""
         rng = random.Random(self.seed * 1_000_003 + number)
-        if 0 < number <= len(self.design):
-            return dict(self.design[number - 1])
         settings, values = observations(self.space, trials, self.direction)
-        if not values:  # nothing measured yet: a screening-like move from the defaults
-            return self._near(self.space.defaults, rng)
-        model = Model(self.space, settings, values)
-        done = [self.space.complete(t.params) for t in measured(trials)]
-        anchor = max(done, key=model.believed)
         running = [self.space.complete(t.params) for t in trials
                    if t.state == TrialState.RUNNING and t.params]
         refused = {_key(self.space.complete(t.params)) for t in trials
                    if t.user_attrs.get("state") == "refused" and t.params}
         tried = {_key(s) for s in settings + running} | refused
+        # a setting whose trials told nothing twice (interrupted, or its reference failed) is
+        # not proposed a third time, lest one setting that kills its worker takes every trial
+        failed = [t for t in trials if t.state == TrialState.FAIL and t.params]
+        tried |= {_key(self.space.complete(t.params)) for t in failed if _told(t)}
+        silent = [_key(self.space.complete(t.params)) for t in failed if not _told(t)]
+        tried |= {key for key in silent if silent.count(key) >= 2}
+        if number > 0:  # screening first, a design trial that told nothing again
+            pending = [d for d in self.design if _key(self.space.complete(d)) not in tried]
+            if pending:
+                return dict(pending[0])
+        if not values:  # nothing measured: a move of one or two knobs from the defaults
+            return self._untried_near(self.space.defaults, tried, rng)
+        model = Model(self.space, settings, values)
+        done = [self.space.complete(t.params) for t in measured(trials)]
+        anchor = max(done, key=model.believed)
         proposals = [self._near(anchor, rng) for _ in range(PROPOSALS)]
         proposals += [self._reverted(anchor, knob) for knob in self.space.moved(anchor)]
         proposals += [self._joined(anchor, setting) for setting in
                       sorted(done, key=model.believed)[-UNIONS:]]
         proposals = [p for p in proposals if self.space.fits(p) and _key(p) not in tried]
         if not proposals:
-            return self._near(self.space.defaults, rng)
+            return self._untried_near(self.space.defaults, tried, rng)
         jump = max(proposals, key=model.believed)
         if model.believed(jump) - model.believed(anchor) > JUMP * model.noise:
             return jump  # a clear predicted gain (two good screening groups joined) comes first
@@ -378,12 +395,29 @@ class AdditiveSampler(optuna.samplers.BaseSampler):
                 near[knob.name] = from_unit(knob, rng.random())
         return near
 
+    def _untried_near(self, params: dict, tried: set, rng: random.Random) -> dict:
+        """A setting near `params` that fits and was not tried, when one turns up among
+        PROPOSALS draws (else the last draw: the tuner refuses it if it does not fit)."""
+        near = params
+        for _ in range(PROPOSALS):
+            near = self._near(params, rng)
+            if self.space.fits(near) and _key(near) not in tried:
+                break
+        return near
+
     def _joined(self, params: dict, other: dict) -> dict:
         """`params` with the knobs `other` moves set as `other` sets them."""
         return {**params, **{k.name: other[k.name] for k in self.space.moved(other)}}
 
     def _reverted(self, params: dict, knob: Knob) -> dict:
         return {**params, knob.name: self.space.defaults[knob.name]}
+
+
+def _told(trial: FrozenTrial) -> bool:
+    """Whether a failed trial says its setting fails (not: interrupted, its reference failed,
+    refused before start)."""
+    return trial.user_attrs.get("state") == "failed" and \
+        trial.user_attrs.get("cause") != REFERENCE
 
 
 def _key(params: dict) -> tuple:

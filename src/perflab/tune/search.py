@@ -314,9 +314,10 @@ class Tuner:
                 measured = ALONE if _started(study) else self.measured
                 study.set_user_attr("measured", measured)
             # and searches with one sampler (a design indexed by trial number, a model's answer)
+            # (one from before this choice existed was drawn by TPE, the default then)
             searched = study.user_attrs.get("sampler")
             if searched is None:
-                searched = self.sampler_name
+                searched = "tpe" if _started(study) else self.sampler_name
                 study.set_user_attr("sampler", searched)
         if measured != self.measured:
             self.say(f"study {study.study_name} measures its trials {measured}: going on so")
@@ -324,7 +325,7 @@ class Tuner:
         if searched != self.sampler_name:
             self.say(f"study {study.study_name} is searched with {searched}: going on so")
             self.sampler_name = searched
-            study.sampler = self._sampler(searched, self.seed)
+            study.sampler = sampler = self._sampler(searched, self.seed)
         done = len(_finished(study))
         if done:
             self.say(f"resuming study {study.study_name}: {done} trial(s) already done")
@@ -451,8 +452,10 @@ class Tuner:
         failed = [(r, r.error or "failed") if r.status != "ok" else (r, "no query completed")
                   for r in records if r.status != "ok" or not r.metrics.qps > 0]
         if failed:
-            record, error = failed[0]
-            whose = "its reference " if record.point.config.name == self.reference.name else ""
+            # the setting is blamed unless only its reference failed
+            own = [f for f in failed if f[0].point.config.name == config.name]
+            record, error = (own or failed)[0]
+            whose = "" if own else "its reference "
             self.say(f"trial {number}: failed ({whose}{error.splitlines()[0]}) with {label}")
             self._tell(study, trial, "failed", None, f"{whose}{error}",
                        cause=REFERENCE if whose else None)
