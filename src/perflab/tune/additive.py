@@ -88,16 +88,8 @@ class Space:
         """A trial's params over the defaults, within today's ranges: a trial of a study whose
         knobs have changed since may lack some, or hold a value out of range (clamped) or a
         choice no longer offered (the default)."""
-        out = dict(self.defaults)
-        for knob in self.knobs:
-            if knob.name not in params:
-                continue
-            value = params[knob.name]
-            if knob.kind == "choice":
-                out[knob.name] = value if str(value) in knob.choices else self.defaults[knob.name]
-            else:
-                out[knob.name] = min(max(int(value), knob.low), knob.high)
-        return out
+        return {**self.defaults, **{k.name: k.within(params[k.name], self.defaults[k.name])
+                                    for k in self.knobs if k.name in params}}
 
 
 def same(knob: Knob, a, b) -> bool:
@@ -127,17 +119,19 @@ def _hats(u: float) -> np.ndarray:
     return np.maximum(0.0, 1 - np.abs(u - np.linspace(0, 1, GRID)) * (GRID - 1))
 
 
+def _knob_terms(knob: Knob, value, default) -> list[float]:
+    """One knob's terms: a choice's indicator per non-default choice; a number's curve over
+    GRID points, then its step for being set at all. All zero at the default."""
+    if knob.kind == "choice":
+        return [float(str(value) == c) for c in knob.choices if c != str(default)]
+    return [*(_hats(unit(knob, value)) - _hats(unit(knob, default))),
+            float(int(value) != int(default))]
+
+
 def features(space: Space, params: dict) -> np.ndarray:
     """The model's terms for a setting: all zero but the intercept at the defaults."""
-    terms = [1.0]
-    for knob in space.knobs:
-        value, default = params[knob.name], space.defaults[knob.name]
-        if knob.kind == "choice":
-            terms += [float(str(value) == c) for c in knob.choices if c != str(default)]
-        else:
-            terms += list(_hats(unit(knob, value)) - _hats(unit(knob, default)))
-            terms.append(float(int(value) != int(default)))
-    return np.array(terms)
+    return np.array([1.0] + [term for knob in space.knobs for term in
+                             _knob_terms(knob, params[knob.name], space.defaults[knob.name])])
 
 
 class Model:
@@ -216,8 +210,8 @@ def _groups(space: Space) -> list[np.ndarray]:
     """The indices of each knob's terms in `features` (after the intercept)."""
     groups, start = [], 1
     for knob in space.knobs:
-        size = len([c for c in knob.choices if c != str(space.defaults[knob.name])]) \
-            if knob.kind == "choice" else GRID + 1
+        default = space.defaults[knob.name]
+        size = len(_knob_terms(knob, default, default))
         groups.append(np.arange(start, start + size))
         start += size
     return groups
@@ -343,17 +337,17 @@ class AdditiveSampler(optuna.samplers.BaseSampler):
         """The setting of trial `number`, given the study's other trials."""
         rng = random.Random(self.seed * 1_000_003 + number)
         settings, values = observations(self.space, trials, self.direction)
+        done = [self.space.complete(t.params) for t in measured(trials)]
         running = [self.space.complete(t.params) for t in trials
                    if t.state == TrialState.RUNNING and t.params]
-        refused = {_key(self.space.complete(t.params)) for t in trials
-                   if t.user_attrs.get("state") == "refused" and t.params}
-        tried = {_key(s) for s in settings + running} | refused
-        # a setting whose trials told nothing twice (interrupted, or its reference failed) is
-        # not proposed a third time, lest one setting that kills its worker takes every trial
-        failed = [t for t in trials if t.state == TrialState.FAIL and t.params]
-        tried |= {_key(self.space.complete(t.params)) for t in failed if _told(t)}
-        silent = [_key(self.space.complete(t.params)) for t in failed if not _told(t)]
-        tried |= {key for key in silent if silent.count(key) >= 2}
+        ended = [t for t in trials if t.state == TrialState.FAIL and t.params]
+        # never again: a measured, running, refused or failed setting; nor one whose trials told
+        # nothing twice (interrupted, or its reference failed), lest one setting that kills its
+        # worker takes every trial
+        silent = [self._key(t) for t in ended if not (_told(t) or refused(t))]
+        tried = ({_key(s) for s in done + running}
+                 | {self._key(t) for t in ended if _told(t) or refused(t)}
+                 | {key for key in silent if silent.count(key) >= 2})
         if number > 0:  # screening first, a design trial that told nothing again
             pending = [d for d in self.design if _key(self.space.complete(d)) not in tried]
             if pending:
@@ -361,7 +355,6 @@ class AdditiveSampler(optuna.samplers.BaseSampler):
         if not values:  # nothing measured: a move of one or two knobs from the defaults
             return self._untried_near(self.space.defaults, tried, rng)
         model = Model(self.space, settings, values)
-        done = [self.space.complete(t.params) for t in measured(trials)]
         anchor = max(done, key=model.believed)
         proposals = [self._near(anchor, rng) for _ in range(PROPOSALS)]
         proposals += [self._reverted(anchor, knob) for knob in self.space.moved(anchor)]
@@ -395,6 +388,9 @@ class AdditiveSampler(optuna.samplers.BaseSampler):
                 near[knob.name] = from_unit(knob, rng.random())
         return near
 
+    def _key(self, trial: FrozenTrial) -> tuple:
+        return _key(self.space.complete(trial.params))
+
     def _untried_near(self, params: dict, tried: set, rng: random.Random) -> dict:
         """A setting near `params` that fits and was not tried, when one turns up among
         PROPOSALS draws (else the last draw: the tuner refuses it if it does not fit)."""
@@ -411,6 +407,11 @@ class AdditiveSampler(optuna.samplers.BaseSampler):
 
     def _reverted(self, params: dict, knob: Knob) -> dict:
         return {**params, knob.name: self.space.defaults[knob.name]}
+
+
+def refused(trial: FrozenTrial) -> bool:
+    """Whether a trial was refused before start (its setting would not fit in memory)."""
+    return trial.state == TrialState.FAIL and trial.user_attrs.get("state") == "refused"
 
 
 def _told(trial: FrozenTrial) -> bool:

@@ -32,7 +32,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 import optuna
-from optuna.distributions import CategoricalDistribution, IntDistribution
 from optuna.trial import TrialState
 
 from perflab.errors import PerflabError
@@ -45,7 +44,14 @@ from perflab.stats.decide import Verdict, decide, half_width
 from perflab.stats.design import Design
 from perflab.store import Metrics, ResultStore
 from perflab.tune import workers
-from perflab.tune.additive import REFERENCE, AdditiveSampler, Space, believed_order, group_size
+from perflab.tune.additive import (
+    REFERENCE,
+    AdditiveSampler,
+    Space,
+    believed_order,
+    group_size,
+    refused,
+)
 from perflab.tune.space import Knob, knob_space, memory_budget
 
 OBJECTIVES = ("throughput", "p95", "p99")
@@ -348,18 +354,9 @@ class Tuner:
     def _spent(self, trials: list, started: float) -> bool:
         """The budget counts the study's trials, running ones included, whichever worker ran
         them, but not the proposals refused before start; the time is this worker's."""
-        if self.budget and sum(not _refused(t) for t in trials) >= self.budget:
+        if self.budget and sum(not refused(t) for t in trials) >= self.budget:
             return True
         return bool(self.seconds) and time.monotonic() - started >= self.seconds
-
-    def _distributions(self) -> dict:
-        out = {}
-        for knob in self.knobs:
-            if knob.kind == "choice":
-                out[knob.name] = CategoricalDistribution(knob.choices)
-            else:
-                out[knob.name] = IntDistribution(knob.low, knob.high, log=knob.log)
-        return out
 
     def _next(self, trials: list) -> dict | str | None:
         """Fixed parameters for the next trial (OFAT, or the defaults first), or {} to let
@@ -414,7 +411,7 @@ class Tuner:
             name = "random" if interleaved(self.sampler_name, started, self.budget) \
                 else self.sampler_name
             study.sampler = self._sampler(name, seed)
-        return workers.take_trial(self.storage, study, params, self._distributions(),
+        return workers.take_trial(self.storage, study, params, self.space().distributions(),
                                   self.lab.root)
 
     def _trial(self, study: optuna.Study, session: int, trial: optuna.Trial) -> None:
@@ -620,14 +617,8 @@ class Tuner:
 
 def startup_values(knobs: list[Knob], catalog: Catalog) -> dict:
     """Each knob at the server's startup value, clamped into its search range."""
-    values = {}
-    for knob in knobs:
-        value = catalog.variables[knob.name].startup_value
-        if knob.kind == "choice":
-            values[knob.name] = value if value in knob.choices else knob.choices[0]
-        else:
-            values[knob.name] = min(max(int(value), knob.low), knob.high)
-    return values
+    return {knob.name: knob.within(catalog.variables[knob.name].startup_value, knob.choices[0]
+                                   if knob.kind == "choice" else None) for knob in knobs}
 
 
 def moved(params: dict, startup: dict[str, str | None]) -> dict[str, str]:
@@ -734,16 +725,12 @@ def _started(study: optuna.Study) -> list:
                                                      TrialState.RUNNING))
 
 
-def _refused(trial: optuna.trial.FrozenTrial) -> bool:
-    return trial.state == TrialState.FAIL and trial.user_attrs.get("state") == "refused"
-
-
 def refusals_in_a_row(trials: list) -> int:
     """How many of the study's latest trials were refused before start, up to the last
     measured or running one."""
     count = 0
     for trial in sorted(trials, key=lambda t: t.number, reverse=True):
-        if not _refused(trial):
+        if not refused(trial):
             break
         count += 1
     return count

@@ -71,6 +71,13 @@ class Knob:
         scale = "log" if self.log else "linear"
         return f"{self.name} in [{self.low}, {self.high}] ({scale})"
 
+    def within(self, value, otherwise):
+        """`value` inside this knob's range: a number clamped into it, a choice it does not
+        offer replaced by `otherwise`."""
+        if self.kind == "choice":
+            return value if str(value) in self.choices else otherwise
+        return min(max(int(value), self.low), self.high)
+
 
 def knob_space(catalog: Catalog, names: list[str] | None = None,
                allow_unsafe: bool = False) -> list[Knob]:
