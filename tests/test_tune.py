@@ -146,11 +146,20 @@ def test_interrupted_study_resumes_to_its_budget(shared_lab, tmp_path):
                               storage=f"sqlite:///{shared_lab.db_path}")
     states = [t.state for t in study.trials]
     assert len(states) == 4 and optuna.trial.TrialState.RUNNING not in states
-    # trial 0 is the defaults; after it the screening moves one knob per trial (the killed
-    # trial 2 is failed and not repeated: trial 3 takes the next screening setting)
+    # trial 0 is the defaults; after it the screening moves one knob per trial. The killed
+    # trial is failed (trial 1 when the kill came between storing its points and telling
+    # Optuna, none when it came before trial 2 began); its screening setting told nothing, so
+    # the next trial runs it again. The kill may land while Optuna writes the killed trial's
+    # params one by one: it may hold only some of them.
     defaults = study.trials[0].params
+    killed = [t for t in study.trials if t.state == optuna.trial.TrialState.FAIL]
+    assert len(killed) <= 1 and all(t.number in (1, 2) for t in killed)
     for trial in study.trials[1:]:
-        assert sum(trial.params[k] != defaults[k] for k in defaults) == 1, trial.params
+        if trial not in killed:
+            assert sum(trial.params[k] != defaults[k] for k in defaults) == 1, trial.params
+    for trial in killed:
+        retried = study.trials[trial.number + 1]
+        assert all(retried.params[k] == v for k, v in trial.params.items()), retried.params
     assert "Gain of the best configuration" in out.stdout
     assert "the setting the search's model believes best" in out.stdout
     assert "[mariadbd]" in out.stdout
