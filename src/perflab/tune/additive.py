@@ -1,40 +1,54 @@
-"""The default search of `perflab tune --method bayes`: screen the knobs in groups from the
-defaults, then follow an additive Bayesian model of the objective, a few knobs away from the
-setting it believes best.
+"""The default search of `perflab tune --method bayes`: screen the knobs in groups, follow up
+a clear gain at once, and let a Bayesian model of the knobs' effects pick the rest, a few knobs
+away from the setting it believes best.
 
-Why this and not TPE or random search: on a server the defaults suit most knobs, a few knobs
-matter, and one trial is noisy (2-10% side by side on a 2-core machine). Drawing every knob at
-random, as random search, TPE's start-up and TPE's prior do, changes twenty harmless-looking
-knobs per trial and leaves some harmful ones in the winner; changing one knob at a time (seed
-002's method, `ofat`) finds the few that matter only after trying every knob alone. Here:
+Why this and not TPE or random search: on a server the defaults suit most knobs, a few matter,
+and one trial is noisy (2-10% side by side on a 2-core machine, 10-15% once a large gain makes
+the server fast). Drawing every knob at random, as random search, TPE's start-up and TPE's prior
+do, changes twenty harmless-looking knobs per trial and leaves some harmful ones in the winner;
+changing one knob at a time (seed 002's method, `ofat`) finds the few that matter only after
+trying every knob alone. Here:
 
-1. Screening: two passes over the knobs, each trial moving a group of about a sixth of them from
-   the defaults; each knob goes far to one side of its default in the first pass and to the other
-   side in the second, so a large effect anywhere shows within a dozen trials. A screening trial
-   that told nothing (interrupted, its reference failed) is run again before the model's.
+1. Screening: two passes over the knobs in groups of about a sixth of them, each group moving its
+   knobs far from their defaults: a number to the longer side of its default's range in the
+   first pass and to the other side in the second, a choice to another choice. A large effect
+   anywhere shows within a dozen trials. A group is moved on the best-believed setting once that
+   one holds a clear gain (predicted better than the defaults by JUMP noise sds and FOLLOW), so
+   that what acts where the gain is shows (its own knobs keep their values); before, on the
+   defaults. A screening trial that told nothing (interrupted, its reference failed) is run
+   again first.
 2. The model: log objective = intercept + a sum of one effect per knob (a choice: one term per
    non-default choice; a number: a piecewise-linear curve over its search scale, plus a step for
    being set at all, since some variables change the server by being set: query_cache_size
    switches the query cache on). Each knob has its own prior scale and the trials one noise, both
    fitted to the trials by EM (empirical Bayes with automatic relevance): knobs the trials show
-   harmless shrink to almost nothing, the few that matter keep their size.
+   harmless shrink to almost nothing, the few that matter keep their size. Once one knob's effect
+   is clear, every other knob also gets an interaction with it (Regime): pool-of-threads is
+   harmless at the default buffer pool and costs 40% once the data fit in a large one.
 3. Jump: among settings one or two knobs from the best-believed one, with one of its knobs put
    back, or joined with the moves of another good setting (two screening groups that both
    helped), one predicted better by more than JUMP noise sds is measured first.
-4. Attribution: otherwise a knob the best-believed setting moves (typically one that came in with
-   others in a screening group) whose own effect the trials cannot tell (posterior sd above UNTOLD)
-   is put back to its default, as group screening follows up a group that moved.
-5. Otherwise the candidate of largest expected improvement over the best-believed setting (the
-   trials still running counted at their believed value, so that workers sharing a study spread).
-   Every moved knob costs a little, so that a recommendation changes only what the trials support.
+4. Attribution: when the best-believed setting holds a clear gain, or the screening is over, a
+   knob it moves (typically one that came in with others in a screening group) whose own effect
+   there the trials cannot tell is put back to its default, as group screening follows up a
+   group that moved. Untold: the posterior sd of what putting it back changes is above UNTOLD and
+   its mean within TOLD sds of nothing. A knob whose effect is known to be large (the buffer pool
+   on a dataset larger than it) is told even while its size is uncertain, or the noise of a fast
+   server would have it put back again after every change of the best-believed setting.
+5. Then the screening's next group (step 1), and once it is over, the candidate of largest
+   expected improvement over the best-believed setting (the trials still running counted at
+   their believed value, so that workers sharing a study spread). Every moved knob costs a
+   little, so that a recommendation changes only what the trials support.
 
 The answer is the best-believed tried setting (the model's mean, not the luckiest figure), and
 the final re-measure (search.py) judges it. The proposals depend on the seed, the trial number
-and the trials so far, so a resumed study goes on as it began.
+and the trials so far (a trial records the screening group it measures), so a resumed study and
+workers sharing one go on as one search.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import random
 from collections.abc import Callable, Sequence
@@ -52,15 +66,19 @@ GRID = 5  # points of each number's piecewise-linear curve
 PASSES = 2  # screening passes over the knobs
 MOVE_COST = 0.01  # in log objective, per knob moved from its default
 JUMP = 2.0  # a predicted gain over the best-believed setting of this many noise sds is taken
-UNTOLD = 0.05  # posterior sd of a knob's own effect (log) above which it is attributed
+FOLLOW = 0.1  # a gain over the defaults (log) this large, and JUMP sds, is followed up at once
+UNTOLD = 0.05  # posterior sd of a knob's own effect (log) above which it may be attributed
+INTERACTION_SCALE = 0.2  # prior sd (log) of a knob's interaction with the dominant one
+TOLD = 3.0  # a knob's own effect this many posterior sds from nothing is told, whatever its sd
 PROPOSALS = 400  # settings one or two knobs from the best-believed one, scored each trial
 UNIONS = 12  # the best-believed settings whose moves are tried joined to the best one
 FAILED_PENALTY = 1.0  # a trial that failed counts as this much below the worst (log)
 SCALES = (0.02, 1.0)  # bounds of a knob's prior effect scale (log objective)
-NOISES = (0.01, 0.5)  # bounds of the noise's
+NOISES = (0.03, 0.5)  # bounds of the noise's
 START_SCALE, START_NOISE = 0.2, 0.1
 EM_ROUNDS = 40
 INTERCEPT_SCALE = 10.0
+SCREENING = "additive:screening"  # a trial's system attribute: the screening group it measures
 REFERENCE = "reference"  # a failed trial's cause when its reference, not its setting, failed
 
 
@@ -115,38 +133,93 @@ def from_unit(knob: Knob, u: float) -> int:
     return min(max(round(value), knob.low), knob.high)
 
 
-def _hats(u: float) -> np.ndarray:
-    return np.maximum(0.0, 1 - np.abs(u - np.linspace(0, 1, GRID)) * (GRID - 1))
+def _hats(u: float) -> list[float]:
+    """The weights of the GRID points of a curve at u (plain floats: this runs for every knob
+    of every setting the model reads, hundreds per proposal)."""
+    return [max(0.0, 1 - abs(u * (GRID - 1) - i)) for i in range(GRID)]
 
 
-def _knob_terms(knob: Knob, value, default) -> list[float]:
+@functools.lru_cache(maxsize=65536)
+def _knob_terms(knob: Knob, value, default) -> tuple[float, ...]:
     """One knob's terms: a choice's indicator per non-default choice; a number's curve over
-    GRID points, then its step for being set at all. All zero at the default."""
+    GRID points, then its step for being set at all. All zero at the default. (Cached: the
+    settings a proposal scores share most of their values.)"""
     if knob.kind == "choice":
-        return [float(str(value) == c) for c in knob.choices if c != str(default)]
-    return [*(_hats(unit(knob, value)) - _hats(unit(knob, default))),
-            float(int(value) != int(default))]
+        return tuple(float(str(value) == c) for c in knob.choices if c != str(default))
+    at, zero = _hats(unit(knob, value)), _hats(unit(knob, default))
+    return (*(a - z for a, z in zip(at, zero, strict=True)), float(int(value) != int(default)))
 
 
-def features(space: Space, params: dict) -> np.ndarray:
-    """The model's terms for a setting: all zero but the intercept at the defaults."""
-    return np.array([1.0] + [term for knob in space.knobs for term in
-                             _knob_terms(knob, params[knob.name], space.defaults[knob.name])])
+def features(space: Space, params: dict, regime: Regime | None = None) -> np.ndarray:
+    """The model's terms for a setting: all zero but the intercept at the defaults. With a
+    regime, each other knob's terms again, scaled by where the setting stands on the dominant
+    knob's effect (its interaction with that knob)."""
+    terms = [1.0]
+    scale = regime.of(params) if regime else 0.0
+    for knob in space.knobs:
+        own = _knob_terms(knob, params[knob.name], space.defaults[knob.name])
+        terms += own
+        if regime and knob.name != regime.knob.name:
+            terms += [term * scale for term in own]
+    return np.array(terms)
+
+
+@dataclass(frozen=True)
+class Regime:
+    """The knob whose fitted effect is largest, and where a setting stands on it: 0 at its
+    worst fitted value, 1 at its best. Other knobs may act otherwise there (pool-of-threads was
+    harmless at the default buffer pool and cost 40% once the data fitted in it); the model
+    gives each an interaction with this scale, the effect heredity of designed experiments
+    (interactions go with large main effects)."""
+
+    knob: Knob
+    default: object
+    weights: np.ndarray  # the dominant knob's fitted terms
+    low: float
+    high: float
+
+    def of(self, params: dict) -> float:
+        effect = float(np.dot(_knob_terms(self.knob, params[self.knob.name], self.default),
+                              self.weights))
+        return (effect - self.low) / (self.high - self.low)
+
+
+def _values(knob: Knob, default) -> list:
+    """The values over which a knob's fitted effect is read: its default and its choices, or
+    the grid points of its curve."""
+    if knob.kind == "choice":
+        return [default, *knob.choices]
+    return [default, *(from_unit(knob, i / (GRID - 1)) for i in range(GRID))]
 
 
 class Model:
     """Bayesian linear regression of the log objective on the additive terms, with a prior
     scale per knob fitted to the trials (automatic relevance determination by EM, Tipping
     2001): most knobs' effects shrink to nothing while the few that matter keep theirs, where
-    one scale for all would read the large effects as noise."""
+    one scale for all would read the large effects as noise.
+
+    Once one knob's effect is clear (its fitted range above JUMP noise sds), the model is fitted
+    again with every other knob's interaction with it (Regime). Those keep a fixed prior scale,
+    INTERACTION_SCALE: relevance determination would give a gain seen only with several knobs
+    moved together to one of them and call the others told, which is how a harmful companion of
+    the gain stayed in the answer."""
 
     def __init__(self, space: Space, settings: Sequence[dict], values: Sequence[float]):
         self.space = space
-        self.x = np.array([features(space, s) for s in settings])
+        self.settings = list(settings)
         self.y = np.array(values, dtype=float)
-        self.groups = _groups(space)
+        self.regime: Regime | None = None
+        self._fit()
+        self.regime = self._dominant()
+        if self.regime is not None:
+            self._fit()
+
+    def _fit(self) -> None:
+        self.x = np.array([features(self.space, s, self.regime) for s in self.settings])
+        self.groups, interactions = _groups(self.space, self.regime)
         self.variances = np.full(self.x.shape[1], START_SCALE ** 2)
         self.variances[0] = INTERCEPT_SCALE ** 2
+        self.variances[interactions] = INTERACTION_SCALE ** 2
         self.noise = START_NOISE
         for _ in range(EM_ROUNDS):
             self._posterior()
@@ -154,10 +227,23 @@ class Model:
                 spread = (self.mean[group] ** 2 + np.diag(self.cov)[group]).mean()
                 self.variances[group] = min(max(spread, SCALES[0] ** 2), SCALES[1] ** 2)
             residual = self.y - self.x @ self.mean
-            explained = np.einsum("ij,jk,ik->", self.x, self.cov, self.x)
+            explained = float(np.sum((self.x @ self.cov) * self.x))
             noise2 = (residual @ residual + explained) / len(self.y)
             self.noise = min(max(math.sqrt(noise2), NOISES[0]), NOISES[1])
         self._posterior()
+
+    def _dominant(self) -> Regime | None:
+        """The knob whose fitted effect spans most, when that span is clear."""
+        spans = []
+        for knob, group in zip(self.space.knobs, self.groups, strict=True):
+            default = self.space.defaults[knob.name]
+            weights = self.mean[group]
+            effects = [float(np.dot(_knob_terms(knob, value, default), weights))
+                       for value in _values(knob, default)]
+            spans.append((max(effects) - min(effects),
+                          Regime(knob, default, weights, min(effects), max(effects))))
+        span, regime = max(spans, key=lambda pair: pair[0])
+        return regime if span > JUMP * self.noise else None
 
     def _posterior(self) -> None:
         precision = self.x.T @ self.x / self.noise ** 2 + np.diag(1 / self.variances)
@@ -165,39 +251,50 @@ class Model:
         self.cov = (self.cov + self.cov.T) / 2
         self.mean = self.cov @ self.x.T @ self.y / self.noise ** 2
 
+    def features(self, params: dict) -> np.ndarray:
+        return features(self.space, params, self.regime)
+
     def with_believed(self, settings: Sequence[dict]) -> Model:
         """The model with `settings` (trials still running) added at their predicted values,
         so that the next proposal looks elsewhere (the "kriging believer")."""
         if not settings:
             return self
         other = object.__new__(Model)
-        other.space, other.groups = self.space, self.groups
+        other.space, other.groups, other.regime = self.space, self.groups, self.regime
         other.variances, other.noise = self.variances, self.noise
-        believed = np.array([features(self.space, s) for s in settings])
+        believed = np.array([self.features(s) for s in settings])
+        other.settings = self.settings + list(settings)
         other.x = np.vstack([self.x, believed])
         other.y = np.concatenate([self.y, believed @ self.mean])
         other._posterior()
         return other
 
     def predict(self, params: dict) -> float:
-        return float(features(self.space, params) @ self.mean)
+        return float(self.features(params) @ self.mean)
 
     def believed(self, params: dict) -> float:
         """The predicted log objective less the cost of the knobs moved."""
         return self.predict(params) - MOVE_COST * len(self.space.moved(params))
 
+    def difference(self, params: dict, without: dict) -> tuple[float, float]:
+        """The posterior mean and sd of the difference the change from `without` to `params`
+        makes (log objective)."""
+        d = self.features(params) - self.features(without)
+        return float(d @ self.mean), math.sqrt(max(0.0, float(d @ self.cov @ d)))
+
     def untold(self, params: dict, without: dict) -> float:
-        """The posterior sd of the difference the change from `without` to `params` makes."""
-        d = features(self.space, params) - features(self.space, without)
-        return math.sqrt(max(0.0, float(d @ self.cov @ d)))
+        """The posterior sd of that difference when the trials cannot tell it (sd above UNTOLD,
+        mean within TOLD sds of nothing), else 0."""
+        mean, sd = self.difference(params, without)
+        return sd if sd > UNTOLD and abs(mean) < TOLD * sd else 0.0
 
     def expected_improvement(self, anchor: dict, proposals: Sequence[dict]) -> np.ndarray:
         """For each proposal, the expected gain over `anchor` that is above zero, under the
         posterior of their difference (less the cost of the knobs it moves beyond the
         anchor's): large for a predicted jump, about 0.4 sd for a change whose effect the trials
         cannot tell (a knob that came in with others, put back), about 0 for a known one."""
-        base = features(self.space, anchor)
-        d = np.array([features(self.space, p) for p in proposals]) - base
+        base = self.features(anchor)
+        d = np.array([self.features(p) for p in proposals]) - base
         cost = MOVE_COST * (np.array([len(self.space.moved(p)) for p in proposals])
                             - len(self.space.moved(anchor)))
         mean = d @ self.mean - cost
@@ -206,15 +303,19 @@ class Model:
         return mean * special.ndtr(z) + sd * np.exp(-z * z / 2) / math.sqrt(2 * math.pi)
 
 
-def _groups(space: Space) -> list[np.ndarray]:
-    """The indices of each knob's terms in `features` (after the intercept)."""
-    groups, start = [], 1
+def _groups(space: Space, regime: Regime | None) -> tuple[list[np.ndarray], np.ndarray]:
+    """The indices of each knob's own terms in `features` (after the intercept), and those of
+    the interaction terms."""
+    groups, interactions, start = [], [], 1
     for knob in space.knobs:
         default = space.defaults[knob.name]
         size = len(_knob_terms(knob, default, default))
         groups.append(np.arange(start, start + size))
         start += size
-    return groups
+        if regime and knob.name != regime.knob.name:
+            interactions += range(start, start + size)
+            start += size
+    return groups, np.array(interactions, dtype=int)
 
 
 def group_size(knobs: int) -> int:
@@ -223,25 +324,25 @@ def group_size(knobs: int) -> int:
 
 
 def screening(space: Space, seed: int) -> list[dict]:
-    """The screening trials (after the defaults): PASSES passes over the knobs in shuffled
-    groups, each knob on a side of its default drawn once and flipped in the second pass; a group
-    that would not fit in memory has its hungriest value moved back toward the default."""
+    """The screening groups: PASSES passes over the knobs in shuffled groups, each a move of its
+    knobs far from their defaults, each number to a side of its default (the longer one first:
+    it holds more of the range) and to the other side in the second pass, each choice to another
+    choice."""
     rng = random.Random(seed)
-    sides = {k.name: rng.choice((-1, 1)) for k in space.knobs}
+    sides = {k.name: 1 if k.kind == "choice" or unit(k, space.defaults[k.name]) <= 0.5 else -1
+             for k in space.knobs}
     firsts: dict[str, str] = {}
     size = group_size(len(space.knobs))
     design = []
     for flip in (1, -1)[:PASSES]:
         order = rng.sample(space.knobs, len(space.knobs))
         for start in range(0, len(order), size):
-            group = order[start:start + size]
-            params = dict(space.defaults)
-            for knob in group:
-                params[knob.name] = _far(space, knob, sides[knob.name] * flip, rng,
-                                         firsts.get(knob.name))
-                firsts.setdefault(knob.name, params[knob.name])
-            _fit_memory(space, params, group)
-            design.append(params)
+            moves = {}
+            for knob in order[start:start + size]:
+                moves[knob.name] = _far(space, knob, sides[knob.name] * flip, rng,
+                                        firsts.get(knob.name))
+                firsts.setdefault(knob.name, moves[knob.name])
+            design.append(moves)
     return design
 
 
@@ -328,13 +429,17 @@ class AdditiveSampler(optuna.samplers.BaseSampler):
         if not search_space:
             return {}
         others = [t for t in study.get_trials(deepcopy=False) if t.number != trial.number]
-        return self.propose(others, trial.number)
+        params, screened = self.propose(others, trial.number)
+        if screened is not None:  # as Optuna's GridSampler records its grid point
+            study._storage.set_trial_system_attr(trial._trial_id, SCREENING, screened)
+        return params
 
     def sample_independent(self, study, trial, param_name, param_distribution):
         return self._fallback.sample_independent(study, trial, param_name, param_distribution)
 
-    def propose(self, trials: Sequence[FrozenTrial], number: int) -> dict:
-        """The setting of trial `number`, given the study's other trials."""
+    def propose(self, trials: Sequence[FrozenTrial], number: int) -> tuple[dict, int | None]:
+        """The setting of trial `number`, given the study's other trials, and the index of the
+        screening group it measures (None for the model's proposals)."""
         rng = random.Random(self.seed * 1_000_003 + number)
         settings, values = observations(self.space, trials, self.direction)
         done = [self.space.complete(t.params) for t in measured(trials)]
@@ -348,34 +453,66 @@ class AdditiveSampler(optuna.samplers.BaseSampler):
         tried = ({_key(s) for s in done + running}
                  | {self._key(t) for t in ended if _told(t) or refused(t)}
                  | {key for key in silent if silent.count(key) >= 2})
-        if number > 0:  # screening first, a design trial that told nothing again
-            pending = [d for d in self.design if _key(self.space.complete(d)) not in tried]
-            if pending:
-                return dict(pending[0])
-        if not values:  # nothing measured: a move of one or two knobs from the defaults
-            return self._untried_near(self.space.defaults, tried, rng)
+        pending, retry = self._pending(trials) if number > 0 else ([], [])
+        if not values:  # nothing measured yet: screening from the defaults
+            return self._screen(retry or pending, self.space.defaults, tried, rng)
         model = Model(self.space, settings, values)
         anchor = max(done, key=model.believed)
+        gain = model.believed(anchor) - model.believed(self.space.defaults)
+        clear = gain > max(JUMP * model.noise, FOLLOW)
+        base = anchor if clear else self.space.defaults
+        if retry:  # a screening trial that told nothing, again, as it was proposed
+            return self._screen(retry, base, tried, rng)
         proposals = [self._near(anchor, rng) for _ in range(PROPOSALS)]
         proposals += [self._reverted(anchor, knob) for knob in self.space.moved(anchor)]
         proposals += [self._joined(anchor, setting) for setting in
                       sorted(done, key=model.believed)[-UNIONS:]]
         proposals = [p for p in proposals if self.space.fits(p) and _key(p) not in tried]
         if not proposals:
-            return self._untried_near(self.space.defaults, tried, rng)
+            return self._untried_near(self.space.defaults, tried, rng), None
         jump = max(proposals, key=model.believed)
         if model.believed(jump) - model.believed(anchor) > JUMP * model.noise:
-            return jump  # a clear predicted gain (two good screening groups joined) comes first
-        untold = [(model.untold(anchor, without), without)
-                  for without in (self._reverted(anchor, knob)
-                                  for knob in self.space.moved(anchor))
-                  if _key(without) not in tried and self.space.fits(without)]
-        if untold:
-            sd, without = max(untold, key=lambda pair: pair[0])
-            if sd > UNTOLD:
-                return without
+            return jump, None  # a clear predicted gain (two good groups joined) comes first
+        if clear or not pending:  # a clear gain is followed up before screening goes on
+            untold = [(model.untold(anchor, without), without)
+                      for without in (self._reverted(anchor, knob)
+                                      for knob in self.space.moved(anchor))
+                      if _key(without) not in tried and self.space.fits(without)]
+            if untold:
+                sd, without = max(untold, key=lambda pair: pair[0])
+                if sd > 0:
+                    return without, None
+        if pending:  # screening goes on where the gain is, so that what acts there shows
+            return self._screen(pending, base, tried, rng)
         gains = model.with_believed(running).expected_improvement(anchor, proposals)
-        return proposals[int(np.argmax(gains))]
+        return proposals[int(np.argmax(gains))], None
+
+    def _pending(self, trials: Sequence[FrozenTrial]) -> tuple[list[int], list[int]]:
+        """The screening groups not measured yet (nor running, refused or failed), and those of
+        them whose trial told nothing (interrupted, its reference failed): run again first, but
+        not a third time."""
+        taken = [(t.system_attrs.get(SCREENING), t) for t in trials
+                 if t.system_attrs.get(SCREENING) is not None]
+        silent = [i for i, t in taken if t.state == TrialState.FAIL
+                  and not (_told(t) or refused(t))]
+        screened = {i for i, t in taken if t.state != TrialState.FAIL or _told(t) or refused(t)}
+        screened |= {i for i in silent if silent.count(i) >= 2}
+        pending = [i for i in range(len(self.design)) if i not in screened]
+        return pending, [i for i in pending if i in silent]
+
+    def _screen(self, pending: list[int], base: dict, tried: set,
+                rng: random.Random) -> tuple[dict, int | None]:
+        """The first pending screening group moved on `base` (its knobs that `base` moves keep
+        their values), fitted in memory; a move of one or two knobs when none is left."""
+        moved = {k.name for k in self.space.moved(base)}
+        for index in pending:
+            group = [k for k in self.space.knobs if k.name in self.design[index]
+                     and k.name not in moved]
+            params = {**base, **{k.name: self.design[index][k.name] for k in group}}
+            _fit_memory(self.space, params, group)
+            if group and _key(params) not in tried:
+                return params, index
+        return self._untried_near(base, tried, rng), None
 
     def _near(self, params: dict, rng: random.Random) -> dict:
         """`params` with one or two knobs set to random values of their ranges."""

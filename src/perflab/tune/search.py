@@ -343,12 +343,14 @@ class Tuner:
                      f"1 trial in {RANDOM_EVERY} after them is still drawn at random, so that a "
                      "trial lucky under noise cannot hold the search in its corner")
         if self.sampler_name == ADDITIVE:
-            self.say(f"bayes: trials 1-{len(sampler.design)} screen the {len(self.knobs)} knobs "
-                     f"in groups of {group_size(len(self.knobs))} from the defaults (each knob "
-                     "to one side, then the other); then an additive model of the knobs' effects "
-                     "picks each trial: a setting it predicts clearly better, a knob whose own "
-                     "effect is not yet told put back, or the best expected improvement near "
-                     "the best-believed setting")
+            self.say(f"bayes: {len(sampler.design)} screening trials move the {len(self.knobs)} "
+                     f"knobs in groups of {group_size(len(self.knobs))} (each knob to one side "
+                     "of its default, then the other); a clear gain is followed up at once (a "
+                     "knob that came in with it put back) and the screening goes on from it; "
+                     "an additive model of the knobs' effects (with their interactions with the "
+                     "knob that matters most) picks the other trials: a setting it predicts "
+                     "clearly better, a knob whose own effect is not yet told put back, or the "
+                     "best expected improvement near the best-believed setting")
         return study
 
     def _spent(self, trials: list, started: float) -> bool:
