@@ -188,7 +188,9 @@ class Reach:
     """Whether an answer reached 90% of the reference's gain, and how that was decided:
     "interval" (its paired interval against the reference lies on one side of the line),
     "estimate" (the interval straddles the line after --reach-rounds: the estimate decides),
-    "first pass" (its interval against the defaults lies far below), "reference"."""
+    "first pass" (its interval against the defaults lies far below), "reference", "failed"
+    (its servers failed against the reference: not reached), "first-pass estimate" (no wave
+    reached it: its first re-measure's estimate against 90% of R's decides)."""
 
     reached: bool
     how: str

@@ -5,6 +5,7 @@ the search in test_tune.py."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 
@@ -141,6 +142,52 @@ def _rides_with_the_pool(space: Space, seed: int) -> bool:
             return int(moves[POOL]) > int(space.defaults[POOL]) and \
                 moves.get("thread_handling") == "pool-of-threads"
     return False
+
+
+def test_an_interrupted_screening_trial_is_run_again_once(space):
+    """A screening trial whose worker died (failed with no state of its own) told nothing: its
+    group is measured next, as it was proposed; interrupted twice, the screening goes on."""
+    sampler = AdditiveSampler(space, 2, "maximize")
+    distributions = space.distributions()
+
+    def trial(number, params, value=None, index=None):
+        made = optuna.trial.create_trial(
+            params=params, distributions=distributions, value=value,
+            user_attrs={} if value is None else {"state": "ok"},
+            system_attrs={} if index is None else {SCREENING: index},
+            state=TrialState.COMPLETE if value is not None else TrialState.FAIL)
+        made.number = number
+        return made
+
+    trials = [trial(0, dict(space.defaults), 1.0)]
+    first, index = sampler.propose(trials, 1)
+    changed = {name for name, value in first.items() if value != space.defaults[name]}
+    assert index == 0 and changed and changed <= set(sampler.design[0])  # shrunk to fit, maybe
+    trials.append(trial(1, first, index=0))  # interrupted
+    assert sampler.propose(trials, 2) == (first, 0)
+    trials.append(trial(2, first, index=0))  # interrupted again
+    assert sampler.propose(trials, 3)[1] == 1
+
+
+def test_a_screening_group_with_nothing_to_move_waits(space):
+    """A group whose knobs the best-believed setting all moves (the pool's second-pass group once
+    the pool gained) moves nothing there: the screening takes the next group, and with none
+    left the model's steps go on (a group that cannot be used must not hold the search)."""
+    sampler = AdditiveSampler(space, 4, "maximize")
+    pool_group = next(i for i, moves in enumerate(sampler.design) if POOL in moves)
+    base = {**space.defaults, **{k: v for k, v in sampler.design[pool_group].items()}}
+    untried: set = set()
+    later = [i for i in range(len(sampler.design)) if i != pool_group]
+    assert sampler._screen([pool_group], base, untried) is None
+    params, index = sampler._screen([pool_group, *later], base, untried)
+    assert index == later[0] and all(params[k] == v for k, v in base.items()
+                                     if k in sampler.design[pool_group])
+    # on a machine where nothing fits, no group can shrink a setting into memory: none is
+    # proposed (the tuner would refuse it, and the group would count as screened without a
+    # measurement)
+    tight = dataclasses.replace(space, limit=space.memory(space.defaults) // 4)
+    sampler = AdditiveSampler(tight, 4, "maximize")
+    assert sampler._screen(later, base, untried) is None
 
 
 def test_a_failed_setting_is_believed_far_worse(space):

@@ -139,7 +139,7 @@ def _hats(u: float) -> list[float]:
     return [max(0.0, 1 - abs(u * (GRID - 1) - i)) for i in range(GRID)]
 
 
-@functools.lru_cache(maxsize=65536)
+@functools.lru_cache(maxsize=65536, typed=True)
 def _knob_terms(knob: Knob, value, default) -> tuple[float, ...]:
     """One knob's terms: a choice's indicator per non-default choice; a number's curve over
     GRID points, then its step for being set at all. All zero at the default. (Cached: the
@@ -167,10 +167,10 @@ def features(space: Space, params: dict, regime: Regime | None = None) -> np.nda
 @dataclass(frozen=True)
 class Regime:
     """The knob whose fitted effect is largest, and where a setting stands on it: 0 at its
-    worst fitted value, 1 at its best. Other knobs may act otherwise there (pool-of-threads was
-    harmless at the default buffer pool and cost 40% once the data fitted in it); the model
-    gives each an interaction with this scale, the effect heredity of designed experiments
-    (interactions go with large main effects)."""
+    worst measured value, 1 at its best (clipped between). Other knobs may act otherwise there
+    (pool-of-threads was harmless at the default buffer pool and cost 40% once the data fitted
+    in it); the model gives each an interaction with this scale, the effect heredity of
+    designed experiments (interactions go with large main effects)."""
 
     knob: Knob
     default: object
@@ -181,15 +181,7 @@ class Regime:
     def of(self, params: dict) -> float:
         effect = float(np.dot(_knob_terms(self.knob, params[self.knob.name], self.default),
                               self.weights))
-        return (effect - self.low) / (self.high - self.low)
-
-
-def _values(knob: Knob, default) -> list:
-    """The values over which a knob's fitted effect is read: its default and its choices, or
-    the grid points of its curve."""
-    if knob.kind == "choice":
-        return [default, *knob.choices]
-    return [default, *(from_unit(knob, i / (GRID - 1)) for i in range(GRID))]
+        return min(1.0, max(0.0, (effect - self.low) / (self.high - self.low)))
 
 
 class Model:
@@ -204,9 +196,12 @@ class Model:
     moved together to one of them and call the others told, which is how a harmful companion of
     the gain stayed in the answer."""
 
-    def __init__(self, space: Space, settings: Sequence[dict], values: Sequence[float]):
+    def __init__(self, space: Space, settings: Sequence[dict], values: Sequence[float],
+                 failed: int = 0):
+        """`failed`: how many of the settings, the last ones, are failures (observations)."""
         self.space = space
         self.settings = list(settings)
+        self.measured = self.settings[:len(self.settings) - failed]
         self.y = np.array(values, dtype=float)
         self.regime: Regime | None = None
         self._fit()
@@ -233,17 +228,20 @@ class Model:
         self._posterior()
 
     def _dominant(self) -> Regime | None:
-        """The knob whose fitted effect spans most, when that span is clear."""
+        """The knob whose fitted effect spans most over the values measured (a setting that
+        failed would make a knob look dominant by the failure's penalty), when that span is
+        clear."""
         spans = []
         for knob, group in zip(self.space.knobs, self.groups, strict=True):
             default = self.space.defaults[knob.name]
             weights = self.mean[group]
+            values = {default, *(setting[knob.name] for setting in self.measured)}
             effects = [float(np.dot(_knob_terms(knob, value, default), weights))
-                       for value in _values(knob, default)]
+                       for value in values]
             spans.append((max(effects) - min(effects),
                           Regime(knob, default, weights, min(effects), max(effects))))
         span, regime = max(spans, key=lambda pair: pair[0])
-        return regime if span > JUMP * self.noise else None
+        return regime if span > JUMP * self.noise and span > 0 else None
 
     def _posterior(self) -> None:
         precision = self.x.T @ self.x / self.noise ** 2 + np.diag(1 / self.variances)
@@ -263,7 +261,6 @@ class Model:
         other.space, other.groups, other.regime = self.space, self.groups, self.regime
         other.variances, other.noise = self.variances, self.noise
         believed = np.array([self.features(s) for s in settings])
-        other.settings = self.settings + list(settings)
         other.x = np.vstack([self.x, believed])
         other.y = np.concatenate([self.y, believed @ self.mean])
         other._posterior()
@@ -381,12 +378,13 @@ def _fit_memory(space: Space, params: dict, knobs: Sequence[Knob]) -> None:
 
 
 def observations(space: Space, trials: Sequence[FrozenTrial],
-                 direction: str) -> tuple[list[dict], list[float]]:
+                 direction: str) -> tuple[list[dict], list[float], int]:
     """The trials as the model reads them: the log objective of each finished trial (negated
-    when smaller is better), a trial whose setting failed (its server would not start or
-    crashed, or it fell under min_qps) as FAILED_PENALTY below the worst. Left out: refused
-    proposals (never measured), trials whose reference failed, and trials interrupted or failed
-    because their worker died (no state of their own): they say nothing of their setting."""
+    when smaller is better), then each trial whose setting failed (its server would not start or
+    crashed, or it fell under min_qps) as FAILED_PENALTY below the worst, and how many of those
+    there are. Left out: refused proposals (never measured), trials whose reference failed, and
+    trials interrupted or failed because their worker died (no state of their own): they say
+    nothing of their setting."""
     sign = 1.0 if direction == "maximize" else -1.0
     done = measured(trials)
     settings = [space.complete(t.params) for t in done]
@@ -395,7 +393,8 @@ def observations(space: Space, trials: Sequence[FrozenTrial],
     if values:
         settings += [space.complete(t.params) for t in failed]
         values += [min(values) - FAILED_PENALTY] * len(failed)
-    return settings, values
+        return settings, values, len(failed)
+    return settings, values, 0
 
 
 def measured(trials: Sequence[FrozenTrial]) -> list[FrozenTrial]:
@@ -408,8 +407,7 @@ def believed_order(space: Space, trials: Sequence[FrozenTrial],
     done = measured(trials)
     if not done:
         return []
-    settings, values = observations(space, trials, direction)
-    model = Model(space, settings, values)
+    model = Model(space, *observations(space, trials, direction))
     return sorted(done, key=lambda t: model.believed(space.complete(t.params)), reverse=True)
 
 
@@ -441,7 +439,7 @@ class AdditiveSampler(optuna.samplers.BaseSampler):
         """The setting of trial `number`, given the study's other trials, and the index of the
         screening group it measures (None for the model's proposals)."""
         rng = random.Random(self.seed * 1_000_003 + number)
-        settings, values = observations(self.space, trials, self.direction)
+        settings, values, failed = observations(self.space, trials, self.direction)
         done = [self.space.complete(t.params) for t in measured(trials)]
         running = [self.space.complete(t.params) for t in trials
                    if t.state == TrialState.RUNNING and t.params]
@@ -455,14 +453,16 @@ class AdditiveSampler(optuna.samplers.BaseSampler):
                  | {key for key in silent if silent.count(key) >= 2})
         pending, retry = self._pending(trials) if number > 0 else ([], [])
         if not values:  # nothing measured yet: screening from the defaults
-            return self._screen(retry or pending, self.space.defaults, tried, rng)
-        model = Model(self.space, settings, values)
+            screened = self._screen(retry or pending, self.space.defaults, tried)
+            return screened or (self._untried_near(self.space.defaults, tried, rng), None)
+        model = Model(self.space, settings, values, failed)
         anchor = max(done, key=model.believed)
         gain = model.believed(anchor) - model.believed(self.space.defaults)
         clear = gain > max(JUMP * model.noise, FOLLOW)
         base = anchor if clear else self.space.defaults
-        if retry:  # a screening trial that told nothing, again, as it was proposed
-            return self._screen(retry, base, tried, rng)
+        screened = self._screen(retry, base, tried)
+        if screened:  # a screening trial that told nothing, again (as it was proposed, when
+            return screened  # nothing was measured since)
         proposals = [self._near(anchor, rng) for _ in range(PROPOSALS)]
         proposals += [self._reverted(anchor, knob) for knob in self.space.moved(anchor)]
         proposals += [self._joined(anchor, setting) for setting in
@@ -482,8 +482,9 @@ class AdditiveSampler(optuna.samplers.BaseSampler):
                 sd, without = max(untold, key=lambda pair: pair[0])
                 if sd > 0:
                     return without, None
-        if pending:  # screening goes on where the gain is, so that what acts there shows
-            return self._screen(pending, base, tried, rng)
+        screened = self._screen(pending, base, tried)
+        if screened:  # screening goes on where the gain is, so that what acts there shows
+            return screened
         gains = model.with_believed(running).expected_improvement(anchor, proposals)
         return proposals[int(np.argmax(gains))], None
 
@@ -500,19 +501,20 @@ class AdditiveSampler(optuna.samplers.BaseSampler):
         pending = [i for i in range(len(self.design)) if i not in screened]
         return pending, [i for i in pending if i in silent]
 
-    def _screen(self, pending: list[int], base: dict, tried: set,
-                rng: random.Random) -> tuple[dict, int | None]:
-        """The first pending screening group moved on `base` (its knobs that `base` moves keep
-        their values), fitted in memory; a move of one or two knobs when none is left."""
+    def _screen(self, pending: list[int], base: dict, tried: set) -> tuple[dict, int] | None:
+        """The first pending screening group that moves something on `base` (its knobs that
+        `base` moves keep their values) into an untried setting that fits in memory; None when
+        no group does (a group whose knobs `base` all moves, or one shrunk back to `base` to
+        fit, waits: on another best-believed setting it may move something)."""
         moved = {k.name for k in self.space.moved(base)}
         for index in pending:
             group = [k for k in self.space.knobs if k.name in self.design[index]
                      and k.name not in moved]
             params = {**base, **{k.name: self.design[index][k.name] for k in group}}
             _fit_memory(self.space, params, group)
-            if group and _key(params) not in tried:
+            if group and _key(params) not in tried and self.space.fits(params):
                 return params, index
-        return self._untried_near(base, tried, rng), None
+        return None
 
     def _near(self, params: dict, rng: random.Random) -> dict:
         """`params` with one or two knobs set to random values of their ranges."""
