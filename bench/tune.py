@@ -43,6 +43,7 @@ import math
 import random
 import statistics
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import optuna
@@ -159,6 +160,22 @@ def measure_together(lab: Lab, name: str, configs: dict[str, tuple], baseline: s
     return judge(study.plan, study.points, study.design), summary.schedule
 
 
+def in_pairs(lab: Lab, name: str, keys: list[tuple], baseline: tuple[str, tuple], rounds: int,
+             args: argparse.Namespace) -> Iterator[tuple[tuple, Verdict | None, str]]:
+    """`keys` measured two at a time side by side with `baseline` (its config name, its moved
+    variables), study `name`-N for the Nth pair: each key with its verdict against the baseline
+    (None when its points failed) and the schedule the runner chose for its pair."""
+    label, moved = baseline
+    for start in range(0, len(keys), 2):
+        group = {f"a{i}": key for i, key in enumerate(keys[start:start + 2], start)}
+        judgement, schedule = measure_together(lab, f"{name}-{start // 2}",
+                                               {label: moved, **group}, label, rounds, args)
+        for config, key in group.items():
+            verdict = judgement.verdicts.get((config, args.threads))
+            finite = verdict is not None and math.isfinite(verdict.change)
+            yield key, verdict if finite else None, schedule
+
+
 def answer_gains(lab: Lab, stamp: str, keys: set[tuple], args: argparse.Namespace
                  ) -> tuple[dict[tuple, Verdict], set[str]]:
     """Every distinct answer of every run re-measured in one regime: two at a time side by side
@@ -170,16 +187,11 @@ def answer_gains(lab: Lab, stamp: str, keys: set[tuple], args: argparse.Namespac
     random.Random(0).shuffle(order)
     gains: dict[tuple, Verdict] = {}
     schedules = set()
-    for start in range(0, len(order), 2):
-        group = {f"a{i}": key for i, key in enumerate(order[start:start + 2], start)}
-        judgement, schedule = measure_together(lab, f"bench-tune-{stamp}-answers-{start // 2}",
-                                               {"default": (), **group}, "default",
-                                               args.answer_rounds, args)
+    for key, verdict, schedule in in_pairs(lab, f"bench-tune-{stamp}-answers", order,
+                                           ("default", ()), args.answer_rounds, args):
         schedules.add(schedule)
-        for config, key in group.items():
-            verdict = judgement.verdicts.get((config, args.threads))
-            if verdict is not None and math.isfinite(verdict.change):
-                gains[key] = verdict
+        if verdict is not None:
+            gains[key] = verdict
     return gains, schedules
 
 
@@ -233,19 +245,14 @@ def first_reached(lab: Lab, stamp: str, picks: dict[str, list[list[tuple | None]
             break
         print(f"\nwave {wave}: {len(wanted)} answer(s) against the reference, side by side, "
               f"{args.reach_rounds} rounds", flush=True)
-        for start in range(0, len(wanted), 2):
-            group = {f"a{i}": key for i, key in enumerate(wanted[start:start + 2], start)}
-            judgement, _ = measure_together(
-                lab, f"bench-tune-{stamp}-reach-{wave}-{start // 2}",
-                {"reference": reference, **group}, "reference", args.reach_rounds, args)
-            for config, key in group.items():
-                verdict = judgement.verdicts.get((config, args.threads))
-                if verdict is None or not math.isfinite(verdict.change):
-                    decided[key] = Reach(False, "failed")
-                elif verdict.low >= line or verdict.high < line:
-                    decided[key] = Reach(verdict.low >= line, "interval", verdict)
-                else:
-                    decided[key] = Reach(verdict.change >= line, "estimate", verdict)
+        for key, verdict, _ in in_pairs(lab, f"bench-tune-{stamp}-reach-{wave}", wanted,
+                                        ("reference", reference), args.reach_rounds, args):
+            if verdict is None:
+                decided[key] = Reach(False, "failed")
+            elif verdict.low >= line or verdict.high < line:
+                decided[key] = Reach(verdict.low >= line, "interval", verdict)
+            else:
+                decided[key] = Reach(verdict.change >= line, "estimate", verdict)
     for key, verdict in gains.items():  # left after the last wave: the first pass decides
         decided.setdefault(key, Reach(verdict.change >= 0.9 * best.change, "first-pass estimate",
                                       verdict))
@@ -362,7 +369,7 @@ def main() -> None:
 
     def reached(pick: list[tuple | None]) -> int | None:
         return next((n for n, key in enumerate(pick, 1)
-                     if key is not None and key in decided and decided[key].reached), None)
+                     if key in decided and decided[key].reached), None)
 
     hows = collections.Counter(r.how for r in decided.values())
     print(f"\noltp_read_only (uniform rows), InnoDB {args.tables} x {args.rows:,} rows, "

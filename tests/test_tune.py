@@ -148,11 +148,10 @@ def test_interrupted_study_resumes_to_its_budget(shared_lab, tmp_path):
     assert len(states) == 4 and optuna.trial.TrialState.RUNNING not in states
     # trial 0 is the defaults; after it the screening moves one knob per trial (on the first
     # trial's setting when that one gained clearly): never the defaults again. The killed trial
-    # is failed (trial 1 when
-    # the kill came between storing its points and telling Optuna, none when it came before
-    # trial 2 began); its screening setting told nothing, so the next trial runs it again. The
-    # kill may land while Optuna writes the killed trial's params one by one: it may hold only
-    # some of them.
+    # is failed (trial 1 when the kill came between storing its points and telling Optuna, none
+    # when it came before trial 2 began); its screening setting told nothing, so the next trial
+    # runs it again. The kill may land while Optuna writes the killed trial's params one by
+    # one: it may hold only some of them.
     defaults = study.trials[0].params
     killed = [t for t in study.trials if t.state == optuna.trial.TrialState.FAIL]
     assert len(killed) <= 1 and all(t.number in (1, 2) for t in killed)

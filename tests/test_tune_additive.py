@@ -11,7 +11,7 @@ import random
 
 import optuna
 import pytest
-from optuna.trial import TrialState
+from optuna.trial import FrozenTrial, TrialState
 
 from perflab.probes.system import ram_bytes
 from perflab.server.memory import configured_sizes, memory_estimate
@@ -135,6 +135,20 @@ def test_a_companion_of_the_gain_harmful_only_with_it_is_put_back(space):
     assert len(seeds) == 4 and good >= 3
 
 
+def made_trial(space: Space, number: int, params: dict, value: float | None = None,
+               state: str | None = "ok", index: int | None = None) -> FrozenTrial:
+    """A trial as the tuner leaves it: measured (a value), or failed with the user attribute
+    `state` ("refused", "failed", or None: interrupted, no state of its own), with the
+    screening group it measured when `index` is given."""
+    made = optuna.trial.create_trial(
+        params=params, distributions=space.distributions(), value=value,
+        user_attrs={} if state is None else {"state": state},
+        system_attrs={} if index is None else {SCREENING: index},
+        state=TrialState.COMPLETE if value is not None else TrialState.FAIL)
+    made.number = number
+    return made
+
+
 def _rides_with_the_pool(space: Space, seed: int) -> bool:
     """Whether the first screening group that moves the pool up also moves pool-of-threads."""
     for moves in AdditiveSampler(space, seed, "maximize").design:
@@ -148,24 +162,17 @@ def test_an_interrupted_screening_trial_is_run_again_once(space):
     """A screening trial whose worker died (failed with no state of its own) told nothing: its
     group is measured next, as it was proposed; interrupted twice, the screening goes on."""
     sampler = AdditiveSampler(space, 2, "maximize")
-    distributions = space.distributions()
 
-    def trial(number, params, value=None, index=None):
-        made = optuna.trial.create_trial(
-            params=params, distributions=distributions, value=value,
-            user_attrs={} if value is None else {"state": "ok"},
-            system_attrs={} if index is None else {SCREENING: index},
-            state=TrialState.COMPLETE if value is not None else TrialState.FAIL)
-        made.number = number
-        return made
+    def trial(number, params, value=None, state="ok", index=None):
+        return made_trial(space, number, params, value, state, index)
 
     trials = [trial(0, dict(space.defaults), 1.0)]
     first, index = sampler.propose(trials, 1)
     changed = {name for name, value in first.items() if value != space.defaults[name]}
     assert index == 0 and changed and changed <= set(sampler.design[0])  # shrunk to fit, maybe
-    trials.append(trial(1, first, index=0))  # interrupted
+    trials.append(trial(1, first, state=None, index=0))  # interrupted
     assert sampler.propose(trials, 2) == (first, 0)
-    trials.append(trial(2, first, index=0))  # interrupted again
+    trials.append(trial(2, first, state=None, index=0))  # interrupted again
     assert sampler.propose(trials, 3)[1] == 1
 
 
@@ -175,7 +182,7 @@ def test_a_screening_group_with_nothing_to_move_waits(space):
     left the model's steps go on (a group that cannot be used must not hold the search)."""
     sampler = AdditiveSampler(space, 4, "maximize")
     pool_group = next(i for i, moves in enumerate(sampler.design) if POOL in moves)
-    base = {**space.defaults, **{k: v for k, v in sampler.design[pool_group].items()}}
+    base = {**space.defaults, **sampler.design[pool_group]}
     untried: set = set()
     later = [i for i in range(len(sampler.design)) if i != pool_group]
     assert sampler._screen([pool_group], base, untried) is None
@@ -216,17 +223,10 @@ def test_attribution_skips_refused_settings_and_retries_interrupted_ones(space):
     never proposed again (a refused revert used to come back every trial until 50 refusals
     stopped the search); one whose worker died says nothing of it and is proposed again, once."""
     sampler = AdditiveSampler(space, 5, "maximize")
-    distributions = space.distributions()
     group = {**space.defaults, POOL: int(space.defaults[POOL]) * 8, "sort_buffer_size": 65536}
 
     def trial(number, params, value=None, state="ok", index=None):
-        attrs = {} if state is None else {"state": state}
-        made = optuna.trial.create_trial(
-            params=params, distributions=distributions, value=value, user_attrs=attrs,
-            system_attrs={} if index is None else {SCREENING: index},
-            state=TrialState.COMPLETE if value is not None else TrialState.FAIL)
-        made.number = number
-        return made
+        return made_trial(space, number, params, value, state, index)
 
     screened = [trial(n, {**space.defaults, **moves}, index=i, state="refused")
                 if {POOL, "sort_buffer_size"} & set(moves)

@@ -179,9 +179,13 @@ class Regime:
     high: float
 
     def of(self, params: dict) -> float:
-        effect = float(np.dot(_knob_terms(self.knob, params[self.knob.name], self.default),
-                              self.weights))
+        effect = _effect(self.knob, params[self.knob.name], self.default, self.weights)
         return min(1.0, max(0.0, (effect - self.low) / (self.high - self.low)))
+
+
+def _effect(knob: Knob, value, default, weights: np.ndarray) -> float:
+    """A knob's fitted effect at `value` (log objective; 0 at its default)."""
+    return float(np.dot(_knob_terms(knob, value, default), weights))
 
 
 class Model:
@@ -236,8 +240,7 @@ class Model:
             default = self.space.defaults[knob.name]
             weights = self.mean[group]
             values = {default, *(setting[knob.name] for setting in self.measured)}
-            effects = [float(np.dot(_knob_terms(knob, value, default), weights))
-                       for value in values]
+            effects = [_effect(knob, value, default, weights) for value in values]
             spans.append((max(effects) - min(effects),
                           Regime(knob, default, weights, min(effects), max(effects))))
         span, regime = max(spans, key=lambda pair: pair[0])
@@ -445,12 +448,10 @@ class AdditiveSampler(optuna.samplers.BaseSampler):
                    if t.state == TrialState.RUNNING and t.params]
         ended = [t for t in trials if t.state == TrialState.FAIL and t.params]
         # never again: a measured, running, refused or failed setting; nor one whose trials told
-        # nothing twice (interrupted, or its reference failed), lest one setting that kills its
-        # worker takes every trial
-        silent = [self._key(t) for t in ended if not (_told(t) or refused(t))]
+        # nothing twice
+        silent = [self._key(t) for t in ended if _silent(t)]
         tried = ({_key(s) for s in done + running}
-                 | {self._key(t) for t in ended if _told(t) or refused(t)}
-                 | {key for key in silent if silent.count(key) >= 2})
+                 | {self._key(t) for t in ended if not _silent(t)} | _twice(silent))
         pending, retry = self._pending(trials) if number > 0 else ([], [])
         if not values:  # nothing measured yet: screening from the defaults
             screened = self._screen(retry or pending, self.space.defaults, tried)
@@ -494,10 +495,8 @@ class AdditiveSampler(optuna.samplers.BaseSampler):
         not a third time."""
         taken = [(t.system_attrs.get(SCREENING), t) for t in trials
                  if t.system_attrs.get(SCREENING) is not None]
-        silent = [i for i, t in taken if t.state == TrialState.FAIL
-                  and not (_told(t) or refused(t))]
-        screened = {i for i, t in taken if t.state != TrialState.FAIL or _told(t) or refused(t)}
-        screened |= {i for i in silent if silent.count(i) >= 2}
+        silent = [i for i, t in taken if _silent(t)]
+        screened = {i for i, t in taken if not _silent(t)} | _twice(silent)
         pending = [i for i in range(len(self.design)) if i not in screened]
         return pending, [i for i in pending if i in silent]
 
@@ -558,6 +557,18 @@ def _told(trial: FrozenTrial) -> bool:
     refused before start)."""
     return trial.user_attrs.get("state") == "failed" and \
         trial.user_attrs.get("cause") != REFERENCE
+
+
+def _silent(trial: FrozenTrial) -> bool:
+    """Whether a trial failed without saying anything of its setting: interrupted (its worker
+    died), or its reference failed."""
+    return trial.state == TrialState.FAIL and not (_told(trial) or refused(trial))
+
+
+def _twice(silent: list) -> set:
+    """The settings (or screening groups) whose trials told nothing twice: not run a third
+    time, lest one setting that kills its worker takes every trial."""
+    return {item for item in silent if silent.count(item) >= 2}
 
 
 def _key(params: dict) -> tuple:
