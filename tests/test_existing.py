@@ -15,8 +15,10 @@ import pytest
 
 from conftest import PERFLAB, run_cli, stored_points, wait_for
 from perflab.digest.digest import digest_logs
+from perflab.errors import PerflabError
 from perflab.lab import Lab
 from perflab.server.connection import Endpoint, query
+from perflab.server.existing import Journal, Restarted, identity
 from perflab.server.managed import ManagedServer, ServerEnvironment, install_datadir
 
 PASSWORD = "Site-s3cret-pw"
@@ -31,6 +33,16 @@ weight = 2
 """
 
 
+def make_appdb(conn) -> None:
+    """The application's schema: 20,000 items."""
+    query(conn, "CREATE DATABASE appdb")
+    query(conn, "USE appdb")
+    query(conn, "CREATE TABLE appdb.items (id INT PRIMARY KEY, name VARCHAR(40), "
+                "price INT, KEY (price)) ENGINE=InnoDB")
+    query(conn, "INSERT INTO appdb.items SELECT seq, CONCAT('item', seq), seq % 1000 "
+                "FROM seq_1_to_20000")
+
+
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
     """The site's server: its own datadir, listening on TCP and a socket, a password user."""
@@ -42,12 +54,7 @@ def site(tmp_path_factory):
     server.start()
     try:
         with server.connect() as conn:
-            query(conn, "CREATE DATABASE appdb")
-            query(conn, "USE appdb")
-            query(conn, "CREATE TABLE appdb.items (id INT PRIMARY KEY, name VARCHAR(40), "
-                        "price INT, KEY (price)) ENGINE=InnoDB")
-            query(conn, "INSERT INTO appdb.items SELECT seq, CONCAT('item', seq), seq % 1000 "
-                        "FROM seq_1_to_20000")
+            make_appdb(conn)
             for host in ("127.0.0.1", "localhost"):
                 query(conn, f"CREATE USER 'bench'@'{host}' IDENTIFIED BY '{PASSWORD}'")
                 query(conn, f"GRANT SELECT ON appdb.* TO 'bench'@'{host}'")
@@ -177,7 +184,23 @@ def key_buffer(server: ManagedServer) -> int:
         return int(query(conn, "SELECT @@GLOBAL.key_buffer_size")[0][0])
 
 
-def test_allow_set_puts_variables_back_at_the_end_and_after_a_kill(site, tmp_path):
+@pytest.fixture(scope="module")
+def other(tmp_path_factory):
+    """A second server on the same machine (server B), with a schema like the site's."""
+    root = tmp_path_factory.mktemp("other")
+    install_datadir(root / "data")
+    server = ManagedServer(root / "data", root, {"key_buffer_size": str(16 << 20)})
+    server.start()
+    try:
+        with server.connect() as conn:
+            make_appdb(conn)
+        yield server
+    finally:
+        server.stop()
+
+
+def test_allow_set_puts_variables_back_at_the_end_and_a_killed_run_only_on_its_own_server(
+        site, other, tmp_path):
     server, option_file, _ = site
     target = tcp_args(server, option_file)
     plan = app_plan(tmp_path, "app-set", configs='[configs.asis]\n[configs.big]\n'
@@ -206,14 +229,74 @@ def test_allow_set_puts_variables_back_at_the_end_and_after_a_kill(site, tmp_pat
     assert (lab / "journal.json").exists()
     no_password_in(lab)
 
-    out = run_cli("report", str(lab))  # the next command on the lab puts it back
+    b_before = snapshot(other)
+    out = run_cli("report", str(lab))  # a command that only reads says so, changes nothing
+    assert out.returncode == 0, out.stderr
+    assert f"perflab restore --lab {lab}" in out.stderr
+    assert key_buffer(server) == 64 << 20 and (lab / "journal.json").exists()
+
+    on_b = ["--socket", str(other.socket)]
+    out = run_cli("run", str(app_plan(tmp_path, "on-b", threads=(1,))), "--lab", str(lab), *on_b)
+    assert out.returncode == 0, out.stderr  # a read-only run on B leaves A's journal alone
+    assert "perflab restore" in out.stderr
+    out = run_cli("run", str(plan), "--lab", str(lab), *on_b, "--allow-set")
+    assert out.returncode == 2 and "belongs to server" in out.stderr, out.stderr
+    out = run_cli("restore", "--lab", str(lab), *on_b)
+    assert out.returncode == 2 and "belongs to server" in out.stderr, out.stderr
+    assert "Traceback" not in out.stderr
+    assert snapshot(other) == b_before  # nothing changed on B, by any of them
+    assert key_buffer(server) == 64 << 20 and (lab / "journal.json").exists()
+
+    out = run_cli("restore", "--lab", str(lab))  # the journal's own connection: A
     assert out.returncode == 0, out.stderr
     assert "restored on the server" in out.stderr
     assert key_buffer(server) == SITE_KEY_BUFFER
     assert not (lab / "journal.json").exists()
 
 
-def test_sigterm_puts_variables_back(site, tmp_path):
+def test_a_journal_names_what_it_could_not_put_back_and_retires_after_a_restart(site,
+                                                                                tmp_path):
+    server, _, _ = site
+    journal = Journal(tmp_path)
+    with server.connect() as conn:
+        journal.record(server.endpoint, identity(conn),
+                       {"key_buffer_size": str(SITE_KEY_BUFFER), "no_such_variable": "1",
+                        "x = 1; DROP DATABASE appdb; SET @y": "1", "init_connect": None})
+        query(conn, "SET GLOBAL key_buffer_size = 16777216")
+        with pytest.raises(PerflabError) as failed:
+            journal.play_back(conn)
+    assert "no_such_variable" in failed.value.message and "DROP" in failed.value.message
+    assert key_buffer(server) == SITE_KEY_BUFFER  # the others were put back
+    left = json.loads((tmp_path / "journal.json").read_text())["variables"]
+    assert sorted(left) == ["no_such_variable", "x = 1; DROP DATABASE appdb; SET @y"]
+    with server.connect() as conn:
+        assert query(conn, "SHOW DATABASES LIKE 'appdb'")  # the name was never SQL
+
+    entry = json.loads((tmp_path / "journal.json").read_text())
+    entry["identity"]["started"] -= 3600  # as if the server had restarted since
+    entry["variables"] = {"key_buffer_size": str(1 << 20)}
+    (tmp_path / "journal.json").write_text(json.dumps(entry))
+    with server.connect() as conn, pytest.raises(Restarted):
+        journal.play_back(conn)
+    assert key_buffer(server) == SITE_KEY_BUFFER
+    assert not (tmp_path / "journal.json").exists()
+    assert list(tmp_path.glob("journal-retired-*.json"))
+
+
+def test_two_runs_never_change_one_server_at_once(site, tmp_path):
+    server, option_file, _ = site
+    plan = app_plan(tmp_path, "app-locked", configs='[configs.big]\nkey_buffer_size = "64M"\n',
+                    threads=(1,))
+    with server.connect() as holder:  # another perflab, changing this server
+        assert query(holder, "SELECT GET_LOCK('perflab.set_global', 0)")[0][0] == 1
+        out = run_cli("run", str(plan), "--lab", str(tmp_path / "lab"),
+                      *tcp_args(server, option_file), "--allow-set")
+    assert out.returncode == 2 and "another perflab" in out.stderr, out.stderr
+    assert key_buffer(server) == SITE_KEY_BUFFER
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+def test_sigterm_and_sighup_put_variables_back(site, tmp_path, signum):
     server, option_file, _ = site
     plan = app_plan(tmp_path, "app-term", configs='[configs.big]\nkey_buffer_size = "64M"\n'
                     '[configs.asis]\n', threads=(1, 2, 4, 8))
@@ -222,7 +305,7 @@ def test_sigterm_puts_variables_back(site, tmp_path):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         wait_for(lambda: key_buffer(server) == 64 << 20, 60, "the SET GLOBAL")
-        os.kill(proc.pid, signal.SIGTERM)
+        os.kill(proc.pid, signum)
         proc.wait(timeout=60)
     finally:
         if proc.poll() is None:
@@ -288,3 +371,141 @@ def test_a_logged_application_replays_with_its_fingerprints_and_shares(site, tmp
     assert set(shares) == set(expected)
     for fingerprint, share in expected.items():
         assert shares[fingerprint] == pytest.approx(share, abs=0.03), fingerprint
+
+
+# Each statement: what a read-only run does with it, as (the flags given, the words of the
+# refusal), or None when it runs. Statements that write or lock are all refused before the run;
+# the read-only session is the second wall (test below).
+BATTERY = [
+    ("SELECT 1; DELETE FROM items", (), "more than one statement"),
+    ("SHOW PROCESSLIST; KILL 5", (), "more than one statement"),
+    ("SELECT name FROM items WHERE id = 1; UPDATE items SET price = 0", (),
+     "more than one statement"),
+    ("SELECT name FROM items INTO OUTFILE '/tmp/perflab-battery.txt'", (), "INTO OUTFILE"),
+    ("SELECT name INTO DUMPFILE '/tmp/perflab-battery.bin' FROM items LIMIT 1", (),
+     "INTO OUTFILE"),
+    ("SELECT LOAD_FILE('/etc/passwd')", (), "LOAD_FILE"),
+    ("SELECT 1 /*!; DELETE FROM items */", (), "executable comment"),
+    ("SELECT 1 /*M!100000 ; DELETE FROM items */", (), "executable comment"),
+    ("SELECT 'a\\' ; DELETE FROM items; -- '", (), "NO_BACKSLASH_ESCAPES"),
+    ("SELECT 1 --x; DELETE FROM items", (), "more than one statement"),
+    ("SELECT writes_a_row()", (), "calls the server's function WRITES_A_ROW"),
+    ("SELECT appdb.writes_a_row() FROM items LIMIT 1", (), "calls the server's function"),
+    ("SELECT NEXTVAL(seq)", (), "--allow-writes"),
+    ("SELECT SETVAL(seq, 1)", (), "--allow-writes"),
+    ("SELECT NEXT VALUE FOR seq", (), "cannot be parsed"),
+    ("SELECT name FROM items WHERE id = 1 FOR UPDATE", (), "--allow-locks"),
+    ("SELECT name FROM items WHERE id = 1 LOCK IN SHARE MODE", (), "--allow-locks"),
+    ("SELECT GET_LOCK('battery', 100)", (), "--allow-locks"),
+    ("SELECT RELEASE_ALL_LOCKS()", (), "--allow-locks"),
+    ("SELECT * FROM (SELECT id FROM items FOR UPDATE) x", (), "--allow-locks"),
+    ("SELECT 1 INTO @x", (), "--allow-writes"),
+    ("DELETE FROM items", (), "--allow-writes"),
+    ("UPDATE items SET price = 0", (), "--allow-writes"),
+    ("INSERT INTO items VALUES (99999, 'x', 1)", (), "--allow-writes"),
+    ("REPLACE INTO items VALUES (1, 'x', 1)", (), "is not a read perflab can parse"),
+    ("KILL 5", (), "--allow-writes"),
+    ("SET SESSION TRANSACTION READ WRITE", (), "--allow-writes"),
+    ("TRUNCATE items", (), "--allow-writes"),
+    ("DROP TABLE items", (), "--allow-writes"),
+    ("CALL p()", (), "is not a read perflab can parse"),
+    ("DO SLEEP(1)", (), "cannot be parsed"),
+    ("LOCK TABLES items WRITE", (), "is not a read perflab can parse"),
+    ("ANALYZE DELETE FROM items", (), "cannot be parsed"),
+    ("FLUSH TABLES", (), "--allow-writes"),
+    ("DELETE FROM appdb.items", ("--allow-writes",), "perflab_*"),
+    ("DELETE FROM perflab_sql.t", ("--allow-writes",), "perflab_*"),  # default schema appdb
+    ("UPDATE perflab_x.t JOIN appdb.items USING (id) SET t.a = 1", ("--allow-writes",),
+     "appdb.items is not in a perflab_* schema"),
+    # reads, whatever their first word
+    ("WITH c AS (SELECT id FROM items WHERE id < 10) SELECT COUNT(*) FROM c", (), None),
+    ("/* app: list */ SELECT name FROM items WHERE id = {int:1:20000}", (), None),
+    ("(SELECT name FROM items WHERE id = {int:1:20000})", (), None),
+    ("SELECT name FROM items WHERE name = 'O''Brien'", (), None),
+    ("SHOW GLOBAL STATUS LIKE 'Questions'", (), None),
+    ("SELECT name FROM items WHERE id = 1 LOCK IN SHARE MODE", ("--allow-locks",), None),
+]
+
+
+def battery_plan(tmp_path: Path, n: int, sql: str) -> Path:
+    statements = tmp_path / f"battery-{n}-statements.toml"
+    statements.write_text(f"[[statements]]\nsql = {json.dumps(sql)}\n")
+    plan = tmp_path / f"battery-{n}-plan.toml"
+    plan.write_text(app_plan(tmp_path, f"battery-{n}", threads=(2,)).read_text()
+                    .replace(str(tmp_path / "app-statements.toml"), str(statements))
+                    .replace("run_seconds = 2", "run_seconds = 1"))
+    return plan
+
+
+def test_a_battery_of_writes_and_locks_is_refused_and_reads_run(site, tmp_path):
+    """Run through perflab on the site's server as root (every privilege): the refusal comes
+    from perflab, before anything runs; the reads run; nothing changes on the server."""
+    server, _, _ = site
+    with server.connect() as conn:
+        query(conn, "CREATE SEQUENCE IF NOT EXISTS appdb.seq")
+        query(conn, "CREATE FUNCTION IF NOT EXISTS appdb.writes_a_row() RETURNS INT "
+                    "MODIFIES SQL DATA BEGIN UPDATE appdb.items SET price = price + 1 "
+                    "WHERE id = 1; RETURN 1; END")
+        sequence = query(conn, "SELECT NEXTVAL(appdb.seq)")[0][0]
+    before = snapshot(server)
+    lab = Lab(tmp_path / "lab")
+    assert len(BATTERY) >= 40
+    for n, (sql, flags, refusal) in enumerate(BATTERY):
+        out = run_in_process(battery_plan(tmp_path, n, sql), lab, server, flags)
+        if refusal is None:
+            assert out == "ran", (sql, out)
+        else:
+            assert refusal in out, (sql, out)
+    assert snapshot(server) == before
+    with server.connect() as conn:
+        assert query(conn, "SELECT NEXTVAL(appdb.seq)")[0][0] == sequence + 1
+        assert query(conn, "SELECT IS_USED_LOCK('battery')")[0][0] is None
+    assert not Path("/tmp/perflab-battery.txt").exists()
+
+
+def run_in_process(plan: Path, lab: Lab, server: ManagedServer, flags) -> str:
+    """perflab run PLAN --socket ... FLAGS, as the CLI calls it: "ran" or the error's words."""
+    from perflab.existing_runner import run_existing
+    from perflab.server.existing import ExistingServer, Permissions
+    from perflab.studies import resolve_plan
+
+    permissions = Permissions(writes="--allow-writes" in flags,
+                              locks="--allow-locks" in flags)
+    try:
+        summary = run_existing(resolve_plan(str(plan)), lab, ExistingServer(
+            server.endpoint, Journal(lab.root), permissions), lambda _: None)
+    except PerflabError as exc:
+        return f"{exc.message} (hint: {exc.hint})"
+    return "ran" if summary.failed == 0 else "failed"
+
+
+def test_a_write_that_reaches_a_read_only_run_fails_at_the_server(site, tmp_path):
+    """The second wall: were a write to pass perflab's checks, the read-only session of every
+    sysbench connection and of perflab's own stops it at the server."""
+    from perflab.load.workloads import resolve
+    from perflab.plan import Dataset, Workload
+    from perflab.runner import run_load
+    from perflab.server.existing import ExistingServer, Permissions
+
+    server, _, _ = site
+    before = snapshot(server)
+    statements = tmp_path / "writes.toml"
+    statements.write_text('[[statements]]\nsql = "UPDATE items SET price = 0 WHERE id = '
+                          '{int:1:20000}"\n[[statements]]\nsql = "SELECT appdb.writes_a_row()"\n')
+    workload = resolve(Workload("sql", (("file", str(statements)),)))
+    assert workload.writes
+    workload.family.write_files(tmp_path / "files")
+    assert (next((tmp_path / "files").iterdir()).stat().st_mode & 0o777) == 0o600
+    read_only = ExistingServer(replace_endpoint(server.endpoint), Journal(tmp_path),
+                               Permissions())
+    with pytest.raises(PerflabError) as failed:
+        run_load(read_only, workload, Dataset(existing="appdb"), 2, 1)
+    assert "READ ONLY" in (failed.value.detail or "") + failed.value.message
+    with read_only.connect() as conn, pytest.raises(Exception, match="READ ONLY"):
+        query(conn, "DELETE FROM appdb.items")
+    assert snapshot(server) == before
+
+
+def replace_endpoint(endpoint: Endpoint) -> Endpoint:
+    from dataclasses import replace
+    return replace(endpoint, read_only=True)

@@ -1,11 +1,15 @@
 """The user's own workload file: parsing and its errors (no server needed)."""
 
+from pathlib import Path
+
 import pytest
 
 from perflab.errors import PerflabError
 from perflab.load.sqlworkload import load_sql_workload
 from perflab.load.workloads import resolve
 from perflab.plan import Workload
+
+pytestmark = pytest.mark.fast
 
 GOOD = """
 [schema]
@@ -30,10 +34,18 @@ def test_a_workload_file_parses_and_writes_its_statements(tmp_path):
     assert workload.schema == ("CREATE TABLE t (id INT PRIMARY KEY, v INT)",)
     assert workload.data[0].columns == (("id", "seq"), ("v", "int:1:9"))
     assert [w for w, _ in workload.statements] == [3, 1]
-    lines = workload.statements_file().read_text().splitlines()
+    lines = workload.statements_text().splitlines()
     assert lines == ["3\tSELECT v FROM t WHERE id = {int:1:10}",
                      "1\tUPDATE t SET v = {int:1:9} WHERE id = {int:1:10}"]
-    assert resolve(Workload("sql", (("file", str(path)),))).name == "sql"
+    resolved = resolve(Workload("sql", (("file", str(path)),)))
+    assert resolved.name == "sql" and resolved.writes  # the UPDATE
+    resolved.family.write_files(tmp_path / "lab")
+    written = resolved.family.sysbench_environment()["PERFLAB_SQL_STATEMENTS"]
+    assert Path(written).read_text() == workload.statements_text()
+    assert Path(written).stat().st_mode & 0o777 == 0o600
+    resolved.family.write_files(tmp_path / "lab")  # the next run's file replaces it
+    assert [p.name for p in (tmp_path / "lab").iterdir()] == \
+        [Path(resolved.family.sysbench_environment()["PERFLAB_SQL_STATEMENTS"]).name]
 
 
 @pytest.mark.parametrize(("edit", "message"), [
@@ -43,6 +55,10 @@ def test_a_workload_file_parses_and_writes_its_statements(tmp_path):
     (('v = "int:1:9"', 'v = "float:1:9"'), "is not a generator"),
     (("rows = 10", "rows = 0"), "rows must be a positive integer"),
     (("[schema]", "[schemas]"), "unknown key schemas"),
+    (("WHERE id = {int:1:10}\"", "WHERE id = {int:1:10}; DELETE FROM t\""),
+     "more than one statement"),
+    (("WHERE id = {int:1:10}\"", "WHERE id = {pick:p}\"\npicks = { p = [\"'it\\\\'s'\"] }"),
+     "NO_BACKSLASH_ESCAPES"),
 ])
 def test_mistakes_in_a_workload_file_are_one_line(tmp_path, edit, message):
     path = tmp_path / "w.toml"

@@ -63,6 +63,7 @@ def test_every_workload_runs_on_the_engine(engine, tmp_path):
         loaded = set()
         for name, spec in WORKLOADS.items():
             workload = resolve(Workload(name, workload_options(name, tmp_path)))
+            workload.family.write_files(tmp_path / "files")
             if workload.family.schema not in loaded:
                 workload.family.load(server.endpoint, dataset)
                 loaded.add(workload.family.schema)

@@ -35,10 +35,11 @@ from perflab.studies import builtin_names, builtin_path, resolve_plan
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    for signum in (signal.SIGINT, signal.SIGTERM):  # a Ctrl-C is never lost in a destructor
+    # a Ctrl-C is never lost in a destructor; a dropped ssh (SIGHUP) stops perflab as cleanly
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, request_stop)
     try:
-        _restore_first(args)
+        _note_pending_journal(args)
         code = args.func(args)
         sys.stdout.flush()  # here, so that a reader gone away is caught below
         return code
@@ -98,6 +99,9 @@ def build_parser() -> argparse.ArgumentParser:
     target.add_argument("--allow-set", action="store_true",
                         help="let configurations SET GLOBAL dynamic variables; they are "
                         "journalled in the lab and put back at the end")
+    target.add_argument("--allow-locks", action="store_true",
+                        help="let the workload's statements take locks (FOR UPDATE, LOCK IN "
+                        "SHARE MODE, GET_LOCK)")
     run.set_defaults(func=cmd_run)
 
     restore = sub.add_parser(
@@ -250,25 +254,18 @@ def _endpoint(args: argparse.Namespace) -> Endpoint | None:
                     if args.defaults_file else None)
 
 
-def _restore_first(args: argparse.Namespace) -> None:
-    """Any command on a lab first puts back what a killed perflab left changed on a server it
-    did not start (unless a running perflab holds the lab: the journal is still its own)."""
-    from perflab.server.existing import Journal, restore_pending
+def _note_pending_journal(args: argparse.Namespace) -> None:
+    """A command on a lab whose journal holds variables a killed perflab changed on a server
+    it did not start says so; only `restore` and `run --allow-set` play it back."""
+    from perflab.server.existing import pending_note
 
     lab_dir = getattr(args, "lab", None)
-    if not isinstance(lab_dir, Path) or getattr(args, "socket", None) or \
-            getattr(args, "host", None) or args.func is cmd_restore:
-        return  # with a server given, the command itself restores, with its credentials
-    lab = Lab(lab_dir)
-    if not lab.root.is_dir() or Journal(lab.root).pending() is None:
+    if not isinstance(lab_dir, Path) or args.func is cmd_restore or \
+            getattr(args, "allow_set", False) or not Lab(lab_dir).root.is_dir():
         return
-    try:
-        with lab.locked():
-            restore_pending(lab.root, None, _say)
-    except PerflabError as exc:
-        print(f"perflab: warning: {exc.message}", file=sys.stderr)
-        if exc.hint:
-            print(f"  hint: {exc.hint}", file=sys.stderr)
+    note = pending_note(Lab(lab_dir).root)
+    if note:
+        print(f"perflab: warning: {note}", file=sys.stderr)
 
 
 def cmd_restore(args: argparse.Namespace) -> int:
@@ -300,16 +297,17 @@ def cmd_run(args: argparse.Namespace) -> int:
     say = (lambda _msg: None) if args.quiet else _say
     endpoint = _endpoint(args)
     if endpoint is None:
-        if args.allow_writes or args.allow_set:
-            raise PerflabError("--allow-writes and --allow-set are for a server perflab did "
-                               "not start", hint="give it with --socket or --host")
+        if args.allow_writes or args.allow_set or args.allow_locks:
+            raise PerflabError("--allow-writes, --allow-set and --allow-locks are for a server "
+                               "perflab did not start", hint="give it with --socket or --host")
         summary = run_study(plan, lab, say)
     else:
         from perflab.existing_runner import run_existing
         from perflab.server.existing import ExistingServer, Journal, Permissions
 
         server = ExistingServer(endpoint, Journal(lab.root),
-                                Permissions(args.allow_writes, args.allow_set))
+                                Permissions(args.allow_writes, args.allow_set,
+                                            args.allow_locks))
         summary = run_existing(plan, lab, server, say)
     say(
         f"{summary.measured} point(s) measured in {summary.rounds} round(s) "

@@ -9,19 +9,29 @@ when the run ends. What the user did not allow is refused before anything runs:
 - variables that need a restart, allocators, CPU pinning or the connection type of the server;
 - any SET GLOBAL without --allow-set;
 - a workload that writes, or a dataset to load, without --allow-writes, and even with it
-  anywhere but a schema of perflab's own (perflab_*): loaders drop and re-create their schema.
+  anywhere but a schema of perflab's own (perflab_*): loaders drop and re-create their schema,
+  and every table a writing statement names must be in one;
+- the user's statements that are not plain reads (load/classify.py): several statements in one,
+  files written or read on the database host and executable comments always, locking reads
+  without --allow-locks, writes and calls of stored functions without --allow-writes.
+
+A run whose workload does not write keeps every session read-only at the server (perflab's own
+and each of sysbench's), so what the checks above missed still cannot change a row.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
+import pymysql
+
 from perflab.errors import PerflabError
 from perflab.lab import Lab
+from perflab.load.classify import Classified, Kind
 from perflab.plan import Environment, Plan, ServerConfig
 from perflab.runner import Runner, RunSummary, Say, validate
 from perflab.server.connection import query
-from perflab.server.existing import ExistingServer, restore_pending
+from perflab.server.existing import ExistingServer, Permissions, restore_pending
 from perflab.server.variables import Catalog, read_catalog
 from perflab.store import ResultStore
 
@@ -30,11 +40,20 @@ OWN_SCHEMA_PREFIX = "perflab_"
 
 def run_existing(plan: Plan, lab: Lab, server: ExistingServer, say: Say = print
                  ) -> RunSummary:
-    """The study in `lab`, measured on `server`; first puts back what an earlier perflab that
-    was killed left changed on it."""
+    """The study in `lab`, measured on `server`. With --allow-set, first puts back what an
+    earlier perflab that was killed left changed on it (and refuses to run when the lab's
+    journal belongs to another server); without, the journal is left alone (the command line
+    has said it is there)."""
     with lab.locked(), lab.store() as store:
-        restore_pending(lab.root, server.endpoint, say)
-        return ExistingRunner(plan, lab, store, say, server).run()
+        if server.permissions.set_variables:
+            restore_pending(lab.root, server.endpoint, say)
+        runner = ExistingRunner(plan, lab, store, say, server)
+        if any(config.variables for config in plan.configs):
+            server.claim()  # before the first point: another perflab changing it stops this one
+        try:
+            return runner.run()
+        finally:
+            server.release()
 
 
 class ExistingRunner(Runner):
@@ -44,6 +63,8 @@ class ExistingRunner(Runner):
                  server: ExistingServer):
         self.existing = server
         super().__init__(plan, lab, store, say)
+        if not self.workload.writes:  # the server enforces what the checks promised
+            server.endpoint = replace(server.endpoint, read_only=True)
         self.server = server
         self.loaded: set[str] = set()  # datasets loaded into perflab's schema by this run
 
@@ -58,6 +79,7 @@ class ExistingRunner(Runner):
                                "cannot profile a server perflab did not start",
                                hint="set profile = false for this run")
         schema = plan.dataset.existing or self.workload.family.schema
+        self._check_statements(schema)
         if self.workload.writes and not allowed.writes:
             raise PerflabError(f"workload {plan.workload.label} writes, and this server was "
                                "not started by perflab", hint="add --allow-writes to let it "
@@ -73,10 +95,47 @@ class ExistingRunner(Runner):
                 f"perflab writes only into schemas of its own (perflab_*), not {schema}",
                 hint="on someone else's server, run read-only workloads on existing data, or "
                      "the sql workload, whose schema is perflab_sql")
+        if not self.workload.writes:
+            self._check_sessions_stay_read_only()
         for config in plan.configs:
             self._check_config(config)
         self._check_schema(plan)
         return validate(plan, self.catalog, self.workload)
+
+    def _check_statements(self, schema: str) -> None:
+        """Each of the user's statements against what was allowed (one line: the statement,
+        what it does, the flag that would let it run)."""
+        statements = self.workload.family.statements()
+        routines = self._routines() if statements else set()
+        for n, (sql, kind) in enumerate(statements, 1):
+            refusal = statement_refusal(kind, self.existing.permissions, schema, routines)
+            if refusal:
+                reason, hint = refusal
+                raise PerflabError(f"statement {n} ({' '.join(sql.split())[:60]}) {reason}",
+                                   hint=hint)
+
+    def _routines(self) -> set[tuple[str, str]]:
+        """(schema, NAME) of the server's stored functions, ("", NAME) of its loadable ones."""
+        with self.existing.connect() as conn:
+            found = {(s, n.upper()) for s, n in query(
+                conn, "SELECT ROUTINE_SCHEMA, ROUTINE_NAME FROM information_schema.ROUTINES "
+                      "WHERE ROUTINE_TYPE = 'FUNCTION'")}
+            try:
+                found |= {("", n.upper()) for (n,) in query(conn, "SELECT name FROM mysql.func")}
+            except pymysql.MySQLError:
+                pass  # not readable by this user: its stored functions are still checked
+        return found
+
+    def _check_sessions_stay_read_only(self) -> None:
+        """sysbench opens a new session after an error it ignores or on `reconnect`, and that
+        one is not read-only: neither is allowed on a read-only run."""
+        options = dict(self.plan.workload.options)
+        for name in ("mysql_ignore_errors", "reconnect"):
+            if options.get(name) not in (None, "", 0, "none", False):
+                raise PerflabError(
+                    f"workload.options.{name}: sysbench would open sessions that are not "
+                    "read-only, on a server perflab did not start",
+                    hint=f"remove {name}, or add --allow-writes if the workload may write")
 
     def _check_config(self, config: ServerConfig) -> None:
         where = f"configs.{config.name}"
@@ -122,7 +181,8 @@ class ExistingRunner(Runner):
         if dataset.existing or key in self.loaded:
             return
         self.say(f"loading dataset {key} into schema {self.workload.family.schema}")
-        report = self.workload.family.load(self.existing.endpoint, dataset)
+        writable = replace(self.existing.endpoint, read_only=False)  # --allow-writes said so
+        report = self.workload.family.load(writable, dataset)
         self.say(f"loaded {report.rows} rows in {report.seconds:.1f} s")
         self.loaded.add(key)
 
@@ -154,3 +214,33 @@ class ExistingRunner(Runner):
         """Puts back what was changed; the server itself runs on."""
         self.existing.stop()
         self.active = None
+
+
+def statement_refusal(kind: Classified, allowed: Permissions, schema: str,
+                      routines: set[tuple[str, str]]) -> tuple[str, str] | None:
+    """Why one statement may not run on someone else's server with what was `allowed`, and
+    what would let it (reason, hint); None when it may. `schema` is the run's default one,
+    `routines` the server's stored and loadable functions."""
+    if kind.kind is Kind.NEVER:
+        return kind.reason, "remove it from the workload: perflab never runs it on a server " \
+                            "it did not start"
+    if kind.kind is Kind.UNKNOWN:
+        return kind.reason, "rewrite it as a statement perflab can parse, or measure it on a " \
+                            "managed server"
+    if kind.kind is Kind.LOCKS and not allowed.locks:
+        return kind.reason, "add --allow-locks to let it hold locks on the server during the run"
+    called = sorted(f"{s}.{n}" if s else n for s, n in kind.calls
+                    if (s or schema, n) in routines or ("", n) in routines)
+    if not allowed.writes:
+        if kind.kind is Kind.WRITES:
+            return kind.reason, "add --allow-writes to let it write (perflab_* schemas only)"
+        if called:
+            return f"calls the server's function {called[0]}, which may write", \
+                "add --allow-writes to let it run (perflab_* schemas only)"
+        return None
+    foreign = sorted(f"{s or schema}.{t}" for s, t in kind.tables
+                     if kind.writes and not (s or schema).startswith(OWN_SCHEMA_PREFIX))
+    if foreign:
+        return f"writes where perflab may not: {foreign[0]} is not in a perflab_* schema", \
+            "on someone else's server perflab writes only into schemas of its own (perflab_*)"
+    return None

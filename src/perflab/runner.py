@@ -110,8 +110,8 @@ def run_load(
 ) -> sysbench.LoadResult:
     """sysbench against a running server: the one way perflab drives load (warm-up or point)."""
     argv = sysbench.command(workload, dataset, server.endpoint, threads, seconds)
-    return sysbench.run([*(client or []), *argv], sysbench.environment(workload), seconds,
-                        threads, server.endpoint.sysbench_input())
+    return sysbench.run([*(client or []), *argv], sysbench.environment(workload, server.endpoint),
+                        seconds, threads, server.endpoint.sysbench_input())
 
 
 def run_study(plan: Plan, lab: Lab, say: Say = print) -> RunSummary:
@@ -135,6 +135,7 @@ class Runner:
         self.store = store
         self.say = say
         self.workload: ResolvedWorkload = resolve(plan.workload)
+        self.workload.family.write_files(lab.root / "workload")
         self.catalog: Catalog = self._catalog()
         self.version = self.catalog.version
         self._options = self._validate(plan)
@@ -611,9 +612,10 @@ class Runner:
         threads = run.effective_warmup_threads
         argv = sysbench.command(self.workload, self.plan.dataset_for(config),
                                 self.server.endpoint, threads, run.warmup_seconds)
+        endpoint = self.server.endpoint
         took = sysbench.run_until_steady([*env.client_prefix(config.environment), *argv],
-                                         sysbench.environment(self.workload),
-                                         run.warmup_seconds, self.server.endpoint.sysbench_input())
+                                         sysbench.environment(self.workload, endpoint),
+                                         run.warmup_seconds, endpoint.sysbench_input())
         if self.workload.writes:
             self.slot.set_state(dirty=True)
         self.say(f"warmed up {config.name}: {preloaded}steady after {took:.1f} s at {threads} "

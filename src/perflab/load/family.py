@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from pathlib import Path
 from typing import ClassVar
 
+from perflab.load.classify import Classified
 from perflab.plan import Dataset, Scalar
 from perflab.server.connection import Endpoint
 
@@ -76,6 +78,16 @@ class Family(ABC):
     def sysbench_args(self, dataset: Dataset, writes: bool) -> list[str]:
         """Arguments sysbench needs for this family's dataset (beyond the workload options)."""
         return []
+
+    def statements(self) -> tuple[tuple[str, Classified], ...]:
+        """The user's own statements and what each does (a built-in script has none: it is as
+        its workload declares)."""
+        return ()
+
+    def write_files(self, directory: Path) -> None:
+        """Write what the family's Lua scripts read into `directory` (the lab), before the
+        first sysbench; most families read nothing."""
+        return None
 
     def sysbench_environment(self) -> dict[str, str]:
         """Environment variables the family's Lua scripts read."""

@@ -21,6 +21,7 @@ written with its quotes). Column generators: seq (1, 2, 3, ...), int:LO:HI, str:
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import tempfile
 import time
@@ -29,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from perflab.errors import PerflabError
+from perflab.load.classify import Classified, Kind, classify, several_statements
 from perflab.load.family import Family, LoadReport
 from perflab.plan import Dataset, Scalar
 from perflab.server.connection import Endpoint, query
@@ -36,7 +38,6 @@ from perflab.server.connection import Endpoint, query
 SCHEMA = "perflab_sql"
 PLACEHOLDER = re.compile(r"\{(int|str):(-?\d+):(-?\d+)\}")
 GENERATOR = re.compile(r"^(seq|int:(-?\d+):(-?\d+)|str:(\d+):(\d+))$")
-READS = ("select", "show", "explain", "describe", "desc ")  # statements that change nothing
 PICK = re.compile(r"\{pick:([A-Za-z_][A-Za-z0-9_]*)\}")
 SQL_LITERAL = re.compile(  # a number, NULL, or one quoted string (either quote, SQL escapes)
     r"^(?:'(?:[^'\\]|\\.|'')*'|\"(?:[^\"\\]|\\.|\"\")*\"|-?\d+(?:\.\d+)?|NULL)$", re.S)
@@ -59,22 +60,17 @@ class SqlWorkload:
     statements: tuple[tuple[int, str], ...]  # (weight, template)
     # per statement: its pick lists as (name, SQL literals)
     picks: tuple[tuple[tuple[str, tuple[str, ...]], ...], ...] = ()
+    kinds: tuple[Classified, ...] = ()  # per statement: what it does to a server
 
-    def statements_file(self) -> Path:
+    def statements_text(self) -> str:
         """The statements as `weight<TAB>template` lines for lua/perflab_sql.lua, each followed
         by its pick lists as `<TAB>name<TAB>literal` lines."""
-        path = Path(tempfile.gettempdir()) / f"perflab-sql-{self.digest}.txt"
-        if not path.exists():
-            lines = []
-            for n, (weight, sql) in enumerate(self.statements):
-                lines.append(f"{weight}\t{' '.join(sql.split())}\n")
-                for name, literals in (self.picks[n] if self.picks else ()):
-                    lines += [f"\t{name}\t{_one_line(literal)}\n" for literal in literals]
-            text = "".join(lines)
-            partial = path.with_suffix(".partial")
-            partial.write_text(text)
-            partial.rename(path)
-        return path
+        lines = []
+        for n, (weight, sql) in enumerate(self.statements):
+            lines.append(f"{weight}\t{sent(sql)}\n")
+            for name, literals in (self.picks[n] if self.picks else ()):
+                lines += [f"\t{name}\t{_one_line(literal)}\n" for literal in literals]
+        return "".join(lines)
 
 
 class SqlFamily(Family):
@@ -90,14 +86,30 @@ class SqlFamily(Family):
             raise PerflabError(f"{where}.options.file is required for the sql workload",
                                hint='options = { file = "my-workload.toml" }')
         self.sql_file = load_sql_workload(str(options["file"]), f"{where}.options.file")
+        self.statements_path: Path | None = None
 
     def dataset_settings(self) -> dict[str, Scalar]:
         return {"sql": self.sql_file.digest}  # the file's content names the data, not its path
 
     def writes(self, declared: bool) -> bool:
-        """Only when a statement is not a read: a file of SELECTs runs read-only."""
-        return any(not sql.lstrip().lower().startswith(READS)
-                   for _, sql in self.sql_file.statements)
+        """Only when a statement is not a plain or locking read: a file of SELECTs runs
+        read-only."""
+        return any(kind.writes for kind in self.sql_file.kinds)
+
+    def statements(self) -> tuple[tuple[str, Classified], ...]:
+        return tuple((sql, kind) for (_, sql), kind in zip(self.sql_file.statements,
+                                                            self.sql_file.kinds, strict=True))
+
+    def write_files(self, directory: Path) -> None:
+        """The statements file, readable by its owner only, at a name nobody can guess, in
+        `directory` (the lab); the one an earlier run left there is removed."""
+        directory.mkdir(parents=True, exist_ok=True)
+        for old in directory.glob("statements-*.txt"):
+            old.unlink(missing_ok=True)
+        handle, name = tempfile.mkstemp(prefix="statements-", suffix=".txt", dir=directory)
+        with os.fdopen(handle, "w") as out:  # mkstemp: mode 0600, O_EXCL
+            out.write(self.sql_file.statements_text())
+        self.statements_path = Path(name)
 
     def load(self, endpoint: Endpoint, dataset: Dataset) -> LoadReport:
         started = time.monotonic()
@@ -105,7 +117,9 @@ class SqlFamily(Family):
         return LoadReport(rows, len(self.sql_file.data), time.monotonic() - started)
 
     def sysbench_environment(self) -> dict[str, str]:
-        return {"PERFLAB_SQL_STATEMENTS": str(self.sql_file.statements_file())}
+        if self.statements_path is None:
+            raise RuntimeError("SqlFamily.write_files() was not called before sysbench")
+        return {"PERFLAB_SQL_STATEMENTS": str(self.statements_path)}
 
 
 def load_sql_workload(path: str | Path, where: str = "workload.options.file") -> SqlWorkload:
@@ -145,7 +159,21 @@ def load_sql_workload(path: str | Path, where: str = "workload.options.file") ->
     digest = hashlib.sha256(text.encode()).hexdigest()[:12]
     return SqlWorkload(path.resolve(), digest, tuple(schema), specs,
                        tuple((weight, sql) for weight, sql, _ in parsed),
-                       tuple(picks for _, _, picks in parsed))
+                       tuple(picks for _, _, picks in parsed),
+                       tuple(classify(example(sql, picks)) for _, sql, picks in parsed))
+
+
+def sent(template: str) -> str:
+    """A statement template as sysbench sends it: on one line, runs of blanks as one."""
+    return " ".join(template.split())
+
+
+def example(template: str, picks: tuple[tuple[str, tuple[str, ...]], ...]) -> str:
+    """The statement as sent, its placeholders filled with one value each: what classify()
+    reads (every value a placeholder takes is one literal of the same kind)."""
+    first = {name: literals[0] for name, literals in picks}
+    sql = PLACEHOLDER.sub(lambda m: m.group(2) if m.group(1) == "int" else "'a'", sent(template))
+    return PICK.sub(lambda m: first[m.group(1)], sql)
 
 
 def load_sql_dataset(endpoint: Endpoint, workload: SqlWorkload, engine: str) -> int:
@@ -240,6 +268,10 @@ def _statement(item, n: int, path: Path
     if re.search(r"\{(int|str|pick)[^}]*\}", leftover):
         raise PerflabError(f"{where}: a placeholder is malformed (use {{int:LO:HI}}, "
                            "{str:MIN:MAX} or {pick:NAME})")
+    if several_statements(PICK.sub("0", PLACEHOLDER.sub("0", sent(sql)))):
+        raise PerflabError(f"{where}.sql holds more than one statement",
+                           hint="one statement per [[statements]] entry, without a ';' between "
+                                "two")
     return weight, sql, _picks(item.get("picks", {}), set(PICK.findall(sql)), where)
 
 
@@ -265,6 +297,11 @@ def _picks(table, used: set[str], where: str) -> tuple[tuple[str, tuple[str, ...
             if not isinstance(literal, str) or not SQL_LITERAL.match(literal):
                 raise PerflabError(f"{where}.picks.{name}: {value!r} is not an SQL literal",
                                    hint="a number, or a string with its quotes: \"'Alice'\"")
+            if classify(f"SELECT {literal}").kind is not Kind.READ:
+                raise PerflabError(f"{where}.picks.{name}: {value!r} reads as another literal "
+                                   "when the server has sql_mode NO_BACKSLASH_ESCAPES",
+                                   hint="write a quote inside a string doubled ('it''s'), "
+                                        "not after a backslash")
             literals.append(literal)
         out.append((name, tuple(literals)))
     return tuple(out)

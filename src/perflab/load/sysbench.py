@@ -116,11 +116,16 @@ def command(
     return [*argv, "run"]
 
 
-def environment(workload: ResolvedWorkload) -> dict[str, str]:
+def environment(workload: ResolvedWorkload, endpoint: Endpoint | None = None
+                ) -> dict[str, str]:
+    """sysbench's environment for `workload`; with an `endpoint` whose sessions must be
+    read-only, lua/perflab.lua makes every connection of the workload's script read-only."""
     env = dict(os.environ)
     env["PERFLAB_WORKLOAD"] = workload.spec.script
     env["LUA_PATH"] = f"{LUA_DIR}/?.lua;{SYSBENCH_SCRIPTS}/?.lua;;"
     env.update(workload.family.sysbench_environment())
+    if endpoint is not None and endpoint.read_only:
+        env["PERFLAB_READ_ONLY"] = "1"
     return env
 
 

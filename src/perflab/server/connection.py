@@ -7,6 +7,9 @@ from dataclasses import dataclass, field
 
 import pymysql
 
+# The statement lua/perflab.lua also sends on each of sysbench's connections.
+READ_ONLY_SESSION = "SET SESSION TRANSACTION READ ONLY"
+
 
 @dataclass(frozen=True)
 class Endpoint:
@@ -18,15 +21,18 @@ class Endpoint:
     user: str = "root"  # "" with an option_file: the file's user
     password: str = field(default="", repr=False)
     option_file: str | None = None  # a my.cnf whose [client] group may hold user and password
+    read_only: bool = False  # every session read-only at the server (someone else's server)
 
     def connect(self, database: str | None = None, timeout: float = 10) -> pymysql.Connection:
+        """A session, autocommit; read-only at the server when the endpoint is (a write then
+        fails there with error 1792, whatever the statement looked like)."""
         if self.socket:
             where = {"unix_socket": self.socket}
         else:
             where = {"host": self.host, "port": self.port}
         if self.option_file:
             where["read_default_file"] = self.option_file
-        return pymysql.connect(
+        conn = pymysql.connect(
             **where,
             user=self.user,
             password=self.password,
@@ -35,6 +41,9 @@ class Endpoint:
             connect_timeout=timeout,
             read_timeout=None,
         )
+        if self.read_only:
+            query(conn, READ_ONLY_SESSION)
+        return conn
 
     def credentials(self) -> tuple[str, str]:
         """(user, password): the ones given, else the option file's [client] group's."""

@@ -3,23 +3,33 @@
 Such a server is read-only to perflab unless the user allows more (`Permissions`): writes only
 into a schema of perflab's own, SET GLOBAL only of dynamic variables, never a restart. Every
 variable perflab changes is written to the lab's journal (LAB/journal.json) before it changes,
-with the value it had; the journal is played back when the run ends, on Ctrl-C or SIGTERM, and
-by the next perflab command on the lab when perflab was killed (`restore_pending`).
+with the value it had and the identity of the server (host name, port, socket, datadir, start
+time). The journal is played back when the run ends, on Ctrl-C, SIGTERM or SIGHUP, and after a
+kill by `perflab restore` or the next `run --allow-set` on the lab (`restore_pending`): only on
+the server it was written for, and not at all on one restarted since (its globals are its
+configuration's again). Commands that only read never play it back: they say it is there.
+While perflab changes a server's variables it holds a named lock there (GET_LOCK), so that two
+perflab runs never change one server at once.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pymysql
 
 from perflab.errors import PerflabError, error_text
-from perflab.server.connection import Endpoint, query, set_globals
+from perflab.server.connection import Endpoint, query, sql_value
 
 JOURNAL = "journal.json"
+LOCK_NAME = "perflab.set_global"  # GET_LOCK's name: one perflab changing a server at a time
+NAME = re.compile(r"^[a-z_][a-z0-9_]*$")  # a server variable's name, safe to write in SQL
+RESTART_SLACK = 5  # seconds: a start time that moved more than this is a restart
 
 
 @dataclass(frozen=True)
@@ -28,30 +38,65 @@ class Permissions:
 
     writes: bool = False  # --allow-writes: datasets and writing workloads, in perflab_* schemas
     set_variables: bool = False  # --allow-set: SET GLOBAL of dynamic variables, put back after
+    locks: bool = False  # --allow-locks: locking reads and named locks (GET_LOCK)
+
+
+def identity(conn: pymysql.Connection) -> dict:
+    """Which server this is: what survives a reconnection, and when it started (a restart
+    resets every global variable to the server's configuration)."""
+    hostname, port, socket, datadir, started = query(
+        conn, "SELECT @@hostname, @@port, @@socket, @@datadir, UNIX_TIMESTAMP() - "
+              "VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS "
+              "WHERE VARIABLE_NAME = 'UPTIME'")[0]
+    return {"hostname": hostname, "port": int(port), "socket": socket, "datadir": datadir,
+            "started": int(started)}
+
+
+def _same_server(recorded: dict, seen: dict) -> bool:
+    return all(recorded[key] == seen[key] for key in ("hostname", "port", "socket", "datadir"))
+
+
+def _described(server: dict) -> str:
+    return f"{server['hostname']}:{server['port']} (datadir {server['datadir']})"
 
 
 class Journal:
-    """The variables perflab changed on an existing server and the values they had."""
+    """The variables perflab changed on one existing server and the values they had."""
 
     def __init__(self, lab_root: Path):
         self.path = lab_root / JOURNAL
 
     def pending(self) -> dict | None:
         try:
-            return json.loads(self.path.read_text())
+            entry = json.loads(self.path.read_text())
         except FileNotFoundError:
             return None
         except ValueError as exc:
             raise PerflabError(f"{self.path} is damaged ({exc})",
                                hint="restore the variables it names by hand, then delete it") \
                 from None
+        if "identity" not in entry:
+            raise PerflabError(f"{self.path} was written by an older perflab and does not say "
+                               "which server it belongs to",
+                               hint="restore the variables it names by hand, then delete it")
+        return entry
 
-    def record(self, endpoint: Endpoint, originals: dict[str, str]) -> None:
+    def record(self, endpoint: Endpoint, server: dict, originals: dict[str, str | None]
+               ) -> None:
         """Note the values before they change; the first value noted for a variable stays (it
         is the one the server had before perflab touched it). Durable before it returns."""
-        entry = self.pending() or {"server": endpoint.describe(), "variables": {}}
+        entry = self.pending() or {"server": endpoint.describe(), "identity": server,
+                                   "variables": {}}
+        if not _same_server(entry["identity"], server):
+            raise PerflabError(
+                f"{self.path} holds variables changed on another server, "
+                f"{_described(entry['identity'])}", hint="put them back first: perflab restore "
+                f"--lab {self.path.parent} with that server's connection options")
         for name, value in originals.items():
             entry["variables"].setdefault(name, value)
+        self._write(entry)
+
+    def _write(self, entry: dict) -> None:
         partial = self.path.with_suffix(".partial")
         with open(partial, "w") as handle:
             handle.write(json.dumps(entry, indent=1))
@@ -59,30 +104,81 @@ class Journal:
             os.fsync(handle.fileno())
         partial.rename(self.path)
 
-    def play_back(self, endpoint: Endpoint) -> dict[str, str]:
-        """Set every journalled variable back to its original value, then forget them; returns
-        what was restored."""
+    def play_back(self, conn: pymysql.Connection) -> dict[str, str | None]:
+        """Set every journalled variable back to its original value on the server `conn`
+        reaches, if it is the journal's and has not restarted since; returns what was
+        restored. A variable that cannot be set back stays journalled, the others are set."""
         entry = self.pending()
         if not entry:
             return {}
-        restored = entry["variables"]
-        with endpoint.connect() as conn:
-            set_globals(conn, restored)
+        recorded, seen = entry["identity"], identity(conn)
+        if not _same_server(recorded, seen):
+            raise PerflabError(
+                f"{self.path} belongs to server {_described(recorded)}, not to "
+                f"{_described(seen)}: nothing was changed here",
+                hint=f"perflab restore --lab {self.path.parent} with the connection options of "
+                     f"{recorded['hostname']}:{recorded['port']}")
+        if abs(seen["started"] - recorded["started"]) > RESTART_SLACK:
+            self.retire()
+            raise Restarted(entry["variables"])
+        failed = {}
+        for name, value in entry["variables"].items():
+            try:
+                set_global(conn, name, value)
+            except (pymysql.MySQLError, PerflabError) as exc:
+                failed[name] = error_text(exc) if isinstance(exc, pymysql.MySQLError) \
+                    else exc.message
+        if failed:
+            entry["variables"] = {k: v for k, v in entry["variables"].items() if k in failed}
+            self._write(entry)
+            raise PerflabError(
+                "could not put back " + "; ".join(f"{k}: {why}" for k, why in failed.items()),
+                hint=f"they stay in {self.path}; once fixed, perflab restore --lab "
+                     f"{self.path.parent}")
         self.path.unlink()
-        return restored
+        return {k: v for k, v in entry["variables"].items()}
+
+    def retire(self) -> None:
+        """Keep a journal that no longer applies beside the lab, for the record."""
+        self.path.rename(self.path.with_name(f"journal-retired-{int(time.time())}.json"))
+
+
+class Restarted(Exception):
+    """The journal's server restarted since: its globals are its configuration's again."""
+
+    def __init__(self, variables: dict):
+        super().__init__("restarted")
+        self.variables = variables
+
+
+def set_global(conn: pymysql.Connection, name: str, value: str | None) -> None:
+    """SET GLOBAL one variable the server has, its value sent as a parameter (NULL for
+    None): the name is checked, never pasted into SQL as it came."""
+    if not NAME.match(name) or not query(
+            conn, "SELECT 1 FROM information_schema.GLOBAL_VARIABLES WHERE VARIABLE_NAME = %s",
+            (name,)):
+        raise PerflabError(f"{name!r} is not a variable of this server")
+    query(conn, f"SET GLOBAL {name} = %s", (None if value is None else sql_value(value),))
 
 
 def restore_pending(lab_root: Path, endpoint: Endpoint | None, say) -> None:
     """Put back what a killed perflab left changed on an existing server. With no endpoint
     given, the journal's own (socket or host, user, option file; never a password) is tried;
-    a server that cannot be reached that way is a PerflabError telling how to restore."""
+    a server that cannot be reached that way, or another server, is a PerflabError telling how
+    to restore."""
     journal = Journal(lab_root)
     entry = journal.pending()
     if not entry:
         return
     target = endpoint or Endpoint.from_description(entry["server"])
     try:
-        restored = journal.play_back(target)
+        with target.connect() as conn:
+            restored = journal.play_back(conn)
+    except Restarted as restarted:
+        say(f"the server {_described(entry['identity'])} restarted since perflab changed "
+            f"{', '.join(restarted.variables)}: they are its configuration's again; nothing to "
+            f"put back (the journal is kept as {journal.path.parent}/journal-retired-*.json)")
+        return
     except pymysql.MySQLError as exc:
         raise PerflabError(
             f"{lab_root} holds variables changed on {entry['server'].get('where', 'a server')} "
@@ -94,6 +190,16 @@ def restore_pending(lab_root: Path, endpoint: Endpoint | None, say) -> None:
         + ", ".join(f"{k}={v}" for k, v in restored.items()))
 
 
+def pending_note(lab_root: Path) -> str | None:
+    """What a command that only reads says of a journal it leaves alone."""
+    entry = Journal(lab_root).pending()
+    if not entry:
+        return None
+    return (f"{lab_root} holds variables a stopped perflab changed on "
+            f"{_described(entry['identity'])} ({', '.join(entry['variables'])}); "
+            f"perflab restore --lab {lab_root} puts them back")
+
+
 @dataclass
 class ExistingServer:
     """The face of an existing server that a run needs: connect, check it answers, change
@@ -103,6 +209,7 @@ class ExistingServer:
     journal: Journal
     permissions: Permissions
     options: dict[str, str] = field(default_factory=dict)  # what perflab has SET on it
+    _lock: pymysql.Connection | None = field(default=None, repr=False)  # holds LOCK_NAME
 
     def connect(self, database: str | None = None) -> pymysql.Connection:
         return self.endpoint.connect(database)
@@ -113,7 +220,8 @@ class ExistingServer:
         return False
 
     def set_global(self, variables: dict[str, str]) -> None:
-        """SET GLOBAL, each variable's current value journalled first."""
+        """SET GLOBAL, each variable's current value journalled first, under the server's
+        named lock (taken at the first change, held until stop())."""
         if not variables:
             return
         if not self.permissions.set_variables:
@@ -121,32 +229,62 @@ class ExistingServer:
                 f"this server was not started by perflab: SET GLOBAL {', '.join(variables)} "
                 "is refused", hint="add --allow-set to let perflab change dynamic variables "
                                    "(they are put back at the end)")
+        self.claim()
         with self.connect() as conn:
             originals = {name: _global_value(conn, name) for name in variables}
-            self.journal.record(self.endpoint, originals)
-            set_globals(conn, variables)
+            self.journal.record(self.endpoint, identity(conn), originals)
+            for name, value in variables.items():
+                set_global(conn, name, value)
         self.options.update(variables)
 
     def put_back(self, names: list[str]) -> None:
         """Return `names` to the values they had before perflab (a configuration that does not
         set them follows one that did)."""
         entry = self.journal.pending() or {"variables": {}}
-        originals = {n: entry["variables"][n] for n in names if n in entry["variables"]}
         with self.connect() as conn:
-            set_globals(conn, originals)
+            for name in names:
+                if name in entry["variables"]:
+                    set_global(conn, name, entry["variables"][name])
         for name in names:
             self.options.pop(name, None)
 
     def stop(self) -> None:
-        """Never stops the server: puts back whatever perflab changed on it."""
+        """Never stops the server: puts back whatever this run changed on it, then lets go of
+        its named lock. A run that changed nothing leaves the journal alone (it may hold
+        another server's variables, which only `restore` puts back)."""
         try:
-            self.journal.play_back(self.endpoint)
+            if self._lock is not None:  # held by a run that may change variables
+                with self.connect() as conn:
+                    self.journal.play_back(conn)
+        except Restarted:
+            pass  # restarted under the run: its globals are its configuration's already
         except pymysql.MySQLError as exc:
             raise PerflabError(f"the variables changed on the server could not be put back "
                                f"({error_text(exc)}); they stay in {self.journal.path}",
-                               hint="once the server answers, any perflab command on the lab "
-                                    "puts them back (perflab restore --lab ...)") from None
+                               hint=f"once the server answers: perflab restore --lab "
+                                    f"{self.journal.path.parent}") from None
+        finally:
+            self.release()
         self.options = {}
+
+    def claim(self) -> None:
+        """The server's named lock, on a session of its own held until stop() (the server
+        lets go of it when that session ends, even when perflab is killed)."""
+        if self._lock is not None:
+            return
+        conn = self.connect()
+        if query(conn, "SELECT GET_LOCK(%s, 0)", (LOCK_NAME,))[0][0] != 1:
+            conn.close()
+            raise PerflabError("another perflab is changing this server's variables (it holds "
+                               f"the server's named lock {LOCK_NAME})",
+                               hint="wait until it ends, then run again")
+        self._lock = conn
+
+    def release(self) -> None:
+        """Let go of the server's named lock (stop() does, after putting variables back)."""
+        if self._lock is not None:
+            self._lock.close()
+            self._lock = None
 
     def facts(self) -> dict:
         """What the server says about itself and its host, for the lab beside the client's."""
@@ -162,6 +300,9 @@ class ExistingServer:
                 "connection": self.endpoint.describe()["where"], "started_by": "someone else"}
 
 
-def _global_value(conn: pymysql.Connection, name: str) -> str:
+def _global_value(conn: pymysql.Connection, name: str) -> str | None:
+    """A global variable's value as the server's command line spells it, None for NULL."""
+    if not NAME.match(name):
+        raise PerflabError(f"{name!r} is not a variable name")
     value = query(conn, f"SELECT @@GLOBAL.{name}")[0][0]
-    return "" if value is None else str(value)
+    return None if value is None else str(value)

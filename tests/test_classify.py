@@ -1,0 +1,42 @@
+"""What a statement does to a server, read by a parser and not by its first word (no server
+needed; tests/test_existing.py runs the same kinds of statements through perflab against one)."""
+
+import pytest
+
+from perflab.load.classify import Kind, classify
+
+CASES = [
+    ("SELECT 1; DELETE FROM t", Kind.NEVER),
+    ("SELECT 1 /*!; DELETE FROM t */", Kind.NEVER),
+    ("SELECT 'a\\' ; KILL 5; -- '", Kind.NEVER),  # two statements under NO_BACKSLASH_ESCAPES
+    ("SELECT * FROM t INTO OUTFILE '/tmp/x'", Kind.NEVER),
+    ("SELECT LOAD_FILE('/etc/passwd')", Kind.NEVER),
+    ("SELECT 'INTO OUTFILE' FROM t", Kind.READ),  # words inside a string are not SQL
+    ("SELECT 1 -- ; DELETE FROM t", Kind.READ),  # a comment
+    ("SELECT 1 --1", Kind.READ),  # not a comment in MariaDB: 1 minus minus 1
+    ("SELECT a FROM t FOR UPDATE", Kind.LOCKS),
+    ("SELECT a FROM t LOCK IN SHARE MODE", Kind.LOCKS),
+    ("SELECT GET_LOCK('x', 1)", Kind.LOCKS),
+    ("SELECT NEXTVAL(s)", Kind.WRITES),
+    ("SELECT 1 INTO @x", Kind.WRITES),
+    ("UPDATE t SET a = 1", Kind.WRITES),
+    ("SET SESSION TRANSACTION READ WRITE", Kind.WRITES),
+    ("NOT SQL AT ALL (", Kind.UNKNOWN),
+    ("WITH c AS (SELECT 1 AS a) SELECT a FROM c", Kind.READ),
+    ("(SELECT a FROM t) UNION (SELECT a FROM u)", Kind.READ),
+    ("/* leading */ TABLE t", Kind.READ),
+    ("SHOW EXPLAIN FOR 5", Kind.READ),
+]
+
+
+@pytest.mark.fast
+@pytest.mark.parametrize(("sql", "kind"), CASES)
+def test_a_statement_is_what_the_server_would_run(sql, kind):
+    assert classify(sql).kind is kind, classify(sql)
+
+
+@pytest.mark.fast
+def test_the_names_a_statement_uses_are_kept_for_the_checks_of_a_run():
+    found = classify("SELECT f(a), d.g(b) FROM perflab_x.t JOIN u USING (id)")
+    assert found.calls == (("", "F"), ("d", "G"))
+    assert found.tables == (("", "u"), ("perflab_x", "t"))
