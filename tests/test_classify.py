@@ -26,6 +26,9 @@ CASES = [
     ("(SELECT a FROM t) UNION (SELECT a FROM u)", Kind.READ),
     ("/* leading */ TABLE t", Kind.READ),
     ("SHOW EXPLAIN FOR 5", Kind.READ),
+    ("SELECT 1; -- a comment after the end", Kind.READ),
+    ("INSERT INTO t SELECT LOAD_FILE('/etc/shadow')", Kind.NEVER),  # a write reads files too
+    ("SHUTDOWN", Kind.WRITES),
 ]
 
 
@@ -40,3 +43,13 @@ def test_the_names_a_statement_uses_are_kept_for_the_checks_of_a_run():
     found = classify("SELECT f(a), d.g(b) FROM perflab_x.t JOIN u USING (id)")
     assert found.calls == (("", "F"), ("d", "G"))
     assert found.tables == (("", "u"), ("perflab_x", "t"))
+
+
+@pytest.mark.fast
+def test_what_a_write_touches_and_whether_it_locks_is_kept():
+    assert classify("INSERT INTO t VALUES (GET_LOCK('a', 1))").locks
+    dropped = classify("DROP DATABASE app")
+    assert dropped.schemas == ("app",) and dropped.tables == () and dropped.data_write
+    assert not classify("SET GLOBAL max_connections = 1").data_write
+    assert not classify("KILL 5").data_write
+    assert classify("SELECT NEXTVAL(app.s)").tables == (("app", "s"),)

@@ -15,6 +15,8 @@ from perflab.lab import Lab
 from perflab.load.sqlworkload import load_sql_workload
 from perflab.studies import resolve_plan
 
+pytestmark = pytest.mark.fast  # needs no server: scripts/test -m fast
+
 GENERAL_LOG = (
     "/usr/sbin/mariadbd, Version: 10.11.6-MariaDB-log (Debian 12). started with:\n"
     "Tcp port: 0  Unix socket: /run/mysqld/mysqld.sock\n"
@@ -129,7 +131,7 @@ def test_tune_settings_and_budgets_are_checked_before_any_server(tmp_path):
     for options, message in ((dict(budget=-3), "--budget must be at least 1"),
                              (dict(seconds=-5.0), "--time must be a positive"),
                              (dict(budget=3, seed=-1), "--seed must be from 0"),
-                             (dict(budget=3, storage="not a url"), "--storage not a url")):
+                             (dict(budget=3, storage="not a url"), "--storage <not a URL>")):
         with pytest.raises(PerflabError, match=message):
             Tuner(plan, lab, TuneSettings(), "bayes", **options)
     assert not (tmp_path / "lab").exists()

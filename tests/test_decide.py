@@ -21,6 +21,8 @@ from perflab.stats.design import Design
 from perflab.stats.sequential import nominal_level
 from perflab.stats.simulate import simulate
 
+pytestmark = pytest.mark.fast  # needs no server: scripts/test -m fast
+
 ONE_LOOK = Design(alpha=0.05, margin=0.05, first_look=5, last_look=5)
 BUDGET = Design(alpha=0.05, margin=0.05, first_look=3, last_look=20)
 TABLE = [(config, threads) for config in ("32", "64") for threads in (1, 2, 4, 8, 16, 32, 64,

@@ -10,7 +10,11 @@ import sys
 import tempfile
 from pathlib import Path
 
+import pytest
+
 from conftest import PERFLAB
+
+pytestmark = pytest.mark.fast  # needs no server: scripts/test -m fast
 
 SECRETS = ("hunter2", "s3cr3t-a", "gr4nt-pw", "*2470C0C06DEE42FD", "repl-pw", "upd-pw",
            "mal-pw", "aes-key-9")
@@ -161,3 +165,25 @@ def test_a_fuzz_of_mutated_lines_never_ends_in_a_traceback(tmp_path):
         assert result.returncode in (0, 2), result.stderr
         assert "Traceback" not in result.stderr, result.stderr[-2000:]
         assert peak_kib < 200 * 1024, (args, peak_kib)
+
+
+def test_a_workload_file_holds_only_what_perflab_replays_as_it_is(tmp_path):
+    """A log entry of several statements is left out with its reason; a quote escaped with a
+    backslash is written doubled, so the file loads under any sql_mode."""
+    from perflab.digest.digest import digest_logs
+    from perflab.digest.workload import write_workload
+    from perflab.load.sqlworkload import load_sql_workload
+
+    log = tmp_path / "general.log"
+    log.write_text(general(["SELECT id FROM users WHERE name = 'O\\'Brien'"] * 3 +
+                           ["SELECT 1; DELETE FROM users"] * 2 +
+                           ["SELECT id FROM users WHERE name = 'Smith'"]))
+    path = tmp_path / "captured.toml"
+    assert write_workload(digest_logs([log]), path, top=10) == 1
+    text = path.read_text()
+    assert "Left out: 1 statement(s)" in text and "2 calls: " in text
+    assert "more than one statement" in text
+    assert "DELETE" not in text.split("[[statements]]", 1)[1]
+    workload = load_sql_workload(path)
+    assert workload.statements == ((4, "SELECT id FROM users WHERE name = {pick:p1}"),)
+    assert workload.picks[0] == (("p1", ("'O''Brien'", "'Smith'")),)

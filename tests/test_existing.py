@@ -280,7 +280,15 @@ def test_a_journal_names_what_it_could_not_put_back_and_retires_after_a_restart(
         journal.play_back(conn)
     assert key_buffer(server) == SITE_KEY_BUFFER
     assert not (tmp_path / "journal.json").exists()
-    assert list(tmp_path.glob("journal-retired-*.json"))
+    assert len(list(tmp_path.glob("journal-retired-*.json"))) == 1
+
+    (tmp_path / "journal.json").write_text(json.dumps(entry))  # a restart under a run:
+    with server.connect() as conn:  # the values noted before it are gone, the new ones kept
+        journal.record(server.endpoint, identity(conn), {"key_buffer_size": "123"})
+    kept = json.loads((tmp_path / "journal.json").read_text())
+    assert kept["variables"] == {"key_buffer_size": "123"}
+    assert kept["identity"]["started"] == entry["identity"]["started"] + 3600
+    assert len(list(tmp_path.glob("journal-retired-*.json"))) == 2
 
 
 def test_two_runs_never_change_one_server_at_once(site, tmp_path):
@@ -389,7 +397,7 @@ BATTERY = [
     ("SELECT 1 /*M!100000 ; DELETE FROM items */", (), "executable comment"),
     ("SELECT 'a\\' ; DELETE FROM items; -- '", (), "NO_BACKSLASH_ESCAPES"),
     ("SELECT 1 --x; DELETE FROM items", (), "more than one statement"),
-    ("SELECT writes_a_row()", (), "calls the server's function WRITES_A_ROW"),
+    ("SELECT writes_a_row()", (), "calls the server's function appdb.WRITES_A_ROW"),
     ("SELECT appdb.writes_a_row() FROM items LIMIT 1", (), "calls the server's function"),
     ("SELECT NEXTVAL(seq)", (), "--allow-writes"),
     ("SELECT SETVAL(seq, 1)", (), "--allow-writes"),
@@ -417,6 +425,20 @@ BATTERY = [
     ("DELETE FROM perflab_sql.t", ("--allow-writes",), "perflab_*"),  # default schema appdb
     ("UPDATE perflab_x.t JOIN appdb.items USING (id) SET t.a = 1", ("--allow-writes",),
      "appdb.items is not in a perflab_* schema"),
+    ("SET GLOBAL max_connections = 1", ("--allow-writes",), "only rows and tables"),
+    ("KILL 5", ("--allow-writes",), "only rows and tables"),
+    ("USE appdb", ("--allow-writes",), "only rows and tables"),
+    ("START TRANSACTION READ WRITE", ("--allow-writes",), "only rows and tables"),
+    ("DROP DATABASE appdb", ("--allow-writes",), "appdb is not in a perflab_* schema"),
+    ("SELECT NEXTVAL(appdb.seq)", ("--allow-writes",), "appdb.seq is not in a perflab_*"),
+    ("SELECT writes_a_row()", ("--allow-writes",), "appdb.WRITES_A_ROW is not in a perflab_*"),
+    ("INSERT INTO perflab_x.t SELECT LOAD_FILE('/etc/passwd')", ("--allow-writes",),
+     "LOAD_FILE"),
+    ("INSERT INTO perflab_x.t VALUES (GET_LOCK('a', 100))", ("--allow-writes",),
+     "--allow-locks"),
+    ("SELECT 1 /* '{str:1:3}' */", (), "placeholder stands inside"),
+    ("SELECT 'a\\{str:1:1} ; DELETE FROM items ; -- '", (), "placeholder stands inside"),
+    ("SELECT 'a\\{x:1:1} ; DELETE FROM items ; -- '", (), "placeholder is malformed"),
     # reads, whatever their first word
     ("WITH c AS (SELECT id FROM items WHERE id < 10) SELECT COUNT(*) FROM c", (), None),
     ("/* app: list */ SELECT name FROM items WHERE id = {int:1:20000}", (), None),

@@ -6,8 +6,12 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
 from perflab.digest.fingerprint import fingerprint, special
 from pt_rules import reference
+
+pytestmark = pytest.mark.fast  # needs no server: scripts/test -m fast
 
 # Fragments that meet the rules' edges: quotes and escapes, both comment kinds, IN and VALUES
 # lists, pt's number rule eating letters a-f, Unicode spaces and the letters re.IGNORECASE folds

@@ -6,6 +6,8 @@ from perflab.errors import PerflabError
 from perflab.plan import expand, parse_plan
 from perflab.studies import builtin_names, resolve_plan
 
+pytestmark = pytest.mark.fast  # needs no server: scripts/test -m fast
+
 PLAN = """
 [study]
 name = "demo"

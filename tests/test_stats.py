@@ -7,6 +7,8 @@ from scipy import stats as scipy_stats
 
 from perflab.stats.summary import geometric, outliers, summarize, trend
 
+pytestmark = pytest.mark.fast  # needs no server: scripts/test -m fast
+
 
 def test_summary_of_a_known_sample():
     s = summarize([10.0, 12.0, 14.0])

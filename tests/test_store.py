@@ -22,6 +22,8 @@ from perflab.store import (
 from perflab.store.db import LATER_POINT_COLUMNS
 from perflab.studies import builtin_names, resolve_plan
 
+pytestmark = pytest.mark.fast  # needs no server: scripts/test -m fast
+
 PLAN = parse_plan("""
 [study]
 name = "contract"

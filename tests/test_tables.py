@@ -1,9 +1,13 @@
 import dataclasses
 
+import pytest
+
 from perflab.analysis.tables import absolute_table, percent, relative_table
 from perflab.analysis.verdicts import judge
 from perflab.plan import parse_plan
 from perflab.store import Metrics, StoredPoint
+
+pytestmark = pytest.mark.fast  # needs no server: scripts/test -m fast
 
 PLAN = parse_plan("""
 [study]

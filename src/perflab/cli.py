@@ -238,7 +238,9 @@ def _login_options(parser) -> None:
 
 
 def _endpoint(args: argparse.Namespace) -> Endpoint | None:
-    """The server the connection options name, or None when they name none."""
+    """The server the connection options name, or None when they name none. Its sessions are
+    read-only at the server (health, restore: SET GLOBAL is not a write there); a run whose
+    workload writes, with --allow-writes, opens them read-write."""
     if not (args.socket or args.host):
         return None
     if not 0 < args.port < 65536:
@@ -251,7 +253,7 @@ def _endpoint(args: argparse.Namespace) -> Endpoint | None:
     return Endpoint(socket=args.socket, host=args.host or "127.0.0.1",
                     port=None if args.socket else args.port, user=user, password=password,
                     option_file=str(Path(args.defaults_file).resolve())
-                    if args.defaults_file else None)
+                    if args.defaults_file else None, read_only=True)
 
 
 def _note_pending_journal(args: argparse.Namespace) -> None:

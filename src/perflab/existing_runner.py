@@ -27,7 +27,8 @@ import pymysql
 
 from perflab.errors import PerflabError
 from perflab.lab import Lab
-from perflab.load.classify import Classified, Kind
+from perflab.load.classify import Classified, Kind, classify
+from perflab.load.sqlworkload import sent
 from perflab.plan import Environment, Plan, ServerConfig
 from perflab.runner import Runner, RunSummary, Say, validate
 from perflab.server.connection import query
@@ -45,13 +46,11 @@ def run_existing(plan: Plan, lab: Lab, server: ExistingServer, say: Say = print
     journal belongs to another server); without, the journal is left alone (the command line
     has said it is there)."""
     with lab.locked(), lab.store() as store:
-        if server.permissions.set_variables:
-            restore_pending(lab.root, server.endpoint, say)
-        runner = ExistingRunner(plan, lab, store, say, server)
-        if any(config.variables for config in plan.configs):
-            server.claim()  # before the first point: another perflab changing it stops this one
         try:
-            return runner.run()
+            if server.permissions.set_variables:
+                server.claim()  # first: another perflab changing this server stops this run
+                restore_pending(lab.root, server.endpoint, say, claimed=True)
+            return ExistingRunner(plan, lab, store, say, server).run()
         finally:
             server.release()
 
@@ -63,8 +62,8 @@ class ExistingRunner(Runner):
                  server: ExistingServer):
         self.existing = server
         super().__init__(plan, lab, store, say)
-        if not self.workload.writes:  # the server enforces what the checks promised
-            server.endpoint = replace(server.endpoint, read_only=True)
+        # the server enforces what the checks promised: read-write only for an allowed writer
+        server.endpoint = replace(server.endpoint, read_only=not self.workload.writes)
         self.server = server
         self.loaded: set[str] = set()  # datasets loaded into perflab's schema by this run
 
@@ -79,7 +78,7 @@ class ExistingRunner(Runner):
                                "cannot profile a server perflab did not start",
                                hint="set profile = false for this run")
         schema = plan.dataset.existing or self.workload.family.schema
-        self._check_statements(schema)
+        self._check_statements(plan, schema)
         if self.workload.writes and not allowed.writes:
             raise PerflabError(f"workload {plan.workload.label} writes, and this server was "
                                "not started by perflab", hint="add --allow-writes to let it "
@@ -102,22 +101,27 @@ class ExistingRunner(Runner):
         self._check_schema(plan)
         return validate(plan, self.catalog, self.workload)
 
-    def _check_statements(self, schema: str) -> None:
+    def _check_statements(self, plan: Plan, schema: str) -> None:
         """Each of the user's statements against what was allowed (one line: the statement,
-        what it does, the flag that would let it run)."""
-        statements = self.workload.family.statements()
-        routines = self._routines() if statements else set()
-        for n, (sql, kind) in enumerate(statements, 1):
+        what it does, the flag that would let it run); with a dataset to load, its schema
+        statements too."""
+        family = self.workload.family
+        checked = [(f"statement {n}", sql, kind)
+                   for n, (sql, kind) in enumerate(family.statements(), 1)]
+        if not plan.dataset.existing:
+            checked += [(f"schema statement {n}", sql, classify(sql))
+                        for n, sql in enumerate(family.setup_statements(), 1)]
+        routines = self._routines() if checked else set()
+        for what, sql, kind in checked:
             refusal = statement_refusal(kind, self.existing.permissions, schema, routines)
             if refusal:
                 reason, hint = refusal
-                raise PerflabError(f"statement {n} ({' '.join(sql.split())[:60]}) {reason}",
-                                   hint=hint)
+                raise PerflabError(f"{what} ({sent(sql)[:60]}) {reason}", hint=hint)
 
     def _routines(self) -> set[tuple[str, str]]:
         """(schema, NAME) of the server's stored functions, ("", NAME) of its loadable ones."""
         with self.existing.connect() as conn:
-            found = {(s, n.upper()) for s, n in query(
+            found = {(s.lower(), n.upper()) for s, n in query(
                 conn, "SELECT ROUTINE_SCHEMA, ROUTINE_NAME FROM information_schema.ROUTINES "
                       "WHERE ROUTINE_TYPE = 'FUNCTION'")}
             try:
@@ -216,30 +220,37 @@ class ExistingRunner(Runner):
         self.active = None
 
 
-def statement_refusal(kind: Classified, allowed: Permissions, schema: str,
+def statement_refusal(statement: Classified, allowed: Permissions, schema: str,
                       routines: set[tuple[str, str]]) -> tuple[str, str] | None:
     """Why one statement may not run on someone else's server with what was `allowed`, and
     what would let it (reason, hint); None when it may. `schema` is the run's default one,
-    `routines` the server's stored and loadable functions."""
-    if kind.kind is Kind.NEVER:
-        return kind.reason, "remove it from the workload: perflab never runs it on a server " \
-                            "it did not start"
-    if kind.kind is Kind.UNKNOWN:
-        return kind.reason, "rewrite it as a statement perflab can parse, or measure it on a " \
-                            "managed server"
-    if kind.kind is Kind.LOCKS and not allowed.locks:
-        return kind.reason, "add --allow-locks to let it hold locks on the server during the run"
-    called = sorted(f"{s}.{n}" if s else n for s, n in kind.calls
-                    if (s or schema, n) in routines or ("", n) in routines)
+    `routines` the server's stored (schema, NAME) and loadable ("", NAME) functions."""
+    if statement.kind is Kind.NEVER:
+        return statement.reason, "remove it from the workload: perflab never runs it on a " \
+                                 "server it did not start"
+    if statement.kind is Kind.UNKNOWN:
+        return statement.reason, "rewrite it as a statement perflab can parse, or measure it " \
+                                 "on a managed server"
+    if statement.locks and not allowed.locks:
+        reason = statement.reason if statement.kind is Kind.LOCKS else "takes locks"
+        return reason, "add --allow-locks to let it hold locks on the server during the run"
+    called = sorted({(s or schema, n) for s, n in statement.calls
+                     if (s or schema, n) in routines or ("", n) in routines})
     if not allowed.writes:
-        if kind.kind is Kind.WRITES:
-            return kind.reason, "add --allow-writes to let it write (perflab_* schemas only)"
+        if statement.kind is Kind.WRITES:
+            return statement.reason, "add --allow-writes to let it write (perflab_* schemas " \
+                                     "only)"
         if called:
-            return f"calls the server's function {called[0]}, which may write", \
+            return f"calls the server's function {'.'.join(called[0])}, which may write", \
                 "add --allow-writes to let it run (perflab_* schemas only)"
         return None
-    foreign = sorted(f"{s or schema}.{t}" for s, t in kind.tables
-                     if kind.writes and not (s or schema).startswith(OWN_SCHEMA_PREFIX))
+    if statement.writes and not statement.data_write:
+        return f"{statement.reason}: perflab writes only rows and tables on a server it did " \
+               "not start", "INSERT, UPDATE, DELETE, TRUNCATE and CREATE/DROP/ALTER of " \
+                            "tables, in perflab_* schemas"
+    foreign = [f"{s or schema}.{t}" for s, t in statement.tables if statement.writes] + \
+        list(statement.schemas) + [".".join(c) for c in called]
+    foreign = sorted(name for name in foreign if not name.startswith(OWN_SCHEMA_PREFIX))
     if foreign:
         return f"writes where perflab may not: {foreign[0]} is not in a perflab_* schema", \
             "on someone else's server perflab writes only into schemas of its own (perflab_*)"

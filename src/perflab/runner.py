@@ -34,13 +34,13 @@ from perflab.probes.profile import Profiler
 from perflab.probes.status import delta, global_status, rows_per_query
 from perflab.probes.system import host_facts, process_facts
 from perflab.procs import check_stop
+from perflab.rounds import Stop, comparisons, next_round
 from perflab.server import environment as env
 from perflab.server.connection import query
 from perflab.server.managed import ManagedServer
 from perflab.server.variables import Catalog, overridden
-from perflab.stats.decide import decide, half_width, log_ratios
-from perflab.stats.summary import summarize
-from perflab.store import Noise, PointRecord, ResultStore, StoredPoint, throughput
+from perflab.stats.decide import half_width
+from perflab.store import Noise, PointRecord, ResultStore, StoredPoint
 
 Say = Callable[[str], None]
 ASSUMED_NOISE = 0.10  # per-round sd of a log ratio, before this lab has measured any
@@ -173,11 +173,13 @@ class Runner:
             while True:
                 check_stop()
                 round_number += 1
-                needed = self._needed(round_number, design)
-                if needed is None:
-                    summary.stopped = ("all decided" if design.sequential and
-                                       round_number <= design.last_look else "complete")
+                step = next_round(self.plan, self._ok(), design, round_number)
+                if step.note:
+                    self.say(step.note)
+                if isinstance(step, Stop):
+                    summary.stopped = "all decided" if step.decided else "complete"
                     break
+                needed = step.points
                 if not needed:
                     continue  # stored by an earlier run
                 if deadline is not None and time.monotonic() >= deadline:
@@ -291,54 +293,6 @@ class Runner:
         definitions = [self.plan.definition(c) for c in self.plan.configs]
         return [p for p in self.store.points(self.plan.name, definitions) if p.ok]
 
-    def _needed(self, round_number: int, design) -> dict[int, list[ServerConfig]] | None:
-        """Round `round_number`'s configurations per thread count, minus what is stored;
-        None when the study needs no such round."""
-        run = self.plan.run
-        ok = self._ok()
-        configs, threads = list(self.plan.configs), list(run.threads)
-        if round_number <= run.repeats:
-            wanted = {t: configs for t in threads}
-        elif run.target_interval:
-            if round_number > run.max_repeats:
-                return None
-            wanted = self._wide(ok)
-            if wanted:
-                cells = ", ".join(f"{c.name}@{t}" for t, cs in wanted.items() for c in cs)
-                self.say(f"adaptive repeats: round {round_number} for the cells whose 95% "
-                         f"interval is still wider than ±{run.target_interval:.0%} ({cells})")
-        elif design.sequential and round_number <= design.last_look:
-            verdicts = decide(self._cells([p for p in ok if p.repeat < round_number]), design)
-            open_cells = {key for key, v in verdicts.items() if not v.decided}
-            self.say(f"after round {round_number - 1}: {len(verdicts) - len(open_cells)} of "
-                     f"{len(verdicts)} comparisons decided")
-            if not open_cells:
-                return None
-            wanted = {t: [c for c in configs if c.name == self.plan.baseline
-                          or (c.name, t) in open_cells] for t in threads}
-            wanted = {t: cs for t, cs in wanted.items() if len(cs) > 1}
-        else:
-            return None
-        stored = {(p.config, p.threads) for p in ok if p.repeat == round_number}
-        needed = {t: [c for c in cs if (c.name, t) not in stored] for t, cs in wanted.items()}
-        return {t: cs for t, cs in needed.items() if cs}
-
-    def _cells(self, points: list[StoredPoint]) -> dict[tuple[str, int], dict[int, float]]:
-        """The plan's comparisons with their per-round log ratios (the family judged)."""
-        return log_ratios(throughput(points), self.plan.baseline, self.plan.config_names,
-                          self.plan.run.threads)
-
-    def _wide(self, ok: list[StoredPoint]) -> dict[int, list[ServerConfig]]:
-        """run.target_interval: the (configuration, threads) whose interval of the mean is
-        still wider than the target."""
-        wanted: dict[int, list[ServerConfig]] = {}
-        for config in self.plan.configs:
-            for t in self.plan.run.threads:
-                values = [p.metrics.qps for p in ok if p.config == config.name and p.threads == t]
-                if len(values) < 2 or summarize(values).half_width > self.plan.run.target_interval:
-                    wanted.setdefault(t, []).append(config)
-        return wanted
-
     def _order(self, round_number: int, needed: dict[int, list[ServerConfig]]) -> list[int]:
         """The round's thread counts, rotated by one each round."""
         return [t for t in rotated(list(self.plan.run.threads), round_number) if t in needed]
@@ -451,7 +405,7 @@ class Runner:
     def _save_noise(self) -> None:
         """What this study's rounds say of the noise: per thread count, the pooled sd of its
         comparisons' log ratios, for the next run's forecast."""
-        cells = self._cells(self._ok())
+        cells = comparisons(self.plan, self._ok())
         pooled: dict[int, list[tuple[int, float]]] = {}
         for (_, threads), rounds in cells.items():
             values = list(rounds.values())

@@ -86,15 +86,24 @@ class Digest:
     first_time: float | None
     last_time: float | None
     peak_rss_mib: float  # the processes that did the work, together
+    literals: bool = True  # False once without_literals() ran (--redact)
 
     def without_literals(self) -> Digest:
-        """--redact: the digest with every literal of every example shown as ?."""
+        """--redact: the digest with every literal of every example (and fingerprint) shown
+        as ?."""
         classes = [dataclasses.replace(c, example=no_literals(c.example)) for c in self.classes]
         files = [{**info, "malformed_examples": [{**m, "text": no_literals(m["text"])}
                                                  for m in info["malformed_examples"]]}
                  for info in self.files]
         return dataclasses.replace(self, classes=classes, files=files,
-                                   findings=self.findings.without_literals())
+                                   findings=self.findings.without_literals(), literals=False)
+
+    def shown_fingerprint(self, query_class: QueryClass) -> str:
+        """A class's fingerprint as outputs show it. A quote the log left open keeps its
+        literal, lower-cased, and what pt's rules leave of a hex literal (?abcd) is there
+        too: credentials are masked, and with --redact every literal. The fingerprint itself
+        stays pt's: the grouping and the query ID are computed on it."""
+        return shown(query_class.fingerprint, literals=self.literals)
 
     def to_json(self, top: int | None = None) -> dict:
         total = sum(c.calls for c in self.classes) or 1
@@ -108,7 +117,8 @@ class Digest:
             "span_seconds": (self.last_time - self.first_time)
             if self.first_time is not None and self.last_time is not None else None,
             "profile": [
-                {"rank": rank, "query_id": query_id(c.fingerprint), "fingerprint": c.fingerprint,
+                {"rank": rank, "query_id": query_id(c.fingerprint),
+                 "fingerprint": self.shown_fingerprint(c),
                  "calls": c.calls, "share": c.calls / total,
                  "total_time": c.total_time if c.timed else None,
                  "mean_time": c.total_time / c.timed if c.timed else None,

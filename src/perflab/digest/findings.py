@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass, field
 
 from perflab.digest.parse import Event
-from perflab.digest.redact import no_literals, shown
+from perflab.digest.redact import no_literals, redact, shown
 
 READS = ("select", "show", "desc", "describe", "explain")
 # SELECTs without a table that still need the server: session state, locks, sequences.
@@ -66,11 +66,14 @@ class Item:
         self.examples = sorted(self.examples + other.examples)[:EXAMPLES]
 
     def without_literals(self) -> Item:
-        return dataclasses.replace(self, examples=[(line, no_literals(text))
-                                                   for line, text in self.examples])
+        return dataclasses.replace(self, key=no_literals(self.key),
+                                   examples=[(line, no_literals(text))
+                                             for line, text in self.examples])
 
     def to_json(self) -> dict:
-        return {"key": self.key, "calls": self.calls, "removable": self.removable,
+        """The key is a fingerprint or a schema: a fingerprint may hold a secret literal (see
+        Digest.shown_fingerprint), so it is shown redacted."""
+        return {"key": redact(self.key), "calls": self.calls, "removable": self.removable,
                 "runs": self.runs, "longest": self.longest,
                 "connections": sorted(self.connections),
                 "examples": [{"line": line, "text": text} for line, text in self.examples]}

@@ -60,6 +60,7 @@ BANNER = re.compile(r"^(?:\S+, Version: |Tcp port: |Time\s+Id\s+Command\s+Argume
 BLOCK = 1 << 20  # characters read at a time
 HOLD = 1 << 21  # the longest entry held back for the next block (characters)
 LINE_CAP = 1 << 20  # a line's characters kept; the rest of a longer line is dropped
+MALFORMED_EXAMPLES = 5  # malformed lines kept to show, per part of a log
 
 
 @dataclass(slots=True)
@@ -84,10 +85,11 @@ class ParseStats:
     damaged: str | None = None  # why the file ended early (a cut gzip): the rest is unread
     long_lines: int = 0  # lines longer than LINE_CAP, cut to it (memory stays bounded)
 
-    def bad(self, line_no: int, line: str) -> None:
+    def bad(self, line_no: int, shown: str) -> None:
+        """A malformed line, `shown` already redacted (with its neighbours: _malformed)."""
         self.malformed += 1
-        if len(self.malformed_examples) < 5:
-            self.malformed_examples.append((line_no, escaped(redact(line.rstrip("\n")))))
+        if len(self.malformed_examples) < MALFORMED_EXAMPLES:
+            self.malformed_examples.append((line_no, escaped(shown)))
 
 
 def _is_gzip(path: Path) -> bool:
@@ -364,9 +366,15 @@ _CONTROLS = {c: f"\\x{c:02x}" for c in (*range(32), 127)}
 
 
 def _malformed(text: str, line_no: int, stats: ParseStats) -> None:
-    for offset, line in enumerate(text.split("\n")):
+    """Count a run of lines that belong to no event. The lines to show are redacted together:
+    a secret's keyword may end one line and its literal start the next (redact keeps the
+    lines). Once enough are kept, the others are only counted."""
+    lines = text.split("\n")
+    shown = redact(text).split("\n") \
+        if len(stats.malformed_examples) < MALFORMED_EXAMPLES else lines
+    for offset, (line, sample) in enumerate(zip(lines, shown, strict=True)):
         if line.strip() and not BANNER.match(line):
-            stats.bad(line_no + offset, line)
+            stats.bad(line_no + offset, sample)
 
 
 def _general(entries, stats: ParseStats) -> Iterator[Event]:

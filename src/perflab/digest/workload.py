@@ -26,6 +26,7 @@ from perflab.digest.findings import switched_schema
 from perflab.digest.fingerprint import fingerprint
 from perflab.digest.parse import ParseStats, Part, read_events
 from perflab.digest.redact import redact
+from perflab.errors import PerflabError
 
 REPLAYABLE = ("select", "insert", "update", "delete", "replace")
 LITERAL = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|(?<![\w.])\d+(?![\w.])")
@@ -49,6 +50,7 @@ class _Position:
         self.shortest, self.longest = math.inf, 0  # of the strings, in characters
 
     def add(self, token: str) -> None:
+        token = doubled_quotes(token)
         self.seen += 1
         if token[0] in "'\"":
             self.numbers = False
@@ -90,12 +92,20 @@ def write_workload(digest: Digest, path: Path, top: int, literals: bool = True) 
     """Write the file; returns the number of statements in it. With `literals` False
     (--redact), no value of the log is written: integers become their range, strings random
     letters of the lengths the log used."""
+    from perflab.load.sqlworkload import checked_statement  # sqlglot: only when writing one
+
     chosen = [c for c in digest.classes if c.fingerprint.startswith(REPLAYABLE)][:top]
     scan = _scan(digest, {c.fingerprint for c in chosen})
-    templates = []
+    templates, left_out = [], []
     for c in chosen:
         template, picks = _template(c.example, scan.positions.get(c.fingerprint), literals)
-        templates.append((_unqualified(template, scan.schemas), c.calls, picks))
+        template = _unqualified(template, scan.schemas)
+        try:
+            checked_statement({"sql": template, "weight": c.calls, "picks": picks}, 1, path)
+        except PerflabError as exc:  # e.g. several statements in one log entry
+            left_out.append((c.calls, exc.message.split(": ", 2)[-1]))
+            continue
+        templates.append((template, c.calls, picks))
     tables = sorted({name for template, _, _ in templates for name in _tables(template)},
                     key=str.lower)
     lines = ["# perflab sql workload written by `perflab digest` from:",
@@ -103,11 +113,15 @@ def write_workload(digest: Digest, path: Path, top: int, literals: bool = True) 
              "# Weights are the calls in the log; placeholders take the literals it used (picks)",
              "# or their range.",
              "# Before running it, define the tables in [schema] sql = [...] and fill them in",
-             "# [[data]] (README: the `sql` workload). Tables the statements name: "
+             "# [[data]] (docs/run.md: the `sql` workload). Tables the statements name: "
              + (", ".join(tables) or "none")]
     if scan.schemas:
         lines += ["# The replay runs in one schema: qualifiers naming these are dropped:",
                   "#   " + ", ".join(sorted(scan.schemas))]
+    if left_out:
+        lines += [f"# Left out: {len(left_out)} statement(s) of the top {top} that perflab "
+                  "would not replay as they are:",
+                  *[f"#   {calls} calls: {why}" for calls, why in left_out]]
     if any(template.lower().startswith("insert") for template, _, _ in templates):
         lines += ["# The INSERTs reuse the log's values, so keys collide: in the plan,",
                   '#   options = { file = "...", mysql_ignore_errors = "1062" }',
@@ -119,7 +133,7 @@ def write_workload(digest: Digest, path: Path, top: int, literals: bool = True) 
             lines += [f"{name} = [{', '.join(_toml_pick(v) for v in values)}]"
                       for name, values in picks.items()]
     path.write_text("\n".join(lines) + "\n")
-    return len(chosen)
+    return len(templates)
 
 
 def _scan(digest: Digest, wanted: set[str]) -> _Scan:
@@ -173,6 +187,21 @@ def _template(example: str, positions: list[_Position] | None, literals: bool
         return placeholder
 
     return " ".join(LITERAL.sub(replace, example).split()), picks
+
+
+def doubled_quotes(literal: str) -> str:
+    """A quoted literal with its backslash-escaped quotes written doubled (`'it\\'s'` as
+    `'it''s'`): the same value on any server, and one literal under NO_BACKSLASH_ESCAPES too."""
+    if literal[0] not in "'\"":
+        return literal
+    quote, out, chars = literal[0], [], iter(literal[1:-1])
+    for char in chars:
+        if char == "\\":
+            escaped = next(chars, "")
+            out.append(quote * 2 if escaped == quote else char + escaped)
+        else:
+            out.append(char)
+    return quote + "".join(out) + quote
 
 
 def _toml_pick(literal: str) -> str:

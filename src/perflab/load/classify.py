@@ -8,7 +8,8 @@ an executable comment (`/*! ... */`, which MariaDB runs). The parse decides what
 read; what the parse cannot read is never taken for one. On a server perflab did not start the
 sessions are also read-only at the server (`SET SESSION TRANSACTION READ ONLY`), which stops a
 write whatever its text looked like; this module is what refuses, before anything runs, what a
-read-only session lets through (locks, files, several statements) and what is not a read.
+read-only session lets through (locks, files, several statements, SET GLOBAL, KILL) and what is
+not a read.
 """
 
 from __future__ import annotations
@@ -25,33 +26,18 @@ from sqlglot.tokens import TokenType
 
 READ_ROOTS = (exp.Select, exp.SetOperation, exp.Subquery, exp.Show, exp.Describe)
 NOT_READS = (exp.DML, exp.DDL, exp.Drop, exp.Alter, exp.TruncateTable, exp.LoadData,
-             exp.Command, exp.Set, exp.Kill, exp.Use)
+             exp.Command, exp.Set, exp.Kill, exp.Use, exp.Transaction, exp.Commit,
+             exp.Rollback)
+# The writes perflab may run, with --allow-writes, on someone else's server (in perflab_*
+# schemas): rows and the objects that hold them; never SET, KILL, USE, transaction control,
+# administration or routines.
+DATA_WRITES = (exp.Insert, exp.Update, exp.Delete, exp.TruncateTable)
+OBJECT_WRITES = (exp.Create, exp.Drop, exp.Alter)
+WRITABLE_OBJECTS = {"TABLE", "INDEX", "VIEW", "SEQUENCE", "DATABASE", "SCHEMA"}
+SCHEMA_OBJECTS = {"DATABASE", "SCHEMA"}
 LOCK_FUNCTIONS = {"GET_LOCK", "RELEASE_LOCK", "RELEASE_ALL_LOCKS"}
-WRITE_FUNCTIONS = {"NEXTVAL", "SETVAL"}  # sequences
+SEQUENCE_FUNCTIONS = {"NEXTVAL", "SETVAL"}
 FILE_FUNCTIONS = {"LOAD_FILE"}  # reads a file of the database host
-# Functions sqlglot does not model that MariaDB has built in: calls to them are not routines.
-BUILTIN_FUNCTIONS = LOCK_FUNCTIONS | WRITE_FUNCTIONS | FILE_FUNCTIONS | {
-    "LASTVAL", "INET6_ATON", "INET6_NTOA", "INET_ATON", "INET_NTOA", "IS_FREE_LOCK",
-    "IS_USED_LOCK", "SLEEP", "BENCHMARK", "FOUND_ROWS", "ROW_COUNT", "LAST_INSERT_ID",
-    "CONNECTION_ID", "DATABASE", "SCHEMA", "USER", "CURRENT_USER", "SESSION_USER",
-    "SYSTEM_USER", "VERSION", "UUID", "UUID_SHORT", "SYS_GUID", "FIELD", "ELT", "FIND_IN_SET",
-    "MAKE_SET", "EXPORT_SET", "SUBSTRING_INDEX", "LOCATE", "INSTR", "LCASE", "UCASE",
-    "OCTET_LENGTH", "CHAR_LENGTH", "BIT_LENGTH", "SOUNDEX", "SPACE", "STRCMP", "QUOTE",
-    "FORMAT", "CONV", "BIN", "OCT", "HEX", "UNHEX", "CRC32", "MD5", "SHA1", "SHA2",
-    "ISNULL", "IFNULL", "NULLIF", "INTERVAL", "GREATEST", "LEAST", "DATE_FORMAT",
-    "STR_TO_DATE", "FROM_UNIXTIME", "UNIX_TIMESTAMP", "SEC_TO_TIME", "TIME_TO_SEC",
-    "TIMESTAMPDIFF", "TIMESTAMPADD", "PERIOD_ADD", "PERIOD_DIFF", "TO_DAYS", "FROM_DAYS",
-    "DAYOFWEEK", "DAYOFMONTH", "DAYOFYEAR", "WEEKDAY", "WEEKOFYEAR", "YEARWEEK", "MAKEDATE",
-    "MAKETIME", "LAST_DAY", "SYSDATE", "UTC_DATE", "UTC_TIME", "UTC_TIMESTAMP", "CURDATE",
-    "CURTIME", "NOW", "CONVERT_TZ", "GET_FORMAT", "ADDTIME", "SUBTIME", "MICROSECOND",
-    "JSON_VALUE", "JSON_QUERY", "JSON_EXTRACT", "JSON_UNQUOTE", "JSON_CONTAINS",
-    "JSON_LENGTH", "JSON_KEYS", "JSON_OBJECT", "JSON_ARRAY", "JSON_SEARCH", "JSON_VALID",
-    "REGEXP_REPLACE", "REGEXP_SUBSTR", "REGEXP_INSTR", "COLUMN_GET", "COLUMN_JSON",
-    "BIT_COUNT", "WEIGHT_STRING", "NAME_CONST", "ST_ASTEXT", "ST_GEOMFROMTEXT", "ST_DISTANCE",
-    "MASTER_POS_WAIT", "MASTER_GTID_WAIT", "BINLOG_GTID_POS", "ANY_VALUE", "DEFAULT",
-    "VALUES", "VALUE", "GROUP_CONCAT", "CHARSET", "COLLATION", "COERCIBILITY", "NVL", "NVL2",
-    "DECODE_ORACLE", "TO_CHAR", "ADD_MONTHS", "MONTHS_BETWEEN", "CHR", "RANDOM_BYTES",
-}
 
 
 class Kind(Enum):
@@ -68,8 +54,11 @@ class Classified:
 
     kind: Kind
     reason: str = ""
+    locks: bool = False  # holds locks (a lock clause or a lock function), whatever its kind
+    data_write: bool = False  # a write of rows or tables only (what --allow-writes may run)
     tables: tuple[tuple[str, str], ...] = ()  # (schema, or "" for the default one; table)
-    calls: tuple[tuple[str, str], ...] = ()  # functions not known as built in: routines?
+    schemas: tuple[str, ...] = ()  # schemas it creates, drops or alters
+    calls: tuple[tuple[str, str], ...] = ()  # (schema or "", NAME) of every function called
 
     @property
     def writes(self) -> bool:
@@ -78,16 +67,11 @@ class Classified:
 
 
 def several_statements(sql: str) -> bool:
-    """Whether `sql` holds more than one statement (a `;` with anything but comments after)."""
+    """Whether `sql` holds more than one statement (a `;` with more than comments after)."""
     try:
-        return _several(MySQL().tokenize(sql))
+        return _one_statement(sql, MySQL().tokenize(sql)) is None
     except sqlglot.errors.TokenError:
         return False  # classify() says what is wrong with it
-
-
-def _several(tokens) -> bool:
-    ends = [n for n, token in enumerate(tokens) if token.token_type == TokenType.SEMICOLON]
-    return any(n < len(tokens) - 1 for n in ends)
 
 
 def classify(sql: str) -> Classified:
@@ -96,7 +80,8 @@ def classify(sql: str) -> Classified:
         tokens = MySQL().tokenize(sql)
     except sqlglot.errors.TokenError as exc:
         return Classified(Kind.UNKNOWN, f"cannot be read as SQL ({_first_line(exc)})")
-    if _several(tokens):
+    statement = _one_statement(sql, tokens)
+    if statement is None:
         return Classified(Kind.NEVER, "holds more than one statement")
     if any(c.lstrip().startswith(("!", "M!")) for t in tokens for c in t.comments):
         return Classified(Kind.NEVER, "holds an executable comment (/*! ... */), which the "
@@ -108,45 +93,83 @@ def classify(sql: str) -> Classified:
     if "INTO" in words and words & {"OUTFILE", "DUMPFILE"}:
         return Classified(Kind.NEVER, "writes a file on the database host (INTO OUTFILE)")
     try:
-        parsed = _parse(sql)
+        tree = _parse(statement)
     except sqlglot.errors.ParseError as exc:
         return Classified(Kind.UNKNOWN, f"cannot be parsed as one statement "
                                         f"({_first_line(exc)})")
-    return _kind(parsed, tokens)
+    return _kind(tree, tokens[0].text.upper())
 
 
-def _kind(tree: exp.Expression, tokens) -> Classified:
-    tables = tuple(sorted({(t.db, t.name) for t in tree.find_all(exp.Table) if t.name}))
-    calls, special = set(), set()
-    for node in tree.find_all(exp.Anonymous):
-        name = node.name.upper()
-        schema = node.parent.this.name if isinstance(node.parent, exp.Dot) else ""
-        if not schema and name in BUILTIN_FUNCTIONS:
-            special.add(name)
-        else:
-            calls.add((schema, name))
-    made = {"tables": tables, "calls": tuple(sorted(calls))}
+def _kind(tree: exp.Expression, verb: str) -> Classified:
+    """A parsed statement's kind: the rules in the order they matter (what is never run, then
+    what the root says, then the functions and lock clauses inside)."""
+    calls = {_called(f) for f in tree.find_all(exp.Func)}
+    names = {name for schema, name in calls if not schema}
+    locks = bool(names & LOCK_FUNCTIONS) or any(tree.find_all(exp.Lock))
+    objects, schemas = _objects(tree)
+    made = {"locks": locks, "tables": objects, "schemas": schemas, "calls": tuple(sorted(calls))}
+    if names & FILE_FUNCTIONS:
+        return Classified(Kind.NEVER, "reads a file on the database host (LOAD_FILE)", **made)
+    if isinstance(tree, exp.Command) and verb == "SHOW":
+        return Classified(Kind.READ, **made)  # SHOW forms sqlglot does not model
     if isinstance(tree, exp.Command):
-        if tokens[0].text.upper() == "SHOW":
-            return Classified(Kind.READ, **made)
-        return Classified(Kind.UNKNOWN, f"is not a read perflab can parse "
-                                        f"({tokens[0].text.upper()} ...)", **made)
+        return Classified(Kind.UNKNOWN, f"is not a read perflab can parse ({verb} ...)", **made)
     if not isinstance(tree, READ_ROOTS) or any(tree.find_all(*NOT_READS)):
-        return Classified(Kind.WRITES, f"is not a read ({tokens[0].text.upper()} ...)", **made)
+        return Classified(Kind.WRITES, f"is not a read ({verb} ...)",
+                          data_write=_data_write(tree), **made)
     if any(tree.find_all(exp.Into)):
         return Classified(Kind.WRITES, "stores its result (SELECT ... INTO)", **made)
-    if special & FILE_FUNCTIONS:
-        return Classified(Kind.NEVER, "reads a file on the database host (LOAD_FILE)", **made)
-    if special & WRITE_FUNCTIONS:
-        return Classified(Kind.WRITES, f"moves a sequence ({min(special & WRITE_FUNCTIONS)})",
-                          **made)
+    if names & SEQUENCE_FUNCTIONS:
+        return Classified(Kind.WRITES, f"moves a sequence ({min(names & SEQUENCE_FUNCTIONS)})",
+                          data_write=True, **made)
     if any(tree.find_all(exp.Lock)):
         return Classified(Kind.LOCKS, "locks the rows it reads (FOR UPDATE / LOCK IN SHARE "
                                       "MODE)", **made)
-    if special & LOCK_FUNCTIONS:
-        return Classified(Kind.LOCKS, f"takes a named lock ({min(special & LOCK_FUNCTIONS)})",
+    if locks:
+        return Classified(Kind.LOCKS, f"takes a named lock ({min(names & LOCK_FUNCTIONS)})",
                           **made)
     return Classified(Kind.READ, **made)
+
+
+def _called(function: exp.Func) -> tuple[str, str]:
+    """(schema or "", NAME) of a function call: a stored function shadows no built-in name,
+    but `schema.name()` is always a stored one."""
+    name = function.name if isinstance(function, exp.Anonymous) else function.sql_name()
+    schema = function.parent.this.name if isinstance(function.parent, exp.Dot) else ""
+    return schema.lower(), name.upper()
+
+
+def _objects(tree: exp.Expression) -> tuple[tuple[tuple[str, str], ...], tuple[str, ...]]:
+    """The tables a statement names (sequences moved count as tables) and the schemas it
+    creates, drops or alters."""
+    if isinstance(tree, OBJECT_WRITES) and str(tree.args.get("kind", "")).upper() in \
+            SCHEMA_OBJECTS:
+        return (), tuple(sorted({(t.name or t.db).lower() for t in tree.find_all(exp.Table)}))
+    tables = {(t.db.lower(), t.name) for t in tree.find_all(exp.Table) if t.name}
+    for function in tree.find_all(exp.Anonymous):
+        if function.name.upper() in SEQUENCE_FUNCTIONS and function.expressions:
+            target = function.expressions[0]
+            schema = target.table if isinstance(target, exp.Column) else ""
+            tables.add((schema.lower(), target.name))
+    return tuple(sorted(tables)), ()
+
+
+def _data_write(tree: exp.Expression) -> bool:
+    """Whether a write is of rows, tables or schemas only (not SET, KILL, USE, transaction
+    control, administration or routines)."""
+    if isinstance(tree, DATA_WRITES):
+        return True
+    return isinstance(tree, OBJECT_WRITES) and \
+        str(tree.args.get("kind", "")).upper() in WRITABLE_OBJECTS
+
+
+def _one_statement(sql: str, tokens) -> str | None:
+    """The text of the one statement in `sql` (without a final `;`), or None when a `;` has
+    more than comments after it."""
+    ends = [n for n, token in enumerate(tokens) if token.token_type == TokenType.SEMICOLON]
+    if any(n < len(tokens) - 1 for n in ends):
+        return None
+    return sql[:tokens[ends[0]].start] if ends else sql
 
 
 def _parse(sql: str) -> exp.Expression:

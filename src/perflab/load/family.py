@@ -84,6 +84,10 @@ class Family(ABC):
         its workload declares)."""
         return ()
 
+    def setup_statements(self) -> tuple[str, ...]:
+        """The user's own statements that make the dataset (a built-in loader has none)."""
+        return ()
+
     def write_files(self, directory: Path) -> None:
         """Write what the family's Lua scripts read into `directory` (the lab), before the
         first sysbench; most families read nothing."""

@@ -29,6 +29,9 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+import sqlglot
+from sqlglot.dialects.mysql import MySQL
+
 from perflab.errors import PerflabError
 from perflab.load.classify import Classified, Kind, classify, several_statements
 from perflab.load.family import Family, LoadReport
@@ -100,6 +103,9 @@ class SqlFamily(Family):
         return tuple((sql, kind) for (_, sql), kind in zip(self.sql_file.statements,
                                                             self.sql_file.kinds, strict=True))
 
+    def setup_statements(self) -> tuple[str, ...]:
+        return self.sql_file.schema
+
     def write_files(self, directory: Path) -> None:
         """The statements file, readable by its owner only, at a name nobody can guess, in
         `directory` (the lab); the one an earlier run left there is removed."""
@@ -153,7 +159,8 @@ def load_sql_workload(path: str | Path, where: str = "workload.options.file") ->
     if not isinstance(schema, list) or not all(isinstance(s, str) for s in schema):
         raise PerflabError(f"{path}: schema.sql must be a string or a list of strings")
     specs = tuple(_data(item, n, path) for n, item in enumerate(data.get("data", []), 1))
-    parsed = [_statement(item, n, path) for n, item in enumerate(data.get("statements", []), 1)]
+    parsed = [checked_statement(item, n, path)
+              for n, item in enumerate(data.get("statements", []), 1)]
     if not parsed:
         raise PerflabError(f"{path}: no [[statements]]: a workload needs at least one")
     digest = hashlib.sha256(text.encode()).hexdigest()[:12]
@@ -249,8 +256,10 @@ def _data(item, n: int, path: Path) -> DataSpec:
     return DataSpec(table, rows, tuple(columns.items()))
 
 
-def _statement(item, n: int, path: Path
-               ) -> tuple[int, str, tuple[tuple[str, tuple[str, ...]], ...]]:
+def checked_statement(item, n: int, path: Path
+                      ) -> tuple[int, str, tuple[tuple[str, tuple[str, ...]], ...]]:
+    """One [[statements]] entry, checked: (weight, template, pick lists); a PerflabError
+    names what is wrong with it (digest --workload leaves out what would not pass)."""
     where = f"{path}: statements[{n}]"
     if not isinstance(item, dict) or set(item) - {"sql", "weight", "picks"}:
         raise PerflabError(f"{where} must be a table with sql, weight and optional picks",
@@ -265,14 +274,33 @@ def _statement(item, n: int, path: Path
         if int(low) > int(high):
             raise PerflabError(f"{where}: placeholder {{{kind}:{low}:{high}}} has low above high")
     leftover = PICK.sub("", PLACEHOLDER.sub("", sql))
-    if re.search(r"\{(int|str|pick)[^}]*\}", leftover):
+    if re.search(r"\{[A-Za-z_]+:[^}]*\}", leftover):
         raise PerflabError(f"{where}: a placeholder is malformed (use {{int:LO:HI}}, "
                            "{str:MIN:MAX} or {pick:NAME})")
+    _check_placeholders_stand_alone(sent(sql), where)
     if several_statements(PICK.sub("0", PLACEHOLDER.sub("0", sent(sql)))):
         raise PerflabError(f"{where}.sql holds more than one statement",
                            hint="one statement per [[statements]] entry, without a ';' between "
                                 "two")
     return weight, sql, _picks(item.get("picks", {}), set(PICK.findall(sql)), where)
+
+
+def _check_placeholders_stand_alone(sql: str, where: str) -> None:
+    """Every placeholder must stand where a value goes, as a token of its own: inside a string,
+    a comment or a name, the value it takes could end the string or comment and turn what
+    follows into SQL (a pick of `'*/ ; DELETE ...'` in `/* {pick:p} */`)."""
+    found = PLACEHOLDER.findall(sql) + PICK.findall(sql)
+    marks = [f"perflab_placeholder_{n}" for n in range(len(found))]
+    counter = iter(marks)
+    marked = PICK.sub(lambda _: next(counter), PLACEHOLDER.sub(lambda _: next(counter), sql))
+    try:
+        tokens = MySQL().tokenize(marked)
+    except sqlglot.errors.TokenError:
+        return  # not SQL at all: classify() says so
+    if sorted(t.text for t in tokens if t.text in marks) != sorted(marks):
+        raise PerflabError(f"{where}: a placeholder stands inside a string, a comment or a "
+                           "name", hint="write it where a value goes: WHERE id = {int:1:100}, "
+                                        "name = {str:3:8} (it brings its own quotes)")
 
 
 def _picks(table, used: set[str], where: str) -> tuple[tuple[str, tuple[str, ...]], ...]:

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import configparser
+import re
 from dataclasses import dataclass, field
 
 import pymysql
 
+from perflab.errors import PerflabError
+
 # The statement lua/perflab.lua also sends on each of sysbench's connections.
 READ_ONLY_SESSION = "SET SESSION TRANSACTION READ ONLY"
+VARIABLE_NAME = re.compile(r"^[a-z_][a-z0-9_]*$")  # a server variable's name, safe in SQL
 
 
 @dataclass(frozen=True)
@@ -42,7 +46,11 @@ class Endpoint:
             read_timeout=None,
         )
         if self.read_only:
-            query(conn, READ_ONLY_SESSION)
+            try:
+                query(conn, READ_ONLY_SESSION)
+            except BaseException:
+                conn.close()
+                raise
         return conn
 
     def credentials(self) -> tuple[str, str]:
@@ -100,7 +108,15 @@ def query(conn: pymysql.Connection, sql: str, args=None) -> list[tuple]:
 def set_globals(conn: pymysql.Connection, variables: dict[str, str]) -> None:
     """SET GLOBAL each variable to its value (as the server's command line spells it)."""
     for name, value in variables.items():
-        query(conn, f"SET GLOBAL {name} = %s", (sql_value(value),))
+        set_global(conn, name, value)
+
+
+def set_global(conn: pymysql.Connection, name: str, value: str | None) -> None:
+    """SET GLOBAL one variable, its value sent as a parameter (NULL for None); the name is
+    checked to be a variable name, never pasted into SQL as it came."""
+    if not VARIABLE_NAME.match(name):
+        raise PerflabError(f"{name!r} is not a variable name")
+    query(conn, f"SET GLOBAL {name} = %s", (None if value is None else sql_value(value),))
 
 
 def sql_value(value: str) -> int | float | str:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,11 +23,10 @@ from pathlib import Path
 import pymysql
 
 from perflab.errors import PerflabError, error_text
-from perflab.server.connection import Endpoint, query, sql_value
+from perflab.server.connection import VARIABLE_NAME, Endpoint, query, set_global
 
 JOURNAL = "journal.json"
 LOCK_NAME = "perflab.set_global"  # GET_LOCK's name: one perflab changing a server at a time
-NAME = re.compile(r"^[a-z_][a-z0-9_]*$")  # a server variable's name, safe to write in SQL
 RESTART_SLACK = 5  # seconds: a start time that moved more than this is a restart
 
 
@@ -42,18 +40,23 @@ class Permissions:
 
 
 def identity(conn: pymysql.Connection) -> dict:
-    """Which server this is: what survives a reconnection, and when it started (a restart
-    resets every global variable to the server's configuration)."""
-    hostname, port, socket, datadir, started = query(
-        conn, "SELECT @@hostname, @@port, @@socket, @@datadir, UNIX_TIMESTAMP() - "
-              "VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS "
-              "WHERE VARIABLE_NAME = 'UPTIME'")[0]
+    """Which server this is: what survives a reconnection (server_id tells apart clones that
+    share a host name and paths), and when it started (a restart resets every global variable
+    to the server's configuration)."""
+    hostname, port, socket, datadir, server_id, now = query(
+        conn, "SELECT @@hostname, @@port, @@socket, @@datadir, @@server_id, UNIX_TIMESTAMP()")[0]
+    uptime = int(query(conn, "SHOW GLOBAL STATUS LIKE 'Uptime'")[0][1])
     return {"hostname": hostname, "port": int(port), "socket": socket, "datadir": datadir,
-            "started": int(started)}
+            "server_id": int(server_id), "started": int(now) - uptime}
 
 
 def _same_server(recorded: dict, seen: dict) -> bool:
-    return all(recorded[key] == seen[key] for key in ("hostname", "port", "socket", "datadir"))
+    return all(recorded.get(key) == seen[key]
+               for key in ("hostname", "port", "socket", "datadir", "server_id"))
+
+
+def _restarted(recorded: dict, seen: dict) -> bool:
+    return abs(seen["started"] - recorded["started"]) > RESTART_SLACK
 
 
 def _described(server: dict) -> str:
@@ -85,8 +88,12 @@ class Journal:
                ) -> None:
         """Note the values before they change; the first value noted for a variable stays (it
         is the one the server had before perflab touched it). Durable before it returns."""
-        entry = self.pending() or {"server": endpoint.describe(), "identity": server,
-                                   "variables": {}}
+        entry = self.pending()
+        if entry and _same_server(entry["identity"], server) and \
+                _restarted(entry["identity"], server):
+            self.retire()  # what it holds was reset by the restart: those values are gone
+            entry = None
+        entry = entry or {"server": endpoint.describe(), "identity": server, "variables": {}}
         if not _same_server(entry["identity"], server):
             raise PerflabError(
                 f"{self.path} holds variables changed on another server, "
@@ -118,7 +125,7 @@ class Journal:
                 f"{_described(seen)}: nothing was changed here",
                 hint=f"perflab restore --lab {self.path.parent} with the connection options of "
                      f"{recorded['hostname']}:{recorded['port']}")
-        if abs(seen["started"] - recorded["started"]) > RESTART_SLACK:
+        if _restarted(recorded, seen):
             self.retire()
             raise Restarted(entry["variables"])
         failed = {}
@@ -140,7 +147,7 @@ class Journal:
 
     def retire(self) -> None:
         """Keep a journal that no longer applies beside the lab, for the record."""
-        self.path.rename(self.path.with_name(f"journal-retired-{int(time.time())}.json"))
+        self.path.rename(self.path.with_name(f"journal-retired-{time.time_ns()}.json"))
 
 
 class Restarted(Exception):
@@ -151,21 +158,12 @@ class Restarted(Exception):
         self.variables = variables
 
 
-def set_global(conn: pymysql.Connection, name: str, value: str | None) -> None:
-    """SET GLOBAL one variable the server has, its value sent as a parameter (NULL for
-    None): the name is checked, never pasted into SQL as it came."""
-    if not NAME.match(name) or not query(
-            conn, "SELECT 1 FROM information_schema.GLOBAL_VARIABLES WHERE VARIABLE_NAME = %s",
-            (name,)):
-        raise PerflabError(f"{name!r} is not a variable of this server")
-    query(conn, f"SET GLOBAL {name} = %s", (None if value is None else sql_value(value),))
-
-
-def restore_pending(lab_root: Path, endpoint: Endpoint | None, say) -> None:
-    """Put back what a killed perflab left changed on an existing server. With no endpoint
-    given, the journal's own (socket or host, user, option file; never a password) is tried;
-    a server that cannot be reached that way, or another server, is a PerflabError telling how
-    to restore."""
+def restore_pending(lab_root: Path, endpoint: Endpoint | None, say, claimed: bool = False
+                    ) -> None:
+    """Put back what a killed perflab left changed on an existing server, under the server's
+    named lock (`claimed`: the caller holds it already). With no endpoint given, the journal's
+    own (socket or host, user, option file; never a password) is tried; a server that cannot
+    be reached that way, or another server, is a PerflabError telling how to restore."""
     journal = Journal(lab_root)
     entry = journal.pending()
     if not entry:
@@ -173,6 +171,8 @@ def restore_pending(lab_root: Path, endpoint: Endpoint | None, say) -> None:
     target = endpoint or Endpoint.from_description(entry["server"])
     try:
         with target.connect() as conn:
+            if not claimed:
+                _take_lock(conn)  # released when this session ends
             restored = journal.play_back(conn)
     except Restarted as restarted:
         say(f"the server {_described(entry['identity'])} restarted since perflab changed "
@@ -188,6 +188,13 @@ def restore_pending(lab_root: Path, endpoint: Endpoint | None, say) -> None:
                  "(--defaults-file, --password)") from None
     say("restored on the server what an interrupted perflab had changed: "
         + ", ".join(f"{k}={v}" for k, v in restored.items()))
+
+
+def _take_lock(conn: pymysql.Connection) -> None:
+    if query(conn, "SELECT GET_LOCK(%s, 0)", (LOCK_NAME,))[0][0] != 1:
+        raise PerflabError("another perflab is changing this server's variables (it holds the "
+                           f"server's named lock {LOCK_NAME})",
+                           hint="wait until it ends, then run again")
 
 
 def pending_note(lab_root: Path) -> str | None:
@@ -269,21 +276,32 @@ class ExistingServer:
 
     def claim(self) -> None:
         """The server's named lock, on a session of its own held until stop() (the server
-        lets go of it when that session ends, even when perflab is killed)."""
+        lets go of it when that session ends, even when perflab is killed); checked before
+        each change, and taken again if that session was closed under it."""
         if self._lock is not None:
-            return
+            try:
+                if query(self._lock, "SELECT IS_USED_LOCK(%s) = CONNECTION_ID()",
+                         (LOCK_NAME,))[0][0] == 1:
+                    return
+            except pymysql.MySQLError:
+                pass  # the session is gone (a server's wait_timeout, a restart)
+            self.release()
         conn = self.connect()
-        if query(conn, "SELECT GET_LOCK(%s, 0)", (LOCK_NAME,))[0][0] != 1:
+        try:
+            query(conn, "SET SESSION wait_timeout = 31536000")  # idle for the whole run
+            _take_lock(conn)
+        except BaseException:
             conn.close()
-            raise PerflabError("another perflab is changing this server's variables (it holds "
-                               f"the server's named lock {LOCK_NAME})",
-                               hint="wait until it ends, then run again")
+            raise
         self._lock = conn
 
     def release(self) -> None:
         """Let go of the server's named lock (stop() does, after putting variables back)."""
         if self._lock is not None:
-            self._lock.close()
+            try:
+                self._lock.close()
+            except pymysql.MySQLError:
+                pass  # already gone, and the lock with it
             self._lock = None
 
     def facts(self) -> dict:
@@ -302,7 +320,7 @@ class ExistingServer:
 
 def _global_value(conn: pymysql.Connection, name: str) -> str | None:
     """A global variable's value as the server's command line spells it, None for NULL."""
-    if not NAME.match(name):
+    if not VARIABLE_NAME.match(name):
         raise PerflabError(f"{name!r} is not a variable name")
     value = query(conn, f"SELECT @@GLOBAL.{name}")[0][0]
     return None if value is None else str(value)

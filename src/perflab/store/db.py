@@ -19,6 +19,7 @@ from typing import Any
 
 from perflab.errors import PerflabError
 from perflab.plan import Plan
+from perflab.server.secrets import masked_variables
 from perflab.stats.design import Design, spanning
 from perflab.store.records import (
     HealthReport,
@@ -172,11 +173,12 @@ class ResultStore:
         self, session_id: int, config: str, how: str, version: str, variables: dict,
         process: dict,
     ) -> int:
+        """Secret variables (report_password, ...) are stored masked: a lab is shared."""
         cur = self.db.execute(
             "INSERT INTO server_states (session_id, config, how, version, variables_json, "
             "process_json, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (session_id, config, how, version, json.dumps(variables), json.dumps(process),
-             time.time()),
+            (session_id, config, how, version, json.dumps(masked_variables(variables)),
+             json.dumps(process), time.time()),
         )
         return cur.lastrowid
 
@@ -294,12 +296,13 @@ class ResultStore:
                 for row in rows]
 
     def server_states(self, session_ids: list[int]) -> list[ServerState]:
+        """Masked again as read: labs written before perflab masked them hold them plain."""
         marks = ", ".join("?" for _ in session_ids)
         rows = self.db.execute(
             f"SELECT * FROM server_states WHERE session_id IN ({marks}) ORDER BY id", session_ids
         )
         return [ServerState(row["id"], row["session_id"], row["config"], row["how"],
-                            row["version"], json.loads(row["variables_json"]),
+                            row["version"], masked_variables(json.loads(row["variables_json"])),
                             json.loads(row["process_json"]), row["created_at"])
                 for row in rows]
 

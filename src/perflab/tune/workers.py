@@ -18,7 +18,6 @@ import fcntl
 import hashlib
 import os
 import random
-import re
 import socket
 import threading
 import time
@@ -53,7 +52,7 @@ def open_storage(url: str) -> optuna.storages.RDBStorage:
         except (ImportError, ValueError) as exc:
             error = exc
             break
-    shown = _without_password(url)
+    shown = shown_url(url)
     reason = str(error).splitlines()[0].replace(url, shown)
     raise PerflabError(f"--storage {shown}: {reason}",
                        hint="an SQLAlchemy URL whose driver is installed, e.g. "
@@ -71,11 +70,18 @@ def quiet() -> Iterator[None]:
         yield
 
 
-def _without_password(url: str) -> str:
+def shown_url(url: str) -> str:
+    """A storage URL as perflab prints it: no password, and of its query only the parameter
+    names (a value may be a credential: ?password=, ?ssl_key=, a token). A text SQLAlchemy
+    cannot read as a URL is not shown at all: where its secret is, nobody knows."""
     try:
-        return sqlalchemy.engine.make_url(url).render_as_string(hide_password=True)
-    except (sqlalchemy.exc.ArgumentError, ValueError):  # not a URL it reads: mask user:pw@
-        return re.sub(r"(://[^/@:]*:)[^@/]*@", r"\1***@", url)
+        parsed = sqlalchemy.engine.make_url(url)
+    except (sqlalchemy.exc.ArgumentError, ValueError):
+        return "<not a URL>"
+    shown = parsed.set(query={}).render_as_string(hide_password=True)
+    if parsed.query:
+        shown += "?" + "&".join(f"{name}=***" for name in parsed.query)
+    return shown
 
 
 def me(lab_root: Path) -> dict:

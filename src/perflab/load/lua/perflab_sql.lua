@@ -31,16 +31,16 @@ if total == 0 then
    error("no statements in " .. path)
 end
 
-local function fill(kind, low, high)
-   low, high = tonumber(low), tonumber(high)
-   if kind == "int" then
-      return tostring(sysbench.rand.uniform(low, high))
+local function integer(low, high)
+   return tostring(sysbench.rand.uniform(tonumber(low), tonumber(high)))
+end
+
+local function letters(low, high)
+   local chosen = {}
+   for i = 1, sysbench.rand.uniform(tonumber(low), tonumber(high)) do
+      chosen[i] = string.char(sysbench.rand.uniform(97, 122))
    end
-   local letters = {}
-   for i = 1, sysbench.rand.uniform(low, high) do
-      letters[i] = string.char(sysbench.rand.uniform(97, 122))
-   end
-   return "'" .. table.concat(letters) .. "'"
+   return "'" .. table.concat(chosen) .. "'"
 end
 
 function thread_init()
@@ -56,7 +56,9 @@ function event()
    local pick = sysbench.rand.uniform(1, total)
    for _, statement in ipairs(statements) do
       if pick <= statement.upto then
-         local sql = statement.sql:gsub("{(%a+):(%-?%d+):(%-?%d+)}", fill)
+         -- only the placeholders perflab checked (sqlworkload.py): anything else stays text
+         local sql = statement.sql:gsub("{int:(%-?%d+):(%-?%d+)}", integer)
+         sql = sql:gsub("{str:(%d+):(%d+)}", letters)
          sql = sql:gsub("{pick:([%w_]+)}", function(name)
             local list = statement.picks[name]
             return list[sysbench.rand.uniform(1, #list)]

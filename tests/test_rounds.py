@@ -1,0 +1,109 @@
+"""The round policy (rounds.py) as a pure function: what round N measures, or that the study
+stops, from the plan, the points stored and the design; no server, milliseconds."""
+
+import math
+import random
+from pathlib import Path
+
+import pytest
+
+from perflab.plan import load_plan
+from perflab.rounds import Measure, Stop, next_round
+from perflab.store.records import Metrics, StoredPoint
+
+pytestmark = pytest.mark.fast
+
+
+def plan(tmp_path: Path, run: str):
+    path = tmp_path / "plan.toml"
+    path.write_text(f"""
+[study]
+name = "p"
+baseline = "base"
+[workload]
+name = "oltp_point_select"
+[run]
+threads = [1, 4]
+{run}
+[configs.base]
+[configs.fast]
+key_buffer_size = "64M"
+[configs.same]
+key_buffer_size = "8M"
+""")
+    return load_plan(path)
+
+
+def point(config: str, threads: int, repeat: int, qps: float) -> StoredPoint:
+    figures = dict.fromkeys(Metrics.names(), 0)
+    figures.update(qps=qps, rows_per_query=None, client_cpu=None)
+    return StoredPoint(0, "p", "", config, "oltp_point_select", threads, repeat, "ok", 1, None,
+                       0.0, 0.0, Metrics(**figures))
+
+
+def measured(rounds: range, noise: float, seed: int = 1) -> list[StoredPoint]:
+    """Three configurations alike, each point off by log-normal noise of sd `noise`."""
+    rng = random.Random(seed)
+    return [point(config, threads, r, 1000 * math.exp(rng.gauss(0, noise)))
+            for r in rounds for threads in (1, 4) for config in ("base", "fast", "same")]
+
+
+def names(step: Measure) -> dict[int, list[str]]:
+    return {t: [c.name for c in cs] for t, cs in step.points.items()}
+
+
+def test_the_planned_rounds_measure_everything_and_resume_where_they_stopped(tmp_path):
+    study = plan(tmp_path, "repeats = 2")
+    design = study.run.design()
+    first = next_round(study, [], design, 1)
+    assert names(first) == {1: ["base", "fast", "same"], 4: ["base", "fast", "same"]}
+    stored = [point("base", 1, 2, 1.0), point("fast", 1, 2, 1.0)]  # round 2 cut short
+    assert names(next_round(study, stored, design, 2)) == {1: ["same"],
+                                                           4: ["base", "fast", "same"]}
+    done = measured(range(1, 3), 0.0)
+    assert next_round(study, done, design, 2).points == {}  # stored by an earlier run
+    assert next_round(study, done, design, 3) == Stop(3)
+
+
+def test_a_budget_measures_only_the_undecided_comparisons_with_their_baseline(tmp_path):
+    study = plan(tmp_path, 'repeats = 3\ntime = "10m"\nmax_rounds = 12\nmargin = 0.05')
+    design = study.run.design()
+    # fast is 40% faster everywhere (decided); same is within 3% but noisy (not yet decided)
+    rng, stored = random.Random(1), []
+    for r in range(1, 4):
+        for t in (1, 4):
+            base = 1000 * math.exp(rng.gauss(0, 0.05))
+            stored += [point("base", t, r, base), point("fast", t, r, base * 1.4),
+                       point("same", t, r, base * math.exp(rng.gauss(0, 0.05)))]
+    step = next_round(study, stored, design, 4)
+    assert isinstance(step, Measure)
+    assert names(step) == {1: ["base", "same"], 4: ["base", "same"]}
+    assert "after round 3: 2 of 4 comparisons decided" == step.note
+    # a round's comparisons come from the rounds before it: a half-stored round 4 changes nothing
+    half = [point("base", 1, 4, 1000.0)]
+    assert names(next_round(study, stored + half, design, 4)) == {1: ["same"],
+                                                                  4: ["base", "same"]}
+
+
+def test_when_everything_is_decided_or_the_looks_are_spent_the_study_stops(tmp_path):
+    study = plan(tmp_path, 'repeats = 3\ntime = "10m"\nmax_rounds = 5')
+    design = study.run.design()
+    decided = []
+    for r in range(1, 4):
+        for t in (1, 4):
+            decided += [point("base", t, r, 1000.0), point("fast", t, r, 1400.0 + r),
+                        point("same", t, r, 1000.0 + r)]
+    step = next_round(study, decided, design, 4)
+    assert isinstance(step, Stop) and step.decided and "4 of 4" in step.note
+    noisy = measured(range(1, 6), 0.3)
+    assert next_round(study, noisy, design, 6) == Stop(6)  # past the last look
+
+
+def test_a_target_interval_repeats_only_the_wide_cells_up_to_max_repeats(tmp_path):
+    study = plan(tmp_path, "repeats = 2\ntarget_interval = 0.02\nmax_repeats = 4")
+    design = study.run.design()
+    stored = [point(c, t, r, 1000.0 + (300 * r if (c, t) == ("same", 4) else 0))
+              for r in (1, 2) for t in (1, 4) for c in ("base", "fast", "same")]
+    step = next_round(study, stored, design, 3)
+    assert names(step) == {4: ["same"]} and "same@4" in step.note
+    assert next_round(study, stored, design, 5) == Stop(5)
