@@ -2,7 +2,7 @@
 
 Generates a MariaDB general query log (and a slow query log) of at least --mb MiB in the exact
 formats the server writes (the tests check the parser on real ones): many interleaved
-connections, seed 004's waste (repeated reads, Init DB churn, constant-only SELECTs, N+1
+connections, the STAR notes' waste (repeated reads, Init DB churn, constant-only SELECTs, N+1
 loops) among an application's statements whose variety is a real one's (`Application`: 20k+
 fingerprints, string literals, IN lists of every length, comments, multi-line statements).
 Then runs `perflab digest --jobs 1`, `perflab digest` on every core and `pt-query-digest`,
@@ -119,7 +119,7 @@ class Application:
 
 
 def general_lines(rng: random.Random, connections: int):
-    """Endless general-log events: (thread id, command, argument); seed 004's waste among an
+    """Endless general-log events: (thread id, command, argument); the STAR notes' waste among an
     application's statements."""
     app = Application(rng)
     while True:

@@ -1,5 +1,5 @@
 """bench/tune: does the default search method find a known large gain sooner than random search
-and seed 002's one-factor-at-a-time, at equal budgets?
+and the MySQL 5.5 sysbench tuning study's one-factor-at-a-time, at equal budgets?
 
 The known answer: a read-only workload with uniformly drawn rows over an InnoDB dataset larger
 than the default 128 MiB buffer pool, so that a larger innodb_buffer_pool_size gives a large

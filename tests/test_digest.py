@@ -19,7 +19,7 @@ from perflab.load.sqlworkload import load_sql_workload
 from perflab.server.connection import query
 from perflab.server.managed import ManagedServer, install_datadir
 
-REPEATS = 14  # seed 004: select elementID from CorrectionIDs, fourteen times in a row
+REPEATS = 14  # the STAR notes: select elementID from CorrectionIDs, fourteen times in a row
 N_PLUS_ONE = 25
 CONSTANT = 6
 

@@ -1,6 +1,7 @@
-"""perflab run on a server it did not start (seed 004): a site's mariadbd with its own datadir,
-a user with a password over TCP, data loaded by the test. Read-only unless allowed; whatever
---allow-set changes is put back, even after perflab is killed; no password in the lab."""
+"""perflab run on a server it did not start (as in the STAR notes): a site's mariadbd with its
+own datadir, a user with a password over TCP, data loaded by the test. Read-only unless
+allowed; whatever --allow-set changes is put back, even after perflab is killed; no password in
+the lab."""
 
 import json
 import os
@@ -9,6 +10,7 @@ import signal
 import sqlite3
 import subprocess
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -518,7 +520,7 @@ def test_a_write_that_reaches_a_read_only_run_fails_at_the_server(site, tmp_path
     assert workload.writes
     workload.family.write_files(tmp_path / "files")
     assert (next((tmp_path / "files").iterdir()).stat().st_mode & 0o777) == 0o600
-    read_only = ExistingServer(replace_endpoint(server.endpoint), Journal(tmp_path),
+    read_only = ExistingServer(replace(server.endpoint, read_only=True), Journal(tmp_path),
                                Permissions())
     with pytest.raises(PerflabError) as failed:
         run_load(read_only, workload, Dataset(existing="appdb"), 2, 1)
@@ -528,6 +530,25 @@ def test_a_write_that_reaches_a_read_only_run_fails_at_the_server(site, tmp_path
     assert snapshot(server) == before
 
 
-def replace_endpoint(endpoint: Endpoint) -> Endpoint:
-    from dataclasses import replace
-    return replace(endpoint, read_only=True)
+def test_no_statement_of_a_run_outlives_it_on_someone_elses_server(site, tmp_path):
+    """max_statement_time on every session: a statement that would hold the server past the
+    run is aborted there, through sysbench's sessions and perflab's own."""
+    from perflab.load.workloads import resolve
+    from perflab.plan import Dataset, Workload
+    from perflab.runner import run_load
+    from perflab.server.existing import ExistingServer, Permissions
+
+    server, _, _ = site
+    statements = tmp_path / "slow.toml"
+    statements.write_text('[[statements]]\nsql = "SELECT SLEEP(30)"\n')
+    workload = resolve(Workload("sql", (("file", str(statements)),)))
+    workload.family.write_files(tmp_path / "files")
+    limited = replace(server.endpoint, read_only=True, max_statement_seconds=1)
+    started = time.monotonic()
+    with pytest.raises(PerflabError) as failed:
+        run_load(ExistingServer(limited, Journal(tmp_path), Permissions()), workload,
+                 Dataset(existing="appdb"), 1, 1)
+    assert time.monotonic() - started < 15
+    assert "max_statement_time" in (failed.value.detail or "") + failed.value.message
+    with limited.connect() as conn:
+        assert query(conn, "SELECT @@SESSION.max_statement_time")[0][0] == 1

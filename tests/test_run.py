@@ -2,10 +2,13 @@
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import time
 from pathlib import Path
+
+import pytest
 
 from conftest import PERFLAB, mariadbd_under, run_cli, stored_points, wait_for, write_plan
 
@@ -208,3 +211,25 @@ key_buffer_size = 0
     assert "SET GLOBAL refused (Cannot drop default keycache): restarting instead" in out.stderr
     points = stored_points(shared_lab, "kb0")
     assert [(p["config"], p["status"]) for p in points] == [("kb16", "ok"), ("kb0", "ok")]
+
+
+def test_profiles_are_recorded_side_by_side_as_one_server_at_a_time(shared_lab, tmp_path):
+    """profile = true under the fleet (the default for two configurations): each server's own
+    perf profile per point, of its own slices."""
+
+
+    if shutil.which("perf") is None:
+        pytest.skip("perf is not installed (scripts/setup --for-tests installs linux-perf)")
+    plan = write_plan(tmp_path / "profiled.toml", "profiled",
+                      configs='[configs.small]\nkey_buffer_size = "1M"\n[configs.big]\n'
+                              'key_buffer_size = "64M"\n', threads=(2,), repeats=1)
+    plan.write_text(plan.read_text().replace("[run]", "[run]\nprofile = true\nschedule = "
+                                             '"fleet"'))
+    out = run_cli("run", str(plan), "--lab", str(shared_lab.root))
+    assert out.returncode == 0, out.stderr
+    assert "profiles skipped" not in out.stderr, out.stderr
+    points = stored_points(shared_lab, "profiled")
+    assert sorted(p["config"] for p in points) == ["big", "small"]
+    for point in points:
+        symbols = json.loads(point["profile_json"])
+        assert symbols and any("mariadbd" in s["dso"] for s in symbols), point["config"]

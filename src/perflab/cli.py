@@ -17,6 +17,7 @@ import sys
 import time
 from pathlib import Path
 
+import perflab
 from perflab import __version__
 from perflab.digest import render as digest_render
 from perflab.digest.digest import digest_logs
@@ -283,9 +284,6 @@ def cmd_restore(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from perflab.report.study import render_text
-    from perflab.runner import run_study
-
     plan = resolve_plan(args.study).with_overrides(
         scale=args.scale,
         repeats=args.repeats,
@@ -295,32 +293,25 @@ def cmd_run(args: argparse.Namespace) -> int:
         time=args.time,
         margin=args.margin,
     )
-    lab = Lab(args.lab)
     say = (lambda _msg: None) if args.quiet else _say
     endpoint = _endpoint(args)
-    if endpoint is None:
-        if args.allow_writes or args.allow_set or args.allow_locks:
-            raise PerflabError("--allow-writes, --allow-set and --allow-locks are for a server "
-                               "perflab did not start", hint="give it with --socket or --host")
-        summary = run_study(plan, lab, say)
-    else:
-        from perflab.existing_runner import run_existing
-        from perflab.server.existing import ExistingServer, Journal, Permissions
-
-        server = ExistingServer(endpoint, Journal(lab.root),
-                                Permissions(args.allow_writes, args.allow_set,
-                                            args.allow_locks))
-        summary = run_existing(plan, lab, server, say)
+    allowed = args.allow_writes or args.allow_set or args.allow_locks
+    if endpoint is None and allowed:
+        raise PerflabError("--allow-writes, --allow-set and --allow-locks are for a server "
+                           "perflab did not start", hint="give it with --socket or --host")
+    permissions = perflab.Permissions(args.allow_writes, args.allow_set, args.allow_locks) \
+        if endpoint is not None else None
+    summary = perflab.run(plan, args.lab, endpoint, permissions, say)
     say(
         f"{summary.measured} point(s) measured in {summary.rounds} round(s) "
         f"({summary.failed} failed, {summary.schedule}), {summary.already_stored} already "
         f"stored, in {summary.seconds:.0f} s: {summary.stopped}"
     )
-    print(render_text(lab.study(plan.name)))
+    print(perflab.render(perflab.load_study(args.lab, plan.name)))
     return 1 if summary.failed else 0
 
 
-FORMATS = ("text", "md", "csv", "json", "html")
+FORMATS = perflab.REPORT_FORMATS
 
 
 def _statistics_options(parser: argparse.ArgumentParser) -> None:
@@ -334,29 +325,18 @@ def _statistics_options(parser: argparse.ArgumentParser) -> None:
 
 def cmd_report(args: argparse.Namespace) -> int:
     from perflab.report import charts
-    from perflab.report.html import render_html
-    from perflab.report.study import (
-        ReportOptions,
-        judgement,
-        render_csv,
-        render_json,
-        render_markdown,
-        render_text,
-        series_point,
-    )
+    from perflab.report.study import ReportOptions, judgement, series_point
 
-    renderers = {"text": render_text, "md": render_markdown, "csv": render_csv,
-                 "json": render_json, "html": render_html}
     _check_statistics(args)
     if args.html:
         _check_output("--html", args.html)
     if args.charts:
         _check_output("--charts", args.charts, directory=True)
-    study = Lab(args.lab).study(args.study)
+    study = perflab.load_study(args.lab, args.study)
     options = ReportOptions(args.margin, args.cv_threshold, args.series)
-    print(renderers[args.format](study, options))
+    print(perflab.render(study, args.format, options))
     if args.html:
-        args.html.write_text(render_html(study, options))
+        args.html.write_text(perflab.render(study, "html", options))
         print(f"wrote {args.html}", file=sys.stderr)
     if args.charts:
         judged = judgement(study, options) if len(study.plan.configs) > 1 else None

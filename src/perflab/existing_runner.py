@@ -1,4 +1,4 @@
-"""Running a study on a server perflab did not start (seed 004: a replica taken out of
+"""Running a study on a server perflab did not start (the STAR notes: a replica taken out of
 rotation, its own data, its own queries).
 
 The run is the managed one (runner.py: rounds, verdicts, budget) with the server side replaced:
@@ -37,6 +37,7 @@ from perflab.server.variables import Catalog, read_catalog
 from perflab.store import ResultStore
 
 OWN_SCHEMA_PREFIX = "perflab_"
+STATEMENT_SLACK_SECONDS = 30  # a statement may run this much longer than a point or warm-up
 
 
 def run_existing(plan: Plan, lab: Lab, server: ExistingServer, say: Say = print
@@ -62,8 +63,12 @@ class ExistingRunner(Runner):
                  server: ExistingServer):
         self.existing = server
         super().__init__(plan, lab, store, say)
-        # the server enforces what the checks promised: read-write only for an allowed writer
-        server.endpoint = replace(server.endpoint, read_only=not self.workload.writes)
+        # the server enforces what the checks promised: read-write only for an allowed writer,
+        # and no statement of the workload outlives its run (a SLEEP, a runaway join)
+        run = plan.run
+        server.endpoint = replace(server.endpoint, read_only=not self.workload.writes,
+                                  max_statement_seconds=max(run.run_seconds, run.warmup_seconds)
+                                  + STATEMENT_SLACK_SECONDS)
         self.server = server
         self.loaded: set[str] = set()  # datasets loaded into perflab's schema by this run
 

@@ -14,10 +14,13 @@ seconds, falls on all of them alike.
 
 from __future__ import annotations
 
+import math
 import shutil
+import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import pymysql
 
@@ -27,18 +30,21 @@ from perflab.load import sysbench
 from perflab.load.preload import preload
 from perflab.load.workloads import ResolvedWorkload
 from perflab.plan import Plan, Point, ServerConfig
+from perflab.probes.profile import Profiler
 from perflab.probes.status import delta, global_status, rows_per_query
 from perflab.probes.system import ram_bytes
 from perflab.server import environment as env
 from perflab.server.managed import ManagedServer
 from perflab.server.memory import configured_sizes, memory_estimate
 from perflab.server.variables import Catalog
-from perflab.store import PointRecord
+from perflab.store import PointRecord, Symbol
 
 Say = Callable[[str], None]
 MEMORY_SHARE = 0.5  # the fleet's servers may take up to half the RAM, worst case
 START_ALLOWANCE_MS = 200  # sysbench's start, before the slices begin ...
 PER_THREAD_MS = 3  # ... plus this per client thread of all processes
+PERF_ATTACH_SECONDS = 1.0  # perf's own start, before the slices' clock starts
+PROFILE_SLACK_SECONDS = 30  # a recording's upper bound past the sliced run (stopped at its end)
 
 
 @dataclass
@@ -73,8 +79,12 @@ def fits(plan: Plan, catalog: Catalog, options: dict[str, dict[str, str]], lab: 
 class Fleet:
     def __init__(self, plan: Plan, lab: Lab, workload: ResolvedWorkload,
                  options: dict[str, dict[str, str]], dataset_key: Callable[[ServerConfig], str],
-                 record_state: Callable[[ManagedServer, ServerConfig], int], say: Say):
+                 record_state: Callable[[ManagedServer, ServerConfig], int], say: Say,
+                 profiler: Profiler | None = None):
+        """`profiler` (run.profile): each server recorded by perf during the sliced run; perf
+        samples a server only while it runs, so its profile is of its own slices."""
         self.plan, self.lab, self.workload, self.say = plan, lab, workload, say
+        self.profiler = profiler
         self.options, self.dataset_key, self.record_state = options, dataset_key, record_state
         self.members: dict[str, Member] = {}
         # Slots, one per configuration, grouped by dataset: rotation stays within a group.
@@ -144,6 +154,13 @@ class Fleet:
         lead_ms = max(lead_seconds * 1000, 2 * rotation)
         lead_ms = rotation * -(-lead_ms // rotation)  # whole rotations
         measure_ms = run.run_seconds * 1000 * count
+        # perf attaches before the clock starts, so that its start costs the slices nothing;
+        # it is stopped when sysbench ends
+        recorders = {member.config.name: self._record_profile(
+            member, math.ceil((lead_ms + measure_ms) / 1000) + PROFILE_SLACK_SECONDS)
+            for member, _ in live}
+        if self.profiler is not None:
+            time.sleep(PERF_ATTACH_SECONDS)
         now = time.clock_gettime(time.CLOCK_MONOTONIC) * 1000
         epoch = now + START_ALLOWANCE_MS + PER_THREAD_MS * threads * count
         slicing = sysbench.Slicing(epoch, slice_ms, count, lead_ms, measure_ms)
@@ -158,16 +175,25 @@ class Fleet:
                          sysbench.environment(self.workload)))
         results = sysbench.run_sliced(jobs, slicing, threads)
         for (member, point), result in zip(live, results, strict=True):
+            recorder, data = recorders[member.config.name]
+            profile = Profiler.finish(recorder, data, early=True) if recorder else []
             records.append(self._record(member, point, result, before[member.config.name],
-                                        started))
+                                        started, profile))
         return records
+
+    def _record_profile(self, member: Member, seconds: int
+                        ) -> tuple[subprocess.Popen | None, Path]:
+        data = self.lab.root / f"profile-{member.config.name}.data"
+        if self.profiler is None:
+            return None, data
+        return self.profiler.start(member.server.pid, seconds, data), data
 
     def _point(self, config: ServerConfig, threads: int, round_number: int) -> Point:
         return Point(config, self.plan.workload, threads, round_number,
                      self.plan.definition(config))
 
     def _record(self, member: Member, point: Point, result, before: dict,
-                started: float) -> PointRecord:
+                started: float, profile: list[Symbol]) -> PointRecord:
         if isinstance(result, sysbench.LoadFailed) or not member.server.alive():
             error = self._died(member) if member.server.died() else error_text(result)
             self.say(f"point {point.label} failed: {error.splitlines()[0]}")
@@ -184,7 +210,7 @@ class Fleet:
         metrics = result.metrics(rows_per_query(moved, result.reads + result.writes))
         return PointRecord(point, "ok", started, time.time(), member.state_id, metrics,
                            series=result.series, status_delta=moved,
-                           histogram=result.histogram)
+                           histogram=result.histogram, profile=profile)
 
     def _died(self, member: Member) -> str:
         server = member.server

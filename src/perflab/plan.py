@@ -72,7 +72,8 @@ class Workload:
 
 @dataclass(frozen=True)
 class Environment:
-    """How the server and the client run, apart from server variables (seed 002's dimensions).
+    """How the server and the client run, apart from server variables (the MySQL 5.5 sysbench
+    tuning study's dimensions).
 
     allocator: malloc of mariadbd (glibc, or jemalloc/tcmalloc through LD_PRELOAD);
     server_cpus / client_cpus: taskset CPU lists for mariadbd and sysbench;

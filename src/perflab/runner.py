@@ -366,7 +366,7 @@ class Runner:
             return self._record_state(session, server, config, "start")
 
         return Fleet(plan, self.lab, self.workload, self._options, self._dataset_key,
-                     record, self.say)
+                     record, self.say, self.profiler if plan.run.profile else None)
 
     def noise(self) -> tuple[float, str]:
         """The per-round sd of a log ratio this lab measured for this way of measuring, with

@@ -1,4 +1,4 @@
-"""Two labs side by side (two hosts, two versions: seed 004's old node vs new node).
+"""Two labs side by side (two hosts, two versions: the STAR notes' old node vs new node).
 
 Points are matched by configuration, workload and thread count; lab A is the reference. Two labs
 ran at different times, so nothing can be paired: each match compares the mean log throughput

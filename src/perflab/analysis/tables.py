@@ -6,7 +6,8 @@
 - verdicts: every comparison's paired change with its interval and verdict (analysis/verdicts.py);
 - per-cell statistics: n, median, mean, sd, CV, interval, outliers, the client's CPU share;
 - response time against connections: avg, p95, p99;
-- ladder: step, change, throughput, gain over the previous step and over the start (seed 003).
+- ladder: step, change, throughput, gain over the previous step and over the start (the NetBSD
+  tuning thread).
 
 A cell with no successful repeat shows `-`.
 """
@@ -63,7 +64,7 @@ def absolute_by_threads(plan: Plan, points: list[StoredPoint]) -> Table:
 
 
 def response_time_table(plan: Plan, points: list[StoredPoint]) -> Table:
-    """Response time against connections (seed 004's plots as numbers): per thread count,
+    """Response time against connections (the STAR notes' plots as numbers): per thread count,
     each configuration's average, p95 and p99 latency."""
     figures = {m: medians(points, m) for m in RESPONSE_TIMES}
     configs = plan.config_names
@@ -181,7 +182,8 @@ def ladder_tables(plan: Plan, points: list[StoredPoint]) -> list[Table]:
 
 def profile_table(plan: Plan, points: list[StoredPoint], top: int = 5) -> Table | None:
     """Where mariadbd's CPU went: per configuration, its first profiled point at the most
-    threads, with the top symbols and their share of samples (seed 001's oprofile table)."""
+    threads, with the top symbols and their share of samples (the MyISAM key-buffer benchmark's
+    oprofile table)."""
     rows = []
     for config in plan.config_names:
         profiled = [p for p in points if p.config == config and p.ok and p.profile]

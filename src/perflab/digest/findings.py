@@ -1,8 +1,8 @@
 """Waste that pt-query-digest does not flag, found per connection while the log streams by
-(seed 004's findings, made automatic):
+(the STAR notes' findings, made automatic):
 
 - repeats: the same read, text for text, again on the same connection with nothing in between
-  (seed 004's `select elementID from CorrectionIDs` fourteen times in a row);
+  (the STAR notes' `select elementID from CorrectionIDs` fourteen times in a row);
 - schema switches: `Init DB` / `USE` to the schema the connection is already on, to a schema
   it leaves again before running anything (Geometry_ftpc, _tof, _svt, _ssd), and switches back
   to the schema its last statement ran in (Geometry_tpc again);

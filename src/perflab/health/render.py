@@ -1,4 +1,4 @@
-"""A health report as seed 004 printed it: the variables, then each measured value beside its
+"""A health report as the STAR notes printed it: the variables, then each measured value beside its
 acceptable range, for both views, then what to change."""
 
 from __future__ import annotations

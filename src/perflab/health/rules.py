@@ -4,7 +4,7 @@ the variables that govern it, where the threshold comes from, and what to change
 A rule reads a View: the counters of one window (since server start, or the difference between
 two snapshots), the gauges of the window's last snapshot, the server's variables and the
 window's length in seconds. Thresholds follow MySQLTuner 1.9.9 (Debian's `mysqltuner`) where
-it has one, seed 004 (the STAR performance page) where it gave a range, and the MariaDB manual
+it has one, the STAR experiment's MySQL tuning notes where they gave a range, and the MariaDB manual
 otherwise; `source` says which, so a reader can disagree with a number knowingly.
 """
 
@@ -18,9 +18,9 @@ from perflab.server.variables import parse_integer
 from perflab.store.records import RuleResult
 
 MYSQLTUNER = "MySQLTuner 1.9.9"
-SEED_004 = "seed 004 (STAR MySQL performance page)"
+STAR_NOTES = "the STAR experiment's MySQL tuning notes (BNL)"
 
-# Commands whose rate seed 004 reports one by one.
+# Commands whose rate the STAR notes report one by one.
 COMMANDS = ("select", "insert", "update", "delete", "replace")
 
 
@@ -183,18 +183,18 @@ def _command_rule(command: str) -> Rule:
     counter = f"Com_{command}"
     return Rule(
         f"qps_{command}", f"Queries/second - {command.upper()}", f"{counter} / seconds", "/s",
-        None, None, (), SEED_004,
+        None, None, (), STAR_NOTES,
         lambda view: _rate(view.c(counter), view, f"{command.upper()} statements"),
     )
 
 
 RULES: tuple[Rule, ...] = (
-    Rule("qps", "Queries/second (QPS)", "Questions / seconds", "/s", None, None, (), SEED_004,
+    Rule("qps", "Queries/second (QPS)", "Questions / seconds", "/s", None, None, (), STAR_NOTES,
          lambda view: _rate(view.c("Questions"), view, "client statements")),
     *(_command_rule(command) for command in COMMANDS),
     Rule("qcache_efficiency", "Query cache efficiency",
          "Qcache_hits / (Qcache_hits + Com_select)", "%", 20, None,
-         ("query_cache_type", "query_cache_size"), f"{SEED_004}; {MYSQLTUNER}",
+         ("query_cache_type", "query_cache_size"), f"{STAR_NOTES}; {MYSQLTUNER}",
          _qcache(lambda view: _share(view.c("Qcache_hits"),
                                      view.c("Qcache_hits") + view.c("Com_select"),
                                      "SELECTs answered from the cache")),
@@ -203,7 +203,7 @@ RULES: tuple[Rule, ...] = (
     Rule("qcache_overhead", "Query cache overhead",
          "Qcache_lowmem_prunes / Qcache_inserts", "%", None, 5,
          ("query_cache_size",),
-         f"range from {SEED_004}, which gives no formula; this one counts cached results "
+         f"range from {STAR_NOTES}, which gives no formula; this one counts cached results "
          "evicted for lack of memory, whose insertion was wasted work",
          _qcache(lambda view: _share(view.c("Qcache_lowmem_prunes"), view.c("Qcache_inserts"),
                                      "inserted results pruned for memory")),
@@ -232,7 +232,7 @@ RULES: tuple[Rule, ...] = (
          "touches (MyISAM indexes in use, so the used part is the working set)"),
     Rule("tmp_disk", "Temporary tables created on disk",
          "Created_tmp_disk_tables / Created_tmp_tables", "%", None, 25,
-         ("tmp_table_size", "max_heap_table_size"), f"{MYSQLTUNER} (25%); {SEED_004} measured "
+         ("tmp_table_size", "max_heap_table_size"), f"{MYSQLTUNER} (25%); {STAR_NOTES} measured "
          "44% old node, 22% new node",
          lambda view: _share(view.c("Created_tmp_disk_tables"), view.c("Created_tmp_tables"),
                              "temporary tables went to disk"),
@@ -248,7 +248,7 @@ RULES: tuple[Rule, ...] = (
          min_sample=20),
     Rule("table_locks", "Table locks acquired immediately",
          "Table_locks_immediate / (Table_locks_immediate + Table_locks_waited)", "%", 95, None,
-         ("concurrent_insert",), f"{MYSQLTUNER} (95%); {SEED_004} measured 99-100%",
+         ("concurrent_insert",), f"{MYSQLTUNER} (95%); {STAR_NOTES} measured 99-100%",
          lambda view: _share(view.c("Table_locks_immediate"),
                              view.c("Table_locks_immediate") + view.c("Table_locks_waited"),
                              "table locks without a wait"),

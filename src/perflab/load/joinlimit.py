@@ -1,4 +1,5 @@
-"""The joinlimit family: seed 001's two tables, as printed, for its `LIMIT 1206,18` join."""
+"""The joinlimit family: the two tables of the MyISAM key-buffer contention benchmark, as
+printed, for its `LIMIT 1206,18` join."""
 
 from __future__ import annotations
 

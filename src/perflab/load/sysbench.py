@@ -118,14 +118,15 @@ def command(
 
 def environment(workload: ResolvedWorkload, endpoint: Endpoint | None = None
                 ) -> dict[str, str]:
-    """sysbench's environment for `workload`; with an `endpoint` whose sessions must be
-    read-only, lua/perflab.lua makes every connection of the workload's script read-only."""
+    """sysbench's environment for `workload`; with an `endpoint` whose sessions have settings
+    (read-only, a statement time limit), lua/perflab.lua gives them to every connection of the
+    workload's script."""
     env = dict(os.environ)
     env["PERFLAB_WORKLOAD"] = workload.spec.script
     env["LUA_PATH"] = f"{LUA_DIR}/?.lua;{SYSBENCH_SCRIPTS}/?.lua;;"
     env.update(workload.family.sysbench_environment())
-    if endpoint is not None and endpoint.read_only:
-        env["PERFLAB_READ_ONLY"] = "1"
+    if endpoint is not None:
+        env.update(endpoint.sysbench_environment())
     return env
 
 
@@ -201,7 +202,7 @@ class ClientCpu:
     """The CPU the load generator used while the block ran, as a share of the CPUs this
     process may use (sysbench's user and system time, from the children's rusage; the block
     must wait for every child it starts). Near 1, the client, not the server, may be the limit
-    (seed 004 doubled its client machines to rule this out)."""
+    (the STAR notes doubled their client machines to rule this out)."""
 
     def __enter__(self) -> ClientCpu:
         self.share: float | None = None

@@ -68,7 +68,7 @@ WORKLOADS = {
         WorkloadSpec("select_random_points", "select_random_points", SbtestFamily, False,
                      ("random_points",) + OLTP_OPTIONS,
                      "SELECT ... WHERE k IN (N random points); each thread keeps to its own "
-                     "slice of the key range (seed 000)"),
+                     "slice of the key range (the MariaDB KB's key cache benchmark)"),
         WorkloadSpec("select_random_ranges", "select_random_ranges", SbtestFamily, False,
                      ("number_of_ranges", "delta") + OLTP_OPTIONS,
                      "SELECT COUNT(k) over N random BETWEEN ranges"),
@@ -90,11 +90,11 @@ WORKLOADS = {
                      "a query means the same at any thread count"),
         WorkloadSpec("rw-mix", "perflab_rw_mix", SbtestFamily, True, ("write_share",),
                      "point SELECT or UPDATE by primary key; write_share 0.01 = read-heavy "
-                     "99/1, 0.7 = write-heavy 30/70 (seed 004)"),
+                     "99/1, 0.7 = write-heavy 30/70 (the STAR notes)"),
         WorkloadSpec("join-limit", "perflab_join_limit", JoinLimitFamily, False,
                      ("offset", "limit"),
-                     "seed 001's 2-table join with LIMIT 1206,18 (t1 rows = dataset.rows, "
-                     "t2_rows = 4000)"),
+                     "the MyISAM key-buffer benchmark's 2-table join with LIMIT 1206,18 "
+                     "(t1 rows = dataset.rows, t2_rows = 4000)"),
         WorkloadSpec("sql", "perflab_sql", SqlFamily, True, (),
                      "your own statements, schema and data from a TOML file "
                      "(see load/sqlworkload.py)"),

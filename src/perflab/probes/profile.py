@@ -1,4 +1,5 @@
-"""Where the server's CPU goes (seed 001 used oprofile): `perf record` on mariadbd per point.
+"""Where the server's CPU goes (the MyISAM key-buffer benchmark used oprofile): `perf record`
+on mariadbd per point.
 
 Optional and best effort: when perf is missing or not permitted on this machine, the profiler
 says so once and every point runs without a profile.
@@ -45,10 +46,14 @@ class Profiler:
         )
 
     @staticmethod
-    def finish(recorder: subprocess.Popen | None, output: Path, top: int = 15) -> list[Symbol]:
-        """Wait for the recording and summarise it: the top symbols by share of samples."""
+    def finish(recorder: subprocess.Popen | None, output: Path, top: int = 15,
+               early: bool = False) -> list[Symbol]:
+        """Wait for the recording (`early`: stop it now, as perf stops on SIGINT, writing what
+        it has) and summarise it: the top symbols by share of samples."""
         if recorder is None:
             return []
+        if early and recorder.poll() is None:
+            recorder.send_signal(signal.SIGINT)
         try:
             recorder.wait(timeout=60)
         except subprocess.TimeoutExpired:

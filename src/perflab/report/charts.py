@@ -2,10 +2,10 @@
 
 - throughput: queries/s vs threads, one line per configuration, 95% interval bands, log2 axis;
 - latency: response time (p95 solid, average dashed, p99 dotted) vs number of connections
-  (seed 004);
+  (the STAR notes);
 - relative: gain over the baseline per thread count, with interval whiskers; noise is faded;
 - series: the per-second throughput of one point;
-- ladder: throughput after each cumulative step (seed 003).
+- ladder: throughput after each cumulative step (the NetBSD tuning thread).
 """
 
 from __future__ import annotations

@@ -12,6 +12,7 @@ from perflab.errors import PerflabError
 
 # The statement lua/perflab.lua also sends on each of sysbench's connections.
 READ_ONLY_SESSION = "SET SESSION TRANSACTION READ ONLY"
+UNKNOWN_SYSTEM_VARIABLE = 1193
 VARIABLE_NAME = re.compile(r"^[a-z_][a-z0-9_]*$")  # a server variable's name, safe in SQL
 
 
@@ -26,6 +27,8 @@ class Endpoint:
     password: str = field(default="", repr=False)
     option_file: str | None = None  # a my.cnf whose [client] group may hold user and password
     read_only: bool = False  # every session read-only at the server (someone else's server)
+    # MariaDB's max_statement_time for every session: no statement outlives the run there
+    max_statement_seconds: float | None = None
 
     def connect(self, database: str | None = None, timeout: float = 10) -> pymysql.Connection:
         """A session, autocommit; read-only at the server when the endpoint is (a write then
@@ -45,13 +48,22 @@ class Endpoint:
             connect_timeout=timeout,
             read_timeout=None,
         )
-        if self.read_only:
-            try:
+        try:
+            if self.read_only:
                 query(conn, READ_ONLY_SESSION)
-            except BaseException:
-                conn.close()
-                raise
+            if self.max_statement_seconds is not None:
+                _limit_statements(conn, self.max_statement_seconds)
+        except BaseException:
+            conn.close()
+            raise
         return conn
+
+    def sysbench_environment(self) -> dict[str, str]:
+        """What lua/perflab.lua sets on each of sysbench's sessions, as this endpoint does."""
+        env = {"PERFLAB_READ_ONLY": "1"} if self.read_only else {}
+        if self.max_statement_seconds is not None:
+            env["PERFLAB_MAX_STATEMENT_SECONDS"] = f"{self.max_statement_seconds:g}"
+        return env
 
     def credentials(self) -> tuple[str, str]:
         """(user, password): the ones given, else the option file's [client] group's."""
@@ -88,6 +100,16 @@ class Endpoint:
         return cls(socket=described.get("socket"), host=described.get("host") or "127.0.0.1",
                    port=described.get("port"), user=described.get("user", "root"),
                    option_file=described.get("option_file"))
+
+
+def _limit_statements(conn: pymysql.Connection, seconds: float) -> None:
+    """MariaDB's max_statement_time for the session; a server without it (MySQL) keeps its
+    own limits."""
+    try:
+        query(conn, "SET SESSION max_statement_time = %s", (seconds,))
+    except pymysql.MySQLError as exc:
+        if exc.args[0] != UNKNOWN_SYSTEM_VARIABLE:
+            raise
 
 
 def _client_group(option_file: str) -> dict[str, str]:

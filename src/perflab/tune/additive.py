@@ -6,8 +6,8 @@ Why this and not TPE or random search: on a server the defaults suit most knobs,
 and one trial is noisy (2-10% side by side on a 2-core machine, 10-15% once a large gain makes
 the server fast). Drawing every knob at random, as random search, TPE's start-up and TPE's prior
 do, changes twenty harmless-looking knobs per trial and leaves some harmful ones in the winner;
-changing one knob at a time (seed 002's method, `ofat`) finds the few that matter only after
-trying every knob alone. Here:
+changing one knob at a time (the MySQL 5.5 sysbench tuning study's method, `ofat`) finds the few
+that matter only after trying every knob alone. Here:
 
 1. Screening: two passes over the knobs in groups of about a sixth of them, each group moving its
    knobs far from their defaults: a number to the longer side of its default's range in the

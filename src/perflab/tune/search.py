@@ -14,12 +14,12 @@
   end, interleaved with the server defaults and the plan's baseline over several rounds, and
   their gains are reported with intervals and verdicts instead of the lucky trial's figure.
 
-Methods: `ofat` (seed 002's one-factor-at-a-time: vary each knob from the baseline, adopt the
-most important change, repeat with the knobs that mattered), `bayes` (by default perflab's
-additive search, tune/additive.py: screening in groups, then an additive model with a
-relevance per knob joins, attributes and explores near the best-believed setting; or an Optuna
-sampler by name: TPE with every third trial after its start-up drawn at random, QMC, ...)
-and `random` (the control).
+Methods: `ofat` (the MySQL 5.5 sysbench tuning study's one-factor-at-a-time: vary each knob from
+the baseline, adopt the most important change, repeat with the knobs that mattered), `bayes`
+(by default perflab's additive search, tune/additive.py: screening in groups, then an
+additive model with a relevance per knob joins, attributes and explores near the best-believed
+setting; or an Optuna sampler by name: TPE with every third trial after its start-up drawn at
+random, QMC, ...) and `random` (the control).
 """
 
 from __future__ import annotations

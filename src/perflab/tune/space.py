@@ -2,9 +2,9 @@
 
 Types, limits, enum values and whether a knob needs a restart come from
 information_schema.SYSTEM_VARIABLES (server/variables.py). perflab adds only what the server
-cannot say: a sensible search range for the curated knobs (seed 002's list and seed 004's
-buffers, in their MariaDB 10.11 form), which sizes are searched on a log scale, and which knobs
-trade durability for speed.
+cannot say: a sensible search range for the curated knobs (the MySQL 5.5 sysbench tuning study's
+list and the STAR notes' buffers, in their MariaDB 10.11 form), which sizes are searched on a
+log scale, and which knobs trade durability for speed.
 """
 
 from __future__ import annotations

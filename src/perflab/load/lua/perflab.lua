@@ -21,17 +21,34 @@ if workload == nil or workload == "" then
    error("PERFLAB_WORKLOAD is not set")
 end
 
--- PERFLAB_READ_ONLY=1 (a server perflab did not start): every connection the workload's script
--- opens is read-only at the server before its first statement, so a write fails there (error
--- 1792) whatever its text looked like. The script's driver is wrapped; nothing else changes.
+-- On a server perflab did not start, every connection the workload's script opens gets its
+-- session settings before its first statement: PERFLAB_READ_ONLY=1 makes it read-only at the
+-- server, so a write fails there (error 1792) whatever its text looked like;
+-- PERFLAB_MAX_STATEMENT_SECONDS=N lets the server abort any statement that outlives the run
+-- (MariaDB's max_statement_time; a server without it is left as it is). The script's driver is
+-- wrapped; nothing else changes.
+local session = {}
 if os.getenv("PERFLAB_READ_ONLY") == "1" then
+   session[#session + 1] = {"SET SESSION TRANSACTION READ ONLY", true}
+end
+local limit = tonumber(os.getenv("PERFLAB_MAX_STATEMENT_SECONDS") or "")
+if limit then
+   session[#session + 1] = {"SET SESSION max_statement_time = " .. limit, false}
+end
+if #session > 0 then
    local make_driver = sysbench.sql.driver
    sysbench.sql.driver = function(...)
       local driver = make_driver(...)
       local wrapped = {}
       function wrapped.connect(_)
          local con = driver:connect()
-         con:query("SET SESSION TRANSACTION READ ONLY")
+         for _, setting in ipairs(session) do
+            local sql, required = setting[1], setting[2]
+            local ok, err = pcall(con.query, con, sql)
+            if not ok and required then
+               error(err)
+            end
+         end
          return con
       end
       return setmetatable(wrapped, {__index = function(_, name)

@@ -1,4 +1,4 @@
--- perflab's join-limit workload (seed 001: MyISAM key-buffer contention).
+-- perflab's join-limit workload (the MyISAM key-buffer contention benchmark).
 --
 -- The page's query, run as is against perflab's joinlimit schema (t1: ~260,000 rows, all
 -- stat=1; t2: 4,000 rows, all val=5, each with its own t1_id):

@@ -1,4 +1,5 @@
--- perflab's uniform variant of sysbench's select_random_points.lua (seed 000).
+-- perflab's uniform variant of sysbench's select_random_points.lua (the MariaDB KB's
+-- segmented key cache benchmark).
 --
 -- The original gives each thread its own slice of the key range and draws from the global
 -- --rand-type distribution ('special' by default), so what a query reads changes with the

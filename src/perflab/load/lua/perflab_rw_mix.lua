@@ -1,4 +1,5 @@
--- perflab's read/write mix on sbtest (seed 004: read-heavy 99/1, write-heavy 30/70).
+-- perflab's read/write mix on sbtest (the STAR experiment's MySQL tuning notes: read-heavy 99/1,
+-- write-heavy 30/70).
 --
 -- Each event is one statement: with probability --write-share an UPDATE of the indexed column
 -- k by primary key, otherwise a point SELECT by primary key. Keys are uniform over the table.
