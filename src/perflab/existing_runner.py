@@ -213,9 +213,6 @@ class ExistingRunner(Runner):
                                                   "set" if changed else "as is")
         self._warm_up(config)
 
-    def _process_facts(self, server: ExistingServer) -> dict:
-        return server.facts()
-
     def _preload(self) -> str:
         return ""  # its files are not ours to read, and its caches hold what its users need
 

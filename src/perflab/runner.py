@@ -32,12 +32,13 @@ from perflab.load.workloads import ResolvedWorkload, resolve
 from perflab.plan import Dataset, Plan, Point, ServerConfig
 from perflab.probes.profile import Profiler
 from perflab.probes.status import delta, global_status, rows_per_query
-from perflab.probes.system import host_facts, process_facts
+from perflab.probes.system import host_facts
 from perflab.procs import check_stop
 from perflab.rounds import Stop, comparisons, next_round
 from perflab.server import environment as env
 from perflab.server.connection import query
 from perflab.server.managed import ManagedServer
+from perflab.server.protocol import Server
 from perflab.server.variables import Catalog, overridden
 from perflab.stats.decide import half_width
 from perflab.store import Noise, PointRecord, ResultStore, StoredPoint
@@ -532,7 +533,7 @@ class Runner:
         changed = [k for k, v in wanted.items() if server.options.get(k) != v]
         return all(name in self.dynamic for name in changed)
 
-    def _record_state(self, session: int, server: ManagedServer, config: ServerConfig,
+    def _record_state(self, session: int, server: Server, config: ServerConfig,
                       how: str) -> int:
         with server.connect() as conn:
             variables = dict(query(conn, "SHOW GLOBAL VARIABLES"))
@@ -541,20 +542,11 @@ class Runner:
                 self.overrides_said.add((config.name, name, runs))
                 self.say(f"configuration {config.name}: the server runs {name}={runs}, not "
                          f"{asked} as asked (MariaDB overrides it; the lab records what it runs)")
-        process = self._process_facts(server)
+        process = server.facts()
         process["environment"] = config.environment.describe()
         process["dataset"] = self._dataset_key(config)
         return self.store.save_server_state(session, config.name, how, self.version, variables,
                                             process)
-
-    def _process_facts(self, server: ManagedServer) -> dict:
-        """What the lab records of the measured server's process and how it was reached."""
-        process = process_facts(server.pid)
-        process["argv"] = server.argv()
-        port = server.port
-        process["connection"] = f"tcp 127.0.0.1:{port}" if port else f"socket {server.socket}"
-        process["datadir"] = str(server.datadir)
-        return process
 
     def _warm_up(self, config: ServerConfig) -> None:
         """Caches preloaded, then the workload until its throughput stops rising (at most

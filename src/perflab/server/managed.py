@@ -25,6 +25,7 @@ import pymysql
 from perflab.errors import PerflabError
 from perflab.procs import die_with_parent, start_sentinel, tell_sentinel
 from perflab.server.connection import Endpoint, set_globals
+from perflab.server.process import process_facts
 
 MARIADBD = "/usr/sbin/mariadbd"
 INSTALL_DB = "/usr/bin/mariadb-install-db"
@@ -193,6 +194,15 @@ class ManagedServer:
             if os.path.realpath(lib) not in maps and lib not in maps:
                 raise PerflabError(f"{lib} was preloaded but is not mapped into mariadbd",
                                    hint='check the library with ldd, or use allocator = "glibc"')
+
+    def facts(self) -> dict:
+        """What the lab records of this server's process and how it is reached."""
+        facts = process_facts(self.pid) if self.pid else {}
+        facts["argv"] = self.argv()
+        facts["connection"] = (f"tcp 127.0.0.1:{self.port}" if self.port
+                               else f"socket {self.socket}")
+        facts["datadir"] = str(self.datadir)
+        return facts
 
     def stop(self, timeout: float = 600) -> None:
         """Clean shutdown (SIGTERM), escalating to SIGKILL only if it hangs."""
