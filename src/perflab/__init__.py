@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-__version__ = "0.1.0"
+from perflab.version import __version__
 
 if TYPE_CHECKING:
     from perflab.digest.digest import Digest
@@ -34,8 +34,8 @@ if TYPE_CHECKING:
 
 Say = Callable[[str], None]
 
-__all__ = ["Endpoint", "Lab", "PerflabError", "Permissions", "check_health", "digest_logs",
-           "load_plan", "load_study", "render", "run"]
+__all__ = ["Endpoint", "Lab", "PerflabError", "Permissions", "__version__", "check_health",
+           "digest_logs", "load_plan", "load_study", "render", "run"]
 
 
 def _quiet(_: str) -> None:

@@ -18,7 +18,6 @@ import time
 from pathlib import Path
 
 import perflab
-from perflab import __version__
 from perflab.digest import render as digest_render
 from perflab.digest.digest import digest_logs
 from perflab.digest.workload import write_workload
@@ -31,6 +30,7 @@ from perflab.probes.system import host_facts
 from perflab.procs import request_stop
 from perflab.server.connection import Endpoint
 from perflab.studies import builtin_names, builtin_path, resolve_plan
+from perflab.version import __version__
 
 
 def main(argv: list[str] | None = None) -> int:

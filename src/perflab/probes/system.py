@@ -8,7 +8,7 @@ import resource
 import socket
 from pathlib import Path
 
-import perflab
+from perflab.version import __version__
 
 
 def host_facts(datadir: Path | None = None) -> dict:
@@ -26,7 +26,7 @@ def host_facts(datadir: Path | None = None) -> dict:
         "memory_bytes": ram_bytes(),
         "open_files_limit": {"soft": soft, "hard": hard},
         "python": platform.python_version(),
-        "perflab": perflab.__version__,
+        "perflab": __version__,
     }
     if datadir is not None:
         facts["datadir"] = str(datadir)
