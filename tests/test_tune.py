@@ -12,7 +12,13 @@ from perflab.errors import PerflabError
 from perflab.plan import parse_plan
 from perflab.probes.system import ram_bytes
 from perflab.server.memory import configured_sizes, memory_estimate
-from perflab.tune.search import MAX_REFUSALS_IN_A_ROW, Tuner, TuneSettings, interleaved
+from perflab.tune.search import (
+    MAX_REFUSALS_IN_A_ROW,
+    Sampler,
+    Tuner,
+    TuneSettings,
+    interleaved,
+)
 from perflab.tune.space import DURABILITY, knob_space
 
 
@@ -185,5 +191,5 @@ def test_tune_plan_mistakes_are_one_line(tmp_path):
 
 def test_tpe_draws_one_trial_in_three_at_random_after_its_start_up():
     # budget 24: TPE's start-up is its first 8 trials; then every third trial is random
-    assert [n for n in range(24) if interleaved("tpe", n, 24)] == [10, 13, 16, 19, 22]
-    assert not any(interleaved("gp", n, 24) for n in range(24))
+    assert [n for n in range(24) if interleaved(Sampler.TPE, n, 24)] == [10, 13, 16, 19, 22]
+    assert not any(interleaved(Sampler.GP, n, 24) for n in range(24))

@@ -30,6 +30,7 @@ import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from enum import StrEnum
 
 import optuna
 from optuna.trial import TrialState
@@ -72,27 +73,55 @@ def tpe_startup(budget: int | None) -> int:
 RANDOM_EVERY = 3
 
 
-def interleaved(sampler: str, started: int, budget: int | None) -> bool:
+def interleaved(sampler: Sampler, started: int, budget: int | None) -> bool:
     """The trial begun after `started` others is one drawn at random between TPE's. Counted in
     started trials (failed and running ones too, which TPE's own start-up does not count), so
     that every worker of a study with the same --budget agrees on the pattern."""
     after = started - tpe_startup(budget)
-    return sampler == "tpe" and after >= 0 and after % RANDOM_EVERY == RANDOM_EVERY - 1
+    return sampler is Sampler.TPE and after >= 0 and after % RANDOM_EVERY == RANDOM_EVERY - 1
 
 
-ADDITIVE = "additive"  # tune/additive.py, bayes's default; the others are Optuna's
+class Method(StrEnum):
+    """How `perflab tune` searches (its value names the study: `PLAN:ofat`)."""
+
+    OFAT = "ofat"  # one factor at a time, replayed from the trial history
+    BAYES = "bayes"  # a sampler's choice: the additive search or one of Optuna's
+    RANDOM = "random"  # the control
+
+
+class Sampler(StrEnum):
+    """What proposes a trial (stored with the study, so that a resumed one keeps it)."""
+
+    ADDITIVE = "additive"  # tune/additive.py, bayes's default; the others are Optuna's
+    TPE = "tpe"
+    RANDOM = "random"
+    CMAES = "cmaes"
+    QMC = "qmc"
+    GP = "gp"
+
+
+class Measured(StrEnum):
+    """How a study's trials are measured (stored with the study)."""
+
+    SIDE_BY_SIDE = "side by side"  # with the reference on a second server: values are ratios
+    ALONE = "alone"
+
+
+class _Wait:
+    """OFAT's answer when its round needs trials other workers are running."""
+
+
+WAIT = _Wait()
 SAMPLERS = {
-    "tpe": lambda seed, budget: optuna.samplers.TPESampler(
+    Sampler.TPE: lambda seed, budget: optuna.samplers.TPESampler(
         seed=seed, n_startup_trials=tpe_startup(budget)),
-    "random": lambda seed, budget: optuna.samplers.RandomSampler(seed=seed),
-    "cmaes": lambda seed, budget: optuna.samplers.CmaEsSampler(seed=seed),
-    "qmc": lambda seed, budget: optuna.samplers.QMCSampler(seed=seed),
-    "gp": lambda seed, budget: optuna.samplers.GPSampler(seed=seed),
+    Sampler.RANDOM: lambda seed, budget: optuna.samplers.RandomSampler(seed=seed),
+    Sampler.CMAES: lambda seed, budget: optuna.samplers.CmaEsSampler(seed=seed),
+    Sampler.QMC: lambda seed, budget: optuna.samplers.QMCSampler(seed=seed),
+    Sampler.GP: lambda seed, budget: optuna.samplers.GPSampler(seed=seed),
 }
-SAMPLER_NEEDS = {"cmaes": "cmaes", "gp": "torch"}  # modules perflab's environment lacks
+SAMPLER_NEEDS = {Sampler.CMAES: "cmaes", Sampler.GP: "torch"}  # modules perflab lacks
 MIN_EFFECT = 0.02  # OFAT adopts a change only when it beats the baseline by this much
-WAIT = "wait"  # OFAT's answer when its round needs trials other workers are running
-SIDE_BY_SIDE, ALONE = "side by side", "alone"  # how a study's trials are measured
 CANDIDATES = 3  # the best trials re-measured at the end
 # A proposal refused before start (it would not fit in memory) costs no measurement, so it does
 # not count in the budget and another is drawn; in perflab's curated space about half of random
@@ -180,14 +209,14 @@ class TuneResult:
     candidates: dict[int, Verdict | None] = field(default_factory=dict)  # trial -> vs default
     searched_best: int | None = None  # the search's best trial, when re-measured
     seconds: float = 0.0
-    measured: str = ALONE  # or SIDE_BY_SIDE: trial values are ratios to the reference
+    measured: Measured = Measured.ALONE  # or SIDE_BY_SIDE: values are ratios to the reference
     ranked: list[TrialOutcome] = field(default_factory=list)  # ok trials, the search's best first
     ranked_by: str = "figure"  # or "model": the additive search's belief, not single figures
 
     @property
     def relative(self) -> bool:
         """Trial values are ratios to the reference measured side by side."""
-        return self.measured == SIDE_BY_SIDE
+        return self.measured is Measured.SIDE_BY_SIDE
 
     def mycnf(self) -> str:
         """The best trial's knobs that differ from the server's startup values: what its
@@ -206,18 +235,20 @@ class TuneResult:
 class Tuner:
     def __init__(self, plan: Plan, lab: Lab, settings: TuneSettings, method: str, *,
                  budget: int | None = None, seconds: float | None = None,
-                 storage: str | None = None, sampler: str = ADDITIVE, seed: int = 0,
+                 storage: str | None = None, sampler: str = Sampler.ADDITIVE, seed: int = 0,
                  allow_unsafe: bool = False, say: Say = print):
-        if method not in ("ofat", "bayes", "random"):
+        if method not in set(Method):
             raise PerflabError(f"--method {method!r}: use ofat, bayes or random")
-        if method == "bayes" and sampler != ADDITIVE and sampler not in SAMPLERS:
+        method = Method(method)
+        if sampler not in set(Sampler):
             raise PerflabError(f"--sampler {sampler!r} is not known",
-                               hint=f"samplers: {', '.join([ADDITIVE, *SAMPLERS])}")
-        needs = SAMPLER_NEEDS.get(sampler) if method == "bayes" else None
+                               hint=f"samplers: {', '.join(Sampler)}")
+        sampler = Sampler(sampler)
+        needs = SAMPLER_NEEDS.get(sampler) if method is Method.BAYES else None
         if needs and importlib.util.find_spec(needs) is None:
             raise PerflabError(f"--sampler {sampler} needs the Python package {needs}, which "
                                "perflab's environment does not install",
-                               hint=f"use --sampler {ADDITIVE} (the default), tpe, qmc or random")
+                               hint="use --sampler additive (the default), tpe, qmc or random")
         if budget is not None and budget < 1:
             raise PerflabError(f"--budget must be at least 1 trial, got {budget}")
         if seconds is not None and not seconds > 0:
@@ -228,7 +259,8 @@ class Tuner:
             raise PerflabError("give the search a --budget (trials) or a --time (seconds)")
         self.plan, self.lab, self.settings, self.method = plan, lab, settings, method
         self.budget, self.seconds, self.seed, self.say = budget, seconds, seed, say
-        self.sampler_name = {"random": "random", "ofat": "random"}.get(method, sampler)
+        # ofat's fixed trials come from its own rule; what it leaves open is drawn at random
+        self.sampler = sampler if method is Method.BAYES else Sampler.RANDOM
         # the study lives in the lab's results database, beside the points of its trials
         # (opened once the lab exists), unless workers share one elsewhere; a URL that cannot
         # be opened fails here, before any server starts
@@ -237,7 +269,8 @@ class Tuner:
         self.baseline = plan.config(plan.baseline)
         # the baseline again, under a name of this method's: the trials' reference
         self.reference = replace(self.baseline, name=f"{method}-reference")
-        self.measured = ALONE if plan.run.schedule == "serial" else SIDE_BY_SIDE
+        self.measured = Measured.ALONE if plan.run.schedule == "serial" \
+            else Measured.SIDE_BY_SIDE
 
     # -- the search ----------------------------------------------------------------------------
 
@@ -254,7 +287,7 @@ class Tuner:
         self.knobs = knob_space(self.catalog, list(self.settings.knobs), self.allow_unsafe)
         self.budget_bytes = memory_budget(self.settings.memory_share)
         self.runner.add_config(self.reference)
-        if self.method == "ofat" and self.budget:
+        if self.method is Method.OFAT and self.budget:
             first_round = ofat_first_round(self.knobs, self._defaults())
             if self.budget < first_round:
                 self.say(f"warning: ofat's first round varies each knob alone: {first_round} "
@@ -276,12 +309,12 @@ class Tuner:
                                  "(tune.knobs) or raise tune.memory_share")
                         break
                     params = self._next(trials)
-                    if params not in (None, WAIT):
+                    if params is not None and params is not WAIT:
                         trial, trial_id = self._ask(study, params, len(trials))
                 if params is None:
                     self.say("ofat: no knob left that mattered; stopping early")
                     break
-                if params == WAIT:  # ofat waits for other workers' trials of this round
+                if params is WAIT:  # ofat waits for other workers' trials of this round
                     time.sleep(2)
                     continue
                 with workers.heartbeat(self.storage, trial_id):
@@ -307,7 +340,7 @@ class Tuner:
 
     def _study(self) -> optuna.Study:
         optuna.logging.set_verbosity(optuna.logging.WARNING)
-        sampler = self._sampler(self.sampler_name, self.seed)
+        sampler = self._sampler(self.sampler, self.seed)
         name = f"{self.plan.name}:{self.method}"
         with workers.study_lock(self.storage, name):  # two workers starting at once
             study = optuna.create_study(study_name=name, storage=self.storage,
@@ -317,32 +350,33 @@ class Tuner:
             # measured them alone
             measured = study.user_attrs.get("measured")
             if measured is None:
-                measured = ALONE if _started(study) else self.measured
-                study.set_user_attr("measured", measured)
+                measured = Measured.ALONE if _started(study) else self.measured
+                study.set_user_attr("measured", str(measured))
             # and searches with one sampler (a design indexed by trial number, a model's answer)
             # (one from before this choice existed was drawn by TPE, the default then)
             searched = study.user_attrs.get("sampler")
             if searched is None:
-                searched = "tpe" if _started(study) else self.sampler_name
-                study.set_user_attr("sampler", searched)
-        if measured != self.measured:
+                searched = Sampler.TPE if _started(study) else self.sampler
+                study.set_user_attr("sampler", str(searched))
+        measured, searched = Measured(measured), Sampler(searched)
+        if measured is not self.measured:
             self.say(f"study {study.study_name} measures its trials {measured}: going on so")
         self.measured = measured
-        if searched != self.sampler_name:
+        if searched is not self.sampler:
             self.say(f"study {study.study_name} is searched with {searched}: going on so")
-            self.sampler_name = searched
+            self.sampler = searched
             study.sampler = sampler = self._sampler(searched, self.seed)
         done = len(_finished(study))
         if done:
             self.say(f"resuming study {study.study_name}: {done} trial(s) already done")
         self.say(f"trials measured {measured}" + (
             f" with the reference {self.baseline.name} (scores are ratios to it)"
-            if measured == SIDE_BY_SIDE else ""))
-        if self.sampler_name == "tpe":
+            if measured is Measured.SIDE_BY_SIDE else ""))
+        if self.sampler is Sampler.TPE:
             self.say(f"bayes: TPE takes over after {tpe_startup(self.budget)} random trials; "
                      f"1 trial in {RANDOM_EVERY} after them is still drawn at random, so that a "
                      "trial lucky under noise cannot hold the search in its corner")
-        if self.sampler_name == ADDITIVE:
+        if self.sampler is Sampler.ADDITIVE:
             self.say(f"bayes: {len(sampler.design)} screening trials move the {len(self.knobs)} "
                      f"knobs in groups of {group_size(len(self.knobs))} (each knob to one side "
                      "of its default, then the other); a clear gain is followed up at once (a "
@@ -360,13 +394,13 @@ class Tuner:
             return True
         return bool(self.seconds) and time.monotonic() - started >= self.seconds
 
-    def _next(self, trials: list) -> dict | str | None:
+    def _next(self, trials: list) -> dict | _Wait | None:
         """Fixed parameters for the next trial (OFAT, or the defaults first), or {} to let
         the sampler choose, or None when OFAT has nothing left to try, or WAIT when it needs
         the results of trials other workers are running. `trials`: finished and running."""
         if not trials:
             return self._defaults()  # every method starts from the server's defaults
-        if self.method != "ofat":
+        if self.method is not Method.OFAT:
             return {}
         return ofat_next(self.knobs, trials, self._defaults(), self.settings.direction)
 
@@ -383,8 +417,8 @@ class Tuner:
         """The knob space as the additive search and its model read it."""
         return Space(tuple(self.knobs), self._defaults(), self._memory, self.budget_bytes)
 
-    def _sampler(self, name: str, seed: int) -> optuna.samplers.BaseSampler:
-        if name == ADDITIVE:
+    def _sampler(self, name: Sampler, seed: int) -> optuna.samplers.BaseSampler:
+        if name is Sampler.ADDITIVE:
             return AdditiveSampler(self.space(), seed, self.settings.direction)
         return SAMPLERS[name](seed, self.budget)
 
@@ -408,10 +442,10 @@ class Tuner:
         worker asks, and one worker's run is still reproducible. (QMC and the additive search
         keep their seed: they follow the trial number already.) `started`: the study's trials so
         far."""
-        if self.sampler_name not in ("qmc", ADDITIVE):  # those follow the trial number
+        if self.sampler not in (Sampler.QMC, Sampler.ADDITIVE):  # they follow the trial number
             seed = (self.seed * 1_000_003 + started) % 2**32
-            name = "random" if interleaved(self.sampler_name, started, self.budget) \
-                else self.sampler_name
+            name = Sampler.RANDOM if interleaved(self.sampler, started, self.budget) \
+                else self.sampler
             study.sampler = self._sampler(name, seed)
         return workers.take_trial(self.storage, study, params, self.space().distributions(),
                                   self.lab.root)
@@ -435,7 +469,7 @@ class Tuner:
         except PerflabError as exc:
             self._tell(study, trial, "failed", None, exc.message)
             return
-        if self.measured == SIDE_BY_SIDE:
+        if self.measured is Measured.SIDE_BY_SIDE:
             why_not = self.runner.side_by_side_fits([self.reference, config])
             if why_not is not None:
                 self.say(f"trial {number}: refused before start (not counted in the budget): "
@@ -467,7 +501,7 @@ class Tuner:
             return
         value = self._objective(measured)
         figures = f"{value:.2f}"
-        if self.measured == SIDE_BY_SIDE:
+        if self.measured is Measured.SIDE_BY_SIDE:
             reference = self._objective(
                 [r.metrics for r in records if r.point.config.name == self.reference.name])
             value, figures = value / reference, f"{figures} against the reference's " \
@@ -509,7 +543,7 @@ class Tuner:
         finished = _finished(study)
         trials = [_outcome(t) for t in finished]
         ok = [t for t in trials if t.state == "ok"]
-        if self.sampler_name == ADDITIVE:  # what the model believes, not the luckiest figure
+        if self.sampler is Sampler.ADDITIVE:  # what the model believes, not the luckiest figure
             numbered = {t.number: t for t in ok}
             ranked = [numbered[t.number] for t in believed_order(self.space(), finished,
                                                                  self.settings.direction)]
@@ -525,7 +559,7 @@ class Tuner:
         return TuneResult(self.plan.name, self.method, self.knobs, trials,
                           ranked[0] if ranked else None, importance=importance,
                           defaults=self._startup(), measured=self.measured, ranked=ranked,
-                          ranked_by="model" if self.sampler_name == ADDITIVE else "figure")
+                          ranked_by="model" if self.sampler is Sampler.ADDITIVE else "figure")
 
     def _final(self, store: ResultStore, result: TuneResult) -> None:
         """Before believing the search: measure its best CANDIDATES again, interleaved with the
