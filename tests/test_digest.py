@@ -25,7 +25,7 @@ CONSTANT = 6
 
 
 def scripted_client(srv: ManagedServer) -> None:
-    """Seed 004's API on one connection, honest work on another."""
+    """The STAR notes' API on one connection, honest work on another."""
     with srv.connect() as setup:
         for schema in ("Geometry_tpc", "Geometry_ftpc", "Geometry_tof", "Geometry_svt"):
             query(setup, f"CREATE DATABASE {schema}")

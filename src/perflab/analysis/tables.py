@@ -79,8 +79,8 @@ RESPONSE_TIMES = ("latency_avg_ms", "latency_p95_ms", "latency_p99_ms")
 
 
 def relative_table(plan: Plan, judgement: Judgement) -> Table:
-    """The seed's format: one row per configuration, its change over the baseline per thread
-    count (the paired estimate the verdicts rest on)."""
+    """The MariaDB KB key cache page's format: one row per configuration, its change over the
+    baseline per thread count (the paired estimate the verdicts rest on)."""
     threads = plan.run.threads
     rows = []
     for config in plan.config_names:
@@ -158,8 +158,8 @@ def stats_table(plan: Plan, points: list[StoredPoint], cv_threshold: float) -> T
 
 
 def ladder_tables(plan: Plan, points: list[StoredPoint]) -> list[Table]:
-    """Seed 003's progression: one table per thread count, each step's change paired by round
-    with the step before and with the start."""
+    """The NetBSD tuning thread's progression: one table per thread count, each step's change
+    paired by round with the step before and with the start."""
     values = medians(points, "qps")
     changes = dict(plan.changes)
     steps = plan.config_names

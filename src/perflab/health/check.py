@@ -30,7 +30,7 @@ from perflab.store.records import HealthReport, HealthView, VariableRow
 SNAPSHOT_COST = {"Questions": 1, "Queries": 1, "Com_show_status": 1, "Created_tmp_tables": 1}
 SESSION_SET_COST = {"Questions": 1, "Queries": 1, "Com_set_option": 1}
 
-# Seed 004's variables table, in its groups, then the other variables the rules name.
+# The STAR notes' variables table, in its groups, then the other variables the rules name.
 VARIABLE_GROUPS = (
     ("per-thread buffers", ("preload_buffer_size", "read_buffer_size", "read_rnd_buffer_size",
                             "sort_buffer_size", "myisam_sort_buffer_size", "join_buffer_size",

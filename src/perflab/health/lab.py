@@ -1,8 +1,8 @@
 """perflab health on a lab's managed server: start it fresh with one configuration of a study,
 drive the study's workload through a cold phase and a hot window, judge both, keep the report.
 
-Seed 004 measured the same way: "cold" counters over a sample run just after a restart, "hot"
-deltas once the caches are full.
+The STAR experiment's MySQL tuning notes measured the same way: "cold" counters over a sample
+run just after a restart, "hot" deltas once the caches are full.
 """
 
 from __future__ import annotations

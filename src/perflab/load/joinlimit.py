@@ -40,7 +40,8 @@ class JoinLimitFamily(Family):
 
 
 def load_join_limit(endpoint: Endpoint, dataset: Dataset, t2_rows: int = T2_ROWS) -> LoadReport:
-    """Seed 001's tables, as printed, with its data distribution.
+    """The MyISAM key-buffer contention benchmark's tables, as printed, with its data
+    distribution.
 
     t1 holds dataset.rows rows (the page: about 260,000), all with stat=1; t2 holds t2_rows
     rows (the page: 4,000), all with val=5, each pointing at a different random t1 row.

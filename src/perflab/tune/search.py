@@ -670,7 +670,8 @@ def ofat_first_round(knobs: list[Knob], defaults: dict) -> int:
 
 def ofat_next(knobs: list[Knob], trials: list, defaults: dict,
               direction: str) -> dict | str | None:
-    """Seed 002's method, replayed from the trials so far (so a resumed study goes on).
+    """The MySQL 5.5 sysbench tuning study's method, replayed from the trials so far (so a
+    resumed study goes on).
 
     Round 1 varies every knob alone from the defaults; each later round starts from the
     baseline plus the most important change found so far and varies the knobs that mattered.
