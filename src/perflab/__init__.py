@@ -95,8 +95,8 @@ def render(study: Study, format: str = "text", options: ReportOptions | None = N
         render_text,
     )
 
-    formats = {"text": render_text, "md": render_markdown, "csv": render_csv,
-               "json": render_json, "html": render_html}
+    formats = dict(zip(REPORT_FORMATS, (render_text, render_markdown, render_csv, render_json,
+                                        render_html), strict=True))
     if format not in formats:
         from perflab.errors import PerflabError
 

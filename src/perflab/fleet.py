@@ -176,7 +176,7 @@ class Fleet:
         results = sysbench.run_sliced(jobs, slicing, threads)
         for (member, point), result in zip(live, results, strict=True):
             recorder, data = recorders[member.config.name]
-            profile = Profiler.finish(recorder, data, early=True) if recorder else []
+            profile = Profiler.finish(recorder, data, early=True)
             records.append(self._record(member, point, result, before[member.config.name],
                                         started, profile))
         return records

@@ -277,18 +277,18 @@ def checked_statement(item, n: int, path: Path
     if re.search(r"\{[A-Za-z_]+:[^}]*\}", leftover):
         raise PerflabError(f"{where}: a placeholder is malformed (use {{int:LO:HI}}, "
                            "{str:MIN:MAX} or {pick:NAME})")
-    _check_placeholders_stand_alone(sent(sql), where)
-    if several_statements(PICK.sub("0", PLACEHOLDER.sub("0", sent(sql)))):
+    if several_statements(_marked(sent(sql), where)):
         raise PerflabError(f"{where}.sql holds more than one statement",
                            hint="one statement per [[statements]] entry, without a ';' between "
                                 "two")
     return weight, sql, _picks(item.get("picks", {}), set(PICK.findall(sql)), where)
 
 
-def _check_placeholders_stand_alone(sql: str, where: str) -> None:
-    """Every placeholder must stand where a value goes, as a token of its own: inside a string,
-    a comment or a name, the value it takes could end the string or comment and turn what
-    follows into SQL (a pick of `'*/ ; DELETE ...'` in `/* {pick:p} */`)."""
+def _marked(sql: str, where: str) -> str:
+    """`sql` with each placeholder replaced by a mark, checked that every mark stands where a
+    value goes, as a token of its own: inside a string, a comment or a name, the value a
+    placeholder takes could end the string or comment and turn what follows into SQL (a pick of
+    `'*/ ; DELETE ...'` in `/* {pick:p} */`)."""
     found = PLACEHOLDER.findall(sql) + PICK.findall(sql)
     marks = [f"perflab_placeholder_{n}" for n in range(len(found))]
     counter = iter(marks)
@@ -296,11 +296,12 @@ def _check_placeholders_stand_alone(sql: str, where: str) -> None:
     try:
         tokens = MySQL().tokenize(marked)
     except sqlglot.errors.TokenError:
-        return  # not SQL at all: classify() says so
+        return marked  # not SQL at all: classify() says so
     if sorted(t.text for t in tokens if t.text in marks) != sorted(marks):
         raise PerflabError(f"{where}: a placeholder stands inside a string, a comment or a "
                            "name", hint="write it where a value goes: WHERE id = {int:1:100}, "
                                         "name = {str:3:8} (it brings its own quotes)")
+    return marked
 
 
 def _picks(table, used: set[str], where: str) -> tuple[tuple[str, tuple[str, ...]], ...]:

@@ -134,11 +134,17 @@ def set_globals(conn: pymysql.Connection, variables: dict[str, str]) -> None:
 
 
 def set_global(conn: pymysql.Connection, name: str, value: str | None) -> None:
-    """SET GLOBAL one variable, its value sent as a parameter (NULL for None); the name is
-    checked to be a variable name, never pasted into SQL as it came."""
+    """SET GLOBAL one variable, its value sent as a parameter (NULL for None)."""
+    query(conn, f"SET GLOBAL {variable_name(name)} = %s",
+          (None if value is None else sql_value(value),))
+
+
+def variable_name(name: str) -> str:
+    """`name`, checked to be a server variable's name: the one form perflab writes into SQL,
+    never a name pasted as it came (a journal's, a plan's)."""
     if not VARIABLE_NAME.match(name):
         raise PerflabError(f"{name!r} is not a variable name")
-    query(conn, f"SET GLOBAL {name} = %s", (None if value is None else sql_value(value),))
+    return name
 
 
 def sql_value(value: str) -> int | float | str:

@@ -23,7 +23,7 @@ from pathlib import Path
 import pymysql
 
 from perflab.errors import PerflabError, error_text
-from perflab.server.connection import VARIABLE_NAME, Endpoint, query, set_global
+from perflab.server.connection import Endpoint, query, set_global, set_globals, variable_name
 
 JOURNAL = "journal.json"
 LOCK_NAME = "perflab.set_global"  # GET_LOCK's name: one perflab changing a server at a time
@@ -240,8 +240,7 @@ class ExistingServer:
         with self.connect() as conn:
             originals = {name: _global_value(conn, name) for name in variables}
             self.journal.record(self.endpoint, identity(conn), originals)
-            for name, value in variables.items():
-                set_global(conn, name, value)
+            set_globals(conn, variables)
         self.options.update(variables)
 
     def put_back(self, names: list[str]) -> None:
@@ -320,7 +319,5 @@ class ExistingServer:
 
 def _global_value(conn: pymysql.Connection, name: str) -> str | None:
     """A global variable's value as the server's command line spells it, None for NULL."""
-    if not VARIABLE_NAME.match(name):
-        raise PerflabError(f"{name!r} is not a variable name")
-    value = query(conn, f"SELECT @@GLOBAL.{name}")[0][0]
+    value = query(conn, f"SELECT @@GLOBAL.{variable_name(name)}")[0][0]
     return None if value is None else str(value)
