@@ -28,7 +28,8 @@ import subprocess
 from common import bench_lab, dataset_server, ratio_interval
 from perflab.load import sysbench
 from perflab.load.workloads import resolve
-from perflab.runner import measure, validate
+from perflab.runner import measure
+from perflab.side import check_configs
 from perflab.studies import builtin_names, resolve_plan
 
 
@@ -90,7 +91,7 @@ def main() -> None:
         plan = plan.with_overrides(scale=args.scale)
         dataset = plan.dataset_for(base)
         workload = resolve(plan.workload)
-        options = validate(plan, catalog, workload)[base.name]
+        options = check_configs(plan, catalog, workload)[base.name]
         print(f"\n== {plan.workload.label} on {dataset.engine} {dataset.tables} x {dataset.rows} "
               f"({names}), {args.threads} threads, {args.seconds:g} s runs")
         with dataset_server(lab, dataset, options, workload) as server:

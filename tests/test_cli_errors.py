@@ -77,6 +77,17 @@ def test_bad_option_values_are_user_errors(tmp_path, capsys, monkeypatch):
     assert_user_error(code, lines, "is not a file", "[client]")
 
 
+def test_the_core_names_plan_keys_and_the_cli_adds_its_flags(tmp_path, capsys, monkeypatch):
+    with pytest.raises(PerflabError, match="run.repeats must be at least 1") as err:
+        resolve_plan("key-cache-segments").with_overrides(repeats=0)
+    assert "--" not in err.value.message and err.value.option == "repeats"
+    code, lines = perflab(capsys, monkeypatch, "run", "key-cache-segments", "--lab",
+                          tmp_path / "lab", "--repeats", "0", "--run-seconds", "2")
+    assert code == 2 and lines[-1] == ("perflab: error: run.repeats must be at least 1, got 0 "
+                                       "(--repeats)")
+    assert not (tmp_path / "lab").exists()
+
+
 def test_a_lab_that_is_a_file_or_not_a_database(tmp_path, capsys, monkeypatch):
     a_file = tmp_path / "a-file"
     a_file.write_text("")
@@ -95,7 +106,8 @@ def test_logs_of_no_known_kind_are_user_errors(tmp_path, capsys, monkeypatch):
     garbage = tmp_path / "garbage.log"
     garbage.write_text("hello\n")
     code, lines = perflab(capsys, monkeypatch, "digest", garbage)
-    assert_user_error(code, lines, "neither a general query log", "--log-format general")
+    assert_user_error(code, lines, "neither a general query log", "general or slow")
+    assert lines[-2].endswith("(--log-format)")
 
 
 def test_files_that_are_not_utf8_or_mis_shaped(tmp_path):
@@ -116,7 +128,7 @@ def test_files_that_are_not_utf8_or_mis_shaped(tmp_path):
 def test_scale_must_be_a_finite_positive_number():
     plan = resolve_plan("key-cache-segments")
     for scale in (math.nan, math.inf):
-        with pytest.raises(PerflabError, match="--scale must be positive"):
+        with pytest.raises(PerflabError, match="scale must be positive"):
             plan.with_overrides(scale=scale)
 
 

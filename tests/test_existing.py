@@ -489,15 +489,15 @@ def test_a_battery_of_writes_and_locks_is_refused_and_reads_run(site, tmp_path):
 
 def run_in_process(plan: Path, lab: Lab, server: ManagedServer, flags) -> str:
     """perflab run PLAN --socket ... FLAGS, as the CLI calls it: "ran" or the error's words."""
-    from perflab.existing_runner import run_existing
+    from perflab.runner import run_study
     from perflab.server.existing import ExistingServer, Permissions
     from perflab.studies import resolve_plan
 
     permissions = Permissions(writes="--allow-writes" in flags,
                               locks="--allow-locks" in flags)
     try:
-        summary = run_existing(resolve_plan(str(plan)), lab, ExistingServer(
-            server.endpoint, Journal(lab.root), permissions), lambda _: None)
+        summary = run_study(resolve_plan(str(plan)), lab, lambda _: None, ExistingServer(
+            server.endpoint, Journal(lab.root), permissions))
     except PerflabError as exc:
         return f"{exc.message} (hint: {exc.hint})"
     return "ran" if summary.failed == 0 else "failed"

@@ -98,13 +98,14 @@ def test_invalid_toml_is_a_user_error():
 def test_overrides_are_checked():
     plan = parse_plan(PLAN)
     assert plan.with_overrides(scale=2.5).dataset.rows == 2500
-    with pytest.raises(PerflabError, match="--scale must be positive"):
+    with pytest.raises(PerflabError, match="scale must be positive"):
         plan.with_overrides(scale=0)
-    with pytest.raises(PerflabError, match="--threads"):
+    with pytest.raises(PerflabError, match="run.threads: 0 is not a thread count") as err:
         plan.with_overrides(threads=(0,))
+    assert err.value.option == "threads"
 
 
-def test_builtin_key_cache_study_matches_seed_000():
+def test_builtin_key_cache_study_matches_the_key_cache_page():
     assert "key-cache-segments" in builtin_names()
     plan = resolve_plan("key-cache-segments")
     assert plan.baseline == "off"

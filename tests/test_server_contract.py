@@ -1,12 +1,20 @@
 """Every kind of server a run measures keeps the one contract (server/protocol.py), whoever
-started it: a managed mariadbd and someone else's server behind ExistingServer."""
+started it: a managed mariadbd and someone else's server behind ExistingServer; and so does
+every server side a run holds (side.py): ManagedSide and ExistingSide."""
+
+from dataclasses import replace
 
 import pytest
 
+from conftest import write_plan
+from perflab.existing_side import ExistingSide
+from perflab.load.workloads import resolve
 from perflab.server.connection import query
 from perflab.server.existing import ExistingServer, Journal, Permissions
 from perflab.server.managed import ManagedServer, install_datadir
 from perflab.server.protocol import Server
+from perflab.side import ManagedSide, ServerSide
+from perflab.studies import resolve_plan
 
 KEY_BUFFER = 8 << 20
 
@@ -49,3 +57,60 @@ def test_a_server_connects_changes_reports_and_is_left_as_found(kind):
         assert key_buffer(real) == KEY_BUFFER
     else:  # perflab's own: shut down
         assert not real.alive()
+
+
+# -- the server side a run holds (side.py): managed servers, or someone else's ------------------
+
+SMALL = str(16 << 20)
+
+
+@pytest.fixture(params=["managed", "existing"])
+def side(request, tmp_path, shared_lab):
+    """(a run's server side with one configuration "small", a way to read the measured
+    server's key_buffer_size, the value it had before)."""
+    name = f"contract-{request.param}"
+    configs = f'[configs.small]\nkey_buffer_size = "{SMALL}"\n'
+    if request.param == "managed":
+        plan = resolve_plan(str(write_plan(tmp_path / "plan.toml", name, configs=configs)))
+        made = ManagedSide(plan, shared_lab, resolve(plan.workload), lambda _: None)
+        try:
+            yield made, lambda: key_buffer(made.server), None
+        finally:
+            made.stop()
+        return
+    install_datadir(tmp_path / "data")
+    real = ManagedServer(tmp_path / "data", tmp_path, {"key_buffer_size": str(KEY_BUFFER)})
+    real.start()
+    try:
+        statements = tmp_path / "statements.toml"
+        statements.write_text('[[statements]]\nsql = "SELECT COUNT(*) FROM mysql.db"\n')
+        plan = resolve_plan(str(write_plan(
+            tmp_path / "plan.toml", name, configs=configs,
+            workload=f'name = "sql"\noptions = {{ file = "{statements}" }}')))
+        plan = replace(plan, dataset=replace(plan.dataset, existing="mysql"))
+        existing = ExistingServer(real.endpoint, Journal(tmp_path),
+                                  Permissions(set_variables=True))
+        yield (ExistingSide(existing, plan, resolve(plan.workload), lambda _: None),
+               lambda: key_buffer(real), KEY_BUFFER)
+    finally:
+        real.stop()
+
+
+def test_a_side_checks_applies_and_puts_back_a_configuration(side):
+    made, measured_key_buffer, before = side
+    assert isinstance(made, ServerSide)
+    assert "key_buffer_size" in made.catalog.variables
+    assert made.options["small"]["key_buffer_size"] == SMALL
+    assert made.schedule()[0] == "serial"  # one configuration
+    config = made.plan.config("small")
+    made.ensure_dataset(config)
+    assert made.activate(config) in ("start", "set")
+    assert measured_key_buffer() == int(SMALL)
+    assert made.activate(config) is None  # it runs it already: no warm-up due
+    assert made.death() is None
+    server = made.server
+    made.stop()
+    if before is None:  # perflab's own: shut down
+        assert made.server is None and not server.alive()
+    else:  # someone else's: its variable as it was
+        assert measured_key_buffer() == before

@@ -71,11 +71,10 @@ def run(plan: str | Path | Plan, lab: str | Path | Lab, server: Endpoint | None 
             raise PerflabError("permissions are for a server perflab did not start",
                                hint="pass server=Endpoint(...) with allow=Permissions(...)")
         return run_study(the_plan, the_lab, say)
-    from perflab.existing_runner import run_existing
     from perflab.server.existing import ExistingServer, Journal, Permissions
 
     existing = ExistingServer(server, Journal(the_lab.root), allow or Permissions())
-    return run_existing(the_plan, the_lab, existing, say)
+    return run_study(the_plan, the_lab, say, existing)
 
 
 def load_study(lab: str | Path | Lab, name: str | None = None) -> Study:

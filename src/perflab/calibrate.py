@@ -82,7 +82,7 @@ class Calibration:
 def calibrate(plan: Plan, lab: Lab, rounds: int, threads: tuple[int, ...] | None,
               say: Callable[[str], None]) -> Calibration:
     if rounds < 3:
-        raise PerflabError(f"--rounds must be at least 3, got {rounds}",
+        raise PerflabError(f"rounds must be at least 3, got {rounds}", option="rounds",
                            hint="a spread needs a few rounds; 8 or more is better")
     chosen = threads or _spread(plan.run.threads)
     base = plan.config(plan.baseline)

@@ -45,7 +45,8 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.flush()  # here, so that a reader gone away is caught below
         return code
     except PerflabError as exc:
-        print(f"perflab: error: {exc.message}", file=sys.stderr)
+        flag = f" ({_flag(exc.option)})" if exc.option else ""
+        print(f"perflab: error: {exc.message}{flag}", file=sys.stderr)
         if exc.hint:
             print(f"  hint: {exc.hint}", file=sys.stderr)
         if exc.detail:
@@ -62,6 +63,17 @@ def main(argv: list[str] | None = None) -> int:
         # stdout now points at /dev/null so that Python's flush at exit does not fail again
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 128 + signal.SIGPIPE
+
+
+# the API arguments whose flag is not their name with dashes (errors.PerflabError.option)
+FLAG_OF_ARGUMENT = {
+    "seconds": "--time",
+    "server": "--socket, or --host and --port",
+}
+
+
+def _flag(argument: str) -> str:
+    return FLAG_OF_ARGUMENT.get(argument, "--" + argument.replace("_", "-"))
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -9,18 +9,23 @@ be; it is never made by catching every exception late.
 - `hint`: one line saying how to fix it (the values allowed, the option or file to change, the
   package to install), given whenever the message does not already say it ("(allowed: 0 to
   64)", "e.g. [1, 2, 4]"): a hint that repeats the message is noise;
-- `detail`: more lines the user needs to see, e.g. the tail of a server's error log.
+- `detail`: more lines the user needs to see, e.g. the tail of a server's error log;
+- `option`: the argument of perflab's Python API the message is about ("budget", "server"),
+  named as the API names it; the CLI shows its own flag for it beside the message, so that the
+  core never words its errors in command-line flags.
 """
 
 
 class PerflabError(Exception):
     """A problem the user can fix. The CLI prints it in one or two lines, never a traceback."""
 
-    def __init__(self, message: str, hint: str | None = None, detail: str | None = None):
+    def __init__(self, message: str, hint: str | None = None, detail: str | None = None,
+                 option: str | None = None):
         super().__init__(message)
         self.message = message
         self.hint = hint
         self.detail = detail  # e.g. the tail of a server error log
+        self.option = option  # the API argument at fault, for the CLI to name its flag
 
     def __str__(self) -> str:
         return self.message

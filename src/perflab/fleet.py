@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pymysql
 
+from perflab import points
 from perflab.errors import PerflabError, error_text
 from perflab.lab import Lab, Slot
 from perflab.load import sysbench
@@ -31,12 +32,13 @@ from perflab.load.preload import preload
 from perflab.load.workloads import ResolvedWorkload
 from perflab.plan import Plan, Point, ServerConfig
 from perflab.probes.profile import Profiler
-from perflab.probes.status import delta, global_status, rows_per_query
+from perflab.probes.status import delta, global_status
 from perflab.probes.system import ram_bytes
 from perflab.server import environment as env
 from perflab.server.managed import ManagedServer
 from perflab.server.memory import configured_sizes, memory_estimate
 from perflab.server.variables import Catalog
+from perflab.states import ServerStates
 from perflab.store import PointRecord, Symbol
 
 Say = Callable[[str], None]
@@ -77,25 +79,31 @@ def fits(plan: Plan, catalog: Catalog, options: dict[str, dict[str, str]], lab: 
 
 
 class Fleet:
+    """The servers of one plan's configurations, side by side (see above)."""
+
     def __init__(self, plan: Plan, lab: Lab, workload: ResolvedWorkload,
-                 options: dict[str, dict[str, str]], dataset_key: Callable[[ServerConfig], str],
-                 record_state: Callable[[ManagedServer, ServerConfig], int], say: Say,
-                 profiler: Profiler | None = None):
-        """`profiler` (run.profile): each server recorded by perf during the sliced run; perf
-        samples a server only while it runs, so its profile is of its own slices."""
+                 options: dict[str, dict[str, str]], states: ServerStates, session: int,
+                 say: Say, profiler: Profiler | None = None):
+        """`options`: each configuration's checked server options; `states` stores what each
+        server runs when it starts, in `session`. `profiler` (run.profile): each server
+        recorded by perf during the sliced run; perf samples a server only while it runs, so
+        its profile is of its own slices."""
         self.plan, self.lab, self.workload, self.say = plan, lab, workload, say
         self.profiler = profiler
-        self.options, self.dataset_key, self.record_state = options, dataset_key, record_state
+        self.options, self.states, self.session = options, states, session
         self.members: dict[str, Member] = {}
         # Slots, one per configuration, grouped by dataset: rotation stays within a group.
         self.groups: dict[str, list[ServerConfig]] = {}
         for config in plan.configs:
-            self.groups.setdefault(dataset_key(config), []).append(config)
+            self.groups.setdefault(self.dataset_key(config), []).append(config)
         self.first_slot: dict[str, int] = {}
         number = 0
         for key, configs in self.groups.items():
             self.first_slot[key] = number
             number += len(configs)
+
+    def dataset_key(self, config: ServerConfig) -> str:
+        return self.workload.dataset_key(self.plan.dataset_for(config))
 
     def slot_of(self, config: ServerConfig, round_number: int) -> Slot:
         key = self.dataset_key(config)
@@ -120,7 +128,7 @@ class Fleet:
                                             env.server_environment(config.environment))
                 server.start()
                 member.server = server
-                member.state_id = self.record_state(server, config)
+                member.state_id = self.states.record(self.session, server, config, "start")
                 preload(server.endpoint, self.workload.family.schema, member.slot.datadir)
             except (PerflabError, pymysql.MySQLError) as exc:
                 member.error = error_text(exc)
@@ -142,8 +150,7 @@ class Fleet:
             point = self._point(config, threads, round_number)
             if member.server is None or not member.server.alive():
                 error = member.error or self._died(member)
-                records.append(PointRecord(point, "failed", started, time.time(),
-                                           member.state_id, None, error=error))
+                records.append(points.failed(point, started, member.state_id, error))
             else:
                 live.append((member, point))
         if not live:
@@ -197,27 +204,19 @@ class Fleet:
         if isinstance(result, sysbench.LoadFailed) or not member.server.alive():
             error = self._died(member) if member.server.died() else error_text(result)
             self.say(f"point {point.label} failed: {error.splitlines()[0]}")
-            return PointRecord(point, "failed", started, time.time(), member.state_id, None,
-                               error=error)
+            return points.failed(point, started, member.state_id, error)
         try:
             with member.server.connect() as conn:
                 moved = delta(before, global_status(conn))
         except pymysql.MySQLError as exc:
-            return PointRecord(point, "failed", started, time.time(), member.state_id, None,
-                               error=error_text(exc))
+            return points.failed(point, started, member.state_id, error_text(exc))
         if self.workload.writes:
             member.slot.set_state(dirty=True)
-        metrics = result.metrics(rows_per_query(moved, result.reads + result.writes))
-        return PointRecord(point, "ok", started, time.time(), member.state_id, metrics,
-                           series=result.series, status_delta=moved,
-                           histogram=result.histogram, profile=profile)
+        return points.measured(point, started, member.state_id, result, moved, profile)
 
     def _died(self, member: Member) -> str:
-        server = member.server
-        code = server.process.returncode if server and server.process else None
         member.slot.set_state(dirty=True)  # tables may be marked crashed: restore
-        tail = server.error_log_tail() if server else ""
-        return f"mariadbd died during the round (exit code {code})\n{tail}"
+        return member.server.death_report()
 
     def stop(self) -> None:
         for member in self.members.values():

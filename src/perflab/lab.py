@@ -104,7 +104,8 @@ class Lab:
             self.root.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise PerflabError(f"cannot create lab {self.root}: {exc.strerror}",
-                               hint="give --lab a directory you can write to") from None
+                               hint="give a lab directory you can write to",
+                               option="lab") from None
 
     def study(self, name: str | None = None) -> Study:
         """A study of this lab (default: the latest), read whole from the results database."""
@@ -129,7 +130,7 @@ class Lab:
             except BlockingIOError:
                 raise PerflabError(
                     f"lab {self.root} is in use by another perflab process",
-                    hint="wait for it to finish, or use another --lab",
+                    hint="wait for it to finish, or use another lab", option="lab",
                 ) from None
             yield
 

@@ -259,28 +259,42 @@ class Plan:
         time: float | None = None,
         margin: float | None = None,
     ) -> Plan:
-        """The plan with command-line overrides applied, each checked like its TOML twin."""
+        """The plan with overrides of its keys applied, each checked like its TOML twin; an
+        error names the plan key and the argument (the CLI shows its flag)."""
         dataset, run = self.dataset, self.run
         if scale is not None:
             if not (math.isfinite(scale) and scale > 0):
-                raise PerflabError(f"--scale must be positive, got {scale}")
+                raise PerflabError(f"scale must be positive, got {scale}", option="scale")
             dataset = replace(dataset, rows=max(1, round(dataset.rows * scale)))
         if repeats is not None:
-            run = replace(run, repeats=_positive("--repeats", repeats))
+            run = replace(run, repeats=_overriding("repeats", _positive, "run.repeats",
+                                                   repeats))
         if run_seconds is not None:
-            run = replace(run, run_seconds=_positive("--run-seconds", run_seconds))
+            run = replace(run, run_seconds=_overriding("run_seconds", _positive,
+                                                       "run.run_seconds", run_seconds))
         if warmup_seconds is not None:
             if warmup_seconds < 0:
-                raise PerflabError(f"--warmup-seconds must be 0 or more, got {warmup_seconds}")
+                raise PerflabError(f"run.warmup_seconds must be 0 or more, got {warmup_seconds}",
+                                   option="warmup_seconds")
             run = replace(run, warmup_seconds=warmup_seconds)
         if threads is not None:
-            run = replace(run, threads=_thread_list("--threads", list(threads)))
+            run = replace(run, threads=_overriding("threads", _thread_list, "run.threads",
+                                                   list(threads)))
         if time is not None:
-            run = replace(run, time=_seconds("--time", time))
+            run = replace(run, time=_overriding("time", _seconds, "run.time", time))
         if margin is not None:
-            run = replace(run, margin=_margin("--margin", margin))
-        _one_stopping_rule(run, "--time")
+            run = replace(run, margin=_overriding("margin", _margin, "run.margin", margin))
+        _overriding("time", _one_stopping_rule, run, "run.time")
         return replace(self, dataset=dataset, run=run)
+
+
+def _overriding(option: str, check, *args):
+    """`check(*args)`, its error marked as one of the override `option` (for the CLI's flag)."""
+    try:
+        return check(*args)
+    except PerflabError as exc:
+        exc.option = option
+        raise
 
 
 @dataclass(frozen=True)

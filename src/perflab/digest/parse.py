@@ -132,8 +132,8 @@ def detect_format(path: Path) -> str:
     except (OSError, EOFError, zlib.error) as exc:
         raise _damaged(path, exc) from None
     raise PerflabError(f"{path}: neither a general query log nor a slow query log",
-                       hint="give --log-format general or --log-format slow if the start of "
-                       "the file is unusual")
+                       hint="give the log format, general or slow, if the start of the file "
+                       "is unusual", option="log_format")
 
 
 @dataclass(frozen=True)

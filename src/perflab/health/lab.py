@@ -12,8 +12,11 @@ from collections.abc import Callable
 from perflab.errors import PerflabError
 from perflab.health.check import take_health
 from perflab.lab import Lab
+from perflab.load.workloads import resolve
 from perflab.plan import Plan
-from perflab.runner import Runner
+from perflab.runner import run_load
+from perflab.server import environment as env
+from perflab.side import ManagedSide
 from perflab.store import HealthReport
 
 
@@ -28,18 +31,27 @@ def lab_health(lab: Lab, plan: Plan, config_name: str | None, threads: int, seco
         raise PerflabError(f"study {plan.name} has no configuration {name!r}",
                            hint="one of: " + ", ".join(c.name for c in plan.configs)) from None
     with lab.locked(), lab.store() as store:
-        runner = Runner(plan, lab, store, say)
+        workload = resolve(plan.workload)
+        workload.family.write_files(lab.root / "workload")
+        side = ManagedSide(plan, lab, workload, say)
+        side.ensure_dataset(config)
+
+        def load() -> None:  # the plan's workload, unmeasured
+            run_load(server, workload, plan.dataset_for(config), threads, seconds,
+                     env.client_prefix(config.environment))
+            if workload.writes:
+                side.wrote()
+
         try:
-            server = runner.serve(config)
+            server = side.start_fresh(config)
             say(f"cold phase: {seconds} s of {plan.workload.label} at {threads} threads "
                 "from server start")
-            runner.load(config, threads, seconds)
+            load()
             say(f"hot window: {seconds} s more, between two status snapshots")
             report = take_health(server.endpoint, seconds,
                                  f"lab {lab.root}, study {plan.name}, configuration "
-                                 f"{config.name}, {threads} threads",
-                                 lambda: runner.load(config, threads, seconds))
+                                 f"{config.name}, {threads} threads", load)
             store.save_health(plan.name, config.name, report)
             return report
         finally:
-            runner.stop()
+            side.stop()

@@ -222,15 +222,15 @@ def series_point(study: Study, choice: str | None) -> StoredPoint | None:
     if choice:
         parts = choice.split(":")
         if len(parts) not in (2, 3) or not all(x.isdigit() for x in parts[1:]):
-            raise PerflabError(f"--series {choice!r}: expected CONFIG:THREADS or "
-                               "CONFIG:THREADS:REPEAT")
+            raise PerflabError(f"series {choice!r}: expected CONFIG:THREADS or "
+                               "CONFIG:THREADS:REPEAT", option="series")
         wanted = [p for p in ok if p.config == parts[0] and p.threads == int(parts[1])
                   and (len(parts) == 2 or p.repeat == int(parts[2]))]
         if not wanted:
             known = [f"{c}:{t}" for c, t in sorted({(p.config, p.threads) for p in ok})]
             shown = ", ".join(known[:12]) + (", ..." if len(known) > 12 else "")
-            raise PerflabError(f"--series {choice!r}: no such successful point",
-                               hint=f"points with a series: {shown or 'none'}")
+            raise PerflabError(f"series {choice!r}: no such successful point",
+                               hint=f"points with a series: {shown or 'none'}", option="series")
         return min(wanted, key=lambda p: p.repeat)
     base = [p for p in ok if p.config == study.plan.baseline]
     if not base:

@@ -274,6 +274,12 @@ class ManagedServer:
             set_globals(conn, variables)
         self.options.update(variables)
 
+    def death_report(self) -> str:
+        """What a point stores when this server died under it: the exit code and the tail of
+        its error log."""
+        code = self.process.returncode if self.process else None
+        return f"mariadbd died during the point (exit code {code})\n{self.error_log_tail()}"
+
     def error_log_tail(self, lines: int = 20) -> str:
         """The last lines this server wrote to its error log since perflab started it."""
         try:

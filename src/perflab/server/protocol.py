@@ -17,6 +17,7 @@ class Server(Protocol):
     """A running server a run measures.
 
     `endpoint` is where sysbench and perflab connect (its session settings included);
+    `options` the variables perflab asked of it (at start, or by SET GLOBAL);
     `connect()` a session on it; `set_global()` changes dynamic variables for a configuration;
     `died()` whether the server went away under a point (never known of someone else's);
     `facts()` what the lab records of it beside its variables (its process, or what it says of
@@ -25,6 +26,7 @@ class Server(Protocol):
     """
 
     endpoint: Endpoint
+    options: dict[str, str]
 
     def connect(self, database: str | None = None) -> pymysql.Connection: ...
 

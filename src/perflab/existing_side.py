@@ -1,7 +1,7 @@
-"""Running a study on a server perflab did not start (the STAR notes: a replica taken out of
-rotation, its own data, its own queries).
+"""The server side of a run on a server perflab did not start (the STAR notes: a replica taken
+out of rotation, its own data, its own queries).
 
-The run is the managed one (runner.py: rounds, verdicts, budget) with the server side replaced:
+The run is the managed one (runner.py: rounds, verdicts, budget) with this side (side.py):
 the catalog is read from that server, nothing is ever started, stopped or restarted, and a
 configuration is applied by SET GLOBAL through the lab's journal (server/existing.py), put back
 when the run ends. What the user did not allow is refused before anything runs:
@@ -26,57 +26,43 @@ from dataclasses import replace
 import pymysql
 
 from perflab.errors import PerflabError
-from perflab.lab import Lab
 from perflab.load.classify import Classified, Kind, classify
 from perflab.load.sqlworkload import sent
+from perflab.load.workloads import ResolvedWorkload
 from perflab.plan import Environment, Plan, ServerConfig
-from perflab.runner import Runner, RunSummary, Say, validate
+from perflab.progress import pairs
 from perflab.server.connection import query
-from perflab.server.existing import ExistingServer, Permissions, restore_pending
-from perflab.server.variables import Catalog, read_catalog
-from perflab.store import ResultStore
+from perflab.server.existing import ExistingServer, Permissions
+from perflab.server.variables import read_catalog
+from perflab.side import Say, check_configs
 
 OWN_SCHEMA_PREFIX = "perflab_"
 STATEMENT_SLACK_SECONDS = 30  # a statement may run this much longer than a point or warm-up
 
 
-def run_existing(plan: Plan, lab: Lab, server: ExistingServer, say: Say = print
-                 ) -> RunSummary:
-    """The study in `lab`, measured on `server`. With --allow-set, first puts back what an
-    earlier perflab that was killed left changed on it (and refuses to run when the lab's
-    journal belongs to another server); without, the journal is left alone (the command line
-    has said it is there)."""
-    with lab.locked(), lab.store() as store:
-        try:
-            if server.permissions.set_variables:
-                server.claim()  # first: another perflab changing this server stops this run
-                restore_pending(lab.root, server.endpoint, say, claimed=True)
-            return ExistingRunner(plan, lab, store, say, server).run()
-        finally:
-            server.release()
+class ExistingSide:
+    """Someone else's server, for one configuration at a time: its catalog read from it, what
+    the user did not allow refused when made, every session of a non-writing workload
+    read-only at the server and bounded in time."""
 
-
-class ExistingRunner(Runner):
-    """Runs a plan's points against `server`, one configuration after another."""
-
-    def __init__(self, plan: Plan, lab: Lab, store: ResultStore, say: Say,
-                 server: ExistingServer):
-        self.existing = server
-        super().__init__(plan, lab, store, say)
+    def __init__(self, server: ExistingServer, plan: Plan, workload: ResolvedWorkload,
+                 say: Say):
+        self.existing, self.plan, self.workload, self.say = server, plan, workload, say
+        with server.connect() as conn:
+            self.catalog = read_catalog(conn)
+        self._check(plan)
+        self.options = check_configs(plan, self.catalog, workload)
         # the server enforces what the checks promised: read-write only for an allowed writer,
         # and no statement of the workload outlives its run (a SLEEP, a runaway join)
         run = plan.run
-        server.endpoint = replace(server.endpoint, read_only=not self.workload.writes,
+        server.endpoint = replace(server.endpoint, read_only=not workload.writes,
                                   max_statement_seconds=max(run.run_seconds, run.warmup_seconds)
                                   + STATEMENT_SLACK_SECONDS)
         self.server = server
+        self.active: str | None = None
         self.loaded: set[str] = set()  # datasets loaded into perflab's schema by this run
 
-    def _catalog(self) -> Catalog:
-        with self.existing.connect() as conn:
-            return read_catalog(conn)
-
-    def _validate(self, plan: Plan) -> dict[str, dict[str, str]]:
+    def _check(self, plan: Plan) -> None:
         allowed = self.existing.permissions
         if plan.run.profile:
             raise PerflabError("run.profile records mariadbd with perf on this machine; it "
@@ -104,7 +90,6 @@ class ExistingRunner(Runner):
         for config in plan.configs:
             self._check_config(config)
         self._check_schema(plan)
-        return validate(plan, self.catalog, self.workload)
 
     def _check_statements(self, plan: Plan, schema: str) -> None:
         """Each of the user's statements against what was allowed (one line: the statement,
@@ -181,12 +166,22 @@ class ExistingRunner(Runner):
 
     # -- the server side -----------------------------------------------------------------------
 
-    def _schedule(self) -> tuple[str, str]:
+    def add(self, config: ServerConfig) -> None:
+        self._check_config(config)
+        single = replace(self.plan, configs=(config,), baseline=config.name)
+        self.options[config.name] = check_configs(single, self.catalog,
+                                                  self.workload)[config.name]
+        self.ensure_dataset(config)
+
+    def schedule(self) -> tuple[str, str]:
         return "serial", "a server perflab did not start: configurations back to back on it"
 
-    def _ensure_dataset(self, config: ServerConfig) -> None:
+    def side_by_side_fits(self, configs: list[ServerConfig]) -> str | None:
+        return "perflab runs one configuration at a time on a server it did not start"
+
+    def ensure_dataset(self, config: ServerConfig) -> None:
         dataset = self.plan.dataset_for(config)
-        key = self._dataset_key(config)
+        key = self.workload.dataset_key(dataset)
         if dataset.existing or key in self.loaded:
             return
         self.say(f"loading dataset {key} into schema {self.workload.family.schema}")
@@ -195,26 +190,28 @@ class ExistingRunner(Runner):
         self.say(f"loaded {report.rows} rows in {report.seconds:.1f} s")
         self.loaded.add(key)
 
-    def _activate(self, session: int, config: ServerConfig) -> None:
-        """Variables of the configuration set (and those of the one before put back), then
-        the warm-up when anything changed."""
+    def activate(self, config: ServerConfig) -> str | None:
+        """Variables of the configuration set, and those of the one before put back."""
         if self.active == config.name:
-            return
-        wanted = self._options[config.name]
+            return None
+        wanted = self.options[config.name]
         server = self.existing
         server.put_back([name for name in server.options if name not in wanted])
         changed = {k: v for k, v in wanted.items() if server.options.get(k) != v}
         if changed:
-            self.say(f"configuration {config.name}: SET GLOBAL "
-                     + " ".join(f"{k}={v}" for k, v in changed.items()))
+            self.say(f"configuration {config.name}: SET GLOBAL {pairs(changed)}")
             server.set_global(changed)
         self.active = config.name
-        self.server_state_id = self._record_state(session, server, config,
-                                                  "set" if changed else "as is")
-        self._warm_up(config)
+        return "set" if changed else "as is"
 
-    def _preload(self) -> str:
+    def preload(self) -> str:
         return ""  # its files are not ours to read, and its caches hold what its users need
+
+    def wrote(self) -> None:
+        pass  # its data is its own: nothing to restore
+
+    def death(self) -> str | None:
+        return None  # whether someone else's server died is not ours to know
 
     def stop(self) -> None:
         """Puts back what was changed; the server itself runs on."""

@@ -1,0 +1,88 @@
+"""The noise a lab has measured, per way of measuring: kept after each run, used to forecast the
+next one's intervals before its first point (and by tune to plan its re-measure).
+
+A figure is the per-round sd of a comparison's log ratio, pooled over the comparisons at one
+thread count; it belongs to a workload, a dataset, a way of measuring (serial, or a fleet with
+its slice) and a point's length, because each of these changes it.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+
+from perflab.load.workloads import ResolvedWorkload
+from perflab.plan import Plan
+from perflab.progress import duration
+from perflab.rounds import comparisons
+from perflab.stats.decide import half_width
+from perflab.store import Noise, ResultStore, StoredPoint
+
+ASSUMED_NOISE = 0.10  # per-round sd of a log ratio, before this lab has measured any
+
+
+def way_of_measuring(plan: Plan, schedule: str) -> str:
+    """The way of measuring that noise figures belong to: serial, or a fleet and its slice."""
+    if schedule != "fleet":
+        return "serial"
+    return f"fleet {plan.run.effective_slice_seconds:g} s"
+
+
+def _dataset(plan: Plan, workload: ResolvedWorkload) -> str:
+    return workload.dataset_key(plan.dataset_for(plan.config(plan.baseline)))
+
+
+def lab_noise(store: ResultStore, plan: Plan, workload: ResolvedWorkload, schedule: str
+              ) -> tuple[float, str]:
+    """The per-round sd this lab measured for the plan's way of measuring, with where it comes
+    from; ASSUMED_NOISE when it has measured none."""
+    found = store.noise(workload.workload.label, _dataset(plan, workload),
+                        way_of_measuring(plan, schedule), plan.run.run_seconds)
+    per_threads: dict[int, Noise] = {}
+    for noise in found:
+        per_threads.setdefault(noise.threads, noise)
+    if not per_threads:
+        return ASSUMED_NOISE, "assumed: this lab has not measured it yet (perflab calibrate)"
+    sd = statistics.median(n.sd for n in per_threads.values())
+    rounds = sum(n.rounds for n in per_threads.values())
+    return sd, f"measured in this lab over {rounds} rounds"
+
+
+def forecast(plan: Plan, design, noise: tuple[float, str]) -> list[str]:
+    """Before the first point: the interval the plan's rounds and budget can reach."""
+    cells = (len(plan.configs) - 1) * len(plan.run.threads)
+    if cells == 0:
+        return []
+    sd, source = noise
+    level = design.alpha / cells
+    lines = [f"noise: {sd:.1%} per round ({source}); {cells} comparisons, "
+             f"margin ±{design.margin:.0%}"]
+    for rounds in sorted({design.first_look, design.last_look}):
+        half = math.expm1(half_width(sd, rounds, design.nominal(level)))
+        lines.append(f"  {rounds} rounds: intervals about ±{half:.0%}")
+    if plan.run.time:
+        lines.append(f"  budget {duration(plan.run.time)}: rounds go on for the undecided "
+                     "comparisons only, up to the last above")
+    return lines
+
+
+def save_noise(store: ResultStore, plan: Plan, workload: ResolvedWorkload, schedule: str,
+               ok: list[StoredPoint], source: str) -> None:
+    """What a study's rounds say of the noise: per thread count, the pooled sd of its
+    comparisons' log ratios, for the next run's forecast."""
+    pooled: dict[int, list[tuple[int, float]]] = {}
+    for (_, threads), rounds in comparisons(plan, ok).items():
+        values = list(rounds.values())
+        if len(values) >= 3:
+            pooled.setdefault(threads, []).append((len(values) - 1,
+                                                   statistics.variance(values)))
+    records = []
+    for threads, parts in sorted(pooled.items()):
+        df = sum(d for d, _ in parts)
+        sd = math.sqrt(sum(d * v for d, v in parts) / df)
+        records.append(Noise(workload.workload.label, _dataset(plan, workload),
+                             way_of_measuring(plan, schedule), plan.run.run_seconds, threads,
+                             df + len(parts), sd, source, plan.name))
+    if records:
+        store.save_noise(records)
+

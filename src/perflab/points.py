@@ -1,0 +1,24 @@
+"""The record of one finished point, the same whichever way it was measured (serial or fleet)."""
+
+from __future__ import annotations
+
+import time
+
+from perflab.load.sysbench import LoadResult
+from perflab.plan import Point
+from perflab.probes.status import rows_per_query
+from perflab.store import PointRecord, Symbol
+
+
+def measured(point: Point, started: float, state_id: int | None, result: LoadResult,
+             status_delta: dict[str, float], profile: list[Symbol] | None) -> PointRecord:
+    """A point that ran: sysbench's figures, with rows per query from the status counters."""
+    metrics = result.metrics(rows_per_query(status_delta, result.reads + result.writes))
+    return PointRecord(point, "ok", started, time.time(), state_id, metrics,
+                       series=result.series, status_delta=status_delta,
+                       histogram=result.histogram, profile=profile)
+
+
+def failed(point: Point, started: float, state_id: int | None, error: str) -> PointRecord:
+    """A point that did not run, or whose run failed, with why."""
+    return PointRecord(point, "failed", started, time.time(), state_id, None, error=error)

@@ -1,0 +1,227 @@
+"""The server side of a run: where its measured server comes from and how a configuration gets
+onto it. The runner (runner.py) holds one and never asks which kind it is.
+
+- `ManagedSide`: mariadbd started by perflab on a copy of the dataset, one configuration after
+  another, switched by SET GLOBAL when every changed variable is dynamic and restarted on a
+  restored datadir otherwise; or, when the plan allows it, a fleet of one server per
+  configuration (fleet.py).
+- `ExistingSide` (existing_side.py): someone else's server, never started or stopped,
+  configurations applied through the lab's journal and put back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Protocol, runtime_checkable
+
+import pymysql
+
+from perflab.errors import PerflabError
+from perflab.fleet import fits
+from perflab.lab import Lab
+from perflab.load.family import LOADER_OPTIONS
+from perflab.load.preload import preload
+from perflab.load.workloads import ResolvedWorkload
+from perflab.plan import Plan, ServerConfig
+from perflab.progress import pairs
+from perflab.server import environment as env
+from perflab.server.managed import ManagedServer
+from perflab.server.protocol import Server
+from perflab.server.variables import Catalog
+
+Say = Callable[[str], None]
+
+
+@runtime_checkable
+class ServerSide(Protocol):
+    """What a run needs of the place its points are measured.
+
+    `catalog` the measured server's variables; `options` every checked configuration's server
+    options, by configuration name; `server` the running server (None until a point needs
+    it). What a side cannot do (profile with perf, run configurations side by side, set
+    variables without permission) it refuses when made, or answers with the reason.
+    """
+
+    catalog: Catalog
+    options: dict[str, dict[str, str]]
+    server: Server | None
+
+    def add(self, config: ServerConfig) -> None:
+        """A configuration not in the plan (a tuning trial): checked, its dataset ready."""
+
+    def schedule(self) -> tuple[str, str]:
+        """("fleet" or "serial", why)."""
+
+    def side_by_side_fits(self, configs: list[ServerConfig]) -> str | None:
+        """None when `configs` (already added) can run on servers side by side; else why not."""
+
+    def ensure_dataset(self, config: ServerConfig) -> None:
+        """The configuration's dataset is where its server will find it."""
+
+    def activate(self, config: ServerConfig) -> str | None:
+        """The server runs `config`: how it got there ("start", "set", "as is"), or None when
+        it already ran it (nothing changed, no warm-up needed)."""
+
+    def preload(self) -> str:
+        """The engines' own preload of the dataset, when the side allows it; what it did."""
+
+    def wrote(self) -> None:
+        """The workload wrote: what is needed for the next configuration's equal footing."""
+
+    def death(self) -> str | None:
+        """After a failed point: the server's exit and log tail when it died, else None."""
+
+    def stop(self) -> None:
+        """Leave the server as perflab found it: stopped, or its variables put back."""
+
+
+def check_configs(plan: Plan, catalog: Catalog, workload: ResolvedWorkload
+                  ) -> dict[str, dict[str, str]]:
+    """Every configuration's variables as command-line strings; a PerflabError on the first bad
+    one. Nothing has started when this raises."""
+    checked = {}
+    for config in plan.configs:
+        where = f"configs.{config.name}"
+        workload.family.check(plan.dataset_for(config), where)
+        engine = plan.dataset_for(config).engine
+        plugin = env.engine_options(engine, f"{where}: dataset engine")
+        if not plugin:
+            catalog.require_engine(engine, f"{where}: dataset engine")
+        env.check(config.environment, where)
+        checked[config.name] = {
+            **plugin,
+            **{name: catalog.check(name, value, where) for name, value in config.variables},
+        }
+        limit = int(checked[config.name].get("max_connections")
+                    or catalog.variables["max_connections"].startup_value)
+        needed = max(plan.run.threads + (plan.run.effective_warmup_threads,))
+        if needed + 2 > limit:  # perflab's own status connection needs one more
+            raise PerflabError(
+                f"{where}: max_connections = {limit} is too small for {needed} threads",
+                hint=f"set max_connections to at least {needed + 2} in [server]",
+            )
+    return checked
+
+
+class ManagedSide:
+    """mariadbd started by perflab in the lab's first slot, for one configuration at a time."""
+
+    def __init__(self, plan: Plan, lab: Lab, workload: ResolvedWorkload, say: Say):
+        self.plan, self.lab, self.workload, self.say = plan, lab, workload, say
+        if plan.dataset.existing:
+            raise PerflabError(
+                f"dataset.existing = {plan.dataset.existing!r} names the data of a server "
+                "perflab did not start", hint="give that server to measure it on",
+                option="server")
+        self.catalog = lab.catalog()
+        self.options = check_configs(plan, self.catalog, workload)
+        self.dynamic = {name for name, spec in self.catalog.variables.items() if spec.dynamic}
+        self.server: ManagedServer | None = None
+        self.active: str | None = None  # name of the configuration the server runs
+        self.slot = lab.slot(0)
+
+    def add(self, config: ServerConfig) -> None:
+        single = replace(self.plan, configs=(config,), baseline=config.name)
+        self.options[config.name] = check_configs(single, self.catalog,
+                                                  self.workload)[config.name]
+        self.ensure_dataset(config)
+
+    def dataset_key(self, config: ServerConfig) -> str:
+        return self.workload.dataset_key(self.plan.dataset_for(config))
+
+    def schedule(self) -> tuple[str, str]:
+        plan = self.plan
+        requested = plan.run.schedule
+        if requested == "serial" or len(plan.configs) == 1:
+            return "serial", ("as the plan asks" if requested == "serial"
+                              else "one configuration")
+        size = sum(self.lab.snapshot_bytes(self.dataset_key(c)) for c in plan.configs)
+        why_not = fits(plan, self.catalog, self.options, self.lab, size // len(plan.configs))
+        if why_not is None:
+            return "fleet", (f"{len(plan.configs)} servers side by side, taking turns in "
+                             f"{plan.run.effective_slice_seconds:g} s slices")
+        if requested == "fleet":
+            self.say(f"warning: {why_not}; running the fleet as the plan asks")
+            return "fleet", "as the plan asks"
+        return "serial", f"{why_not}: one server, configurations back to back"
+
+    def side_by_side_fits(self, configs: list[ServerConfig]) -> str | None:
+        """None when `configs` (already added) can run side by side; else why not."""
+        size = max(self.lab.snapshot_bytes(self.dataset_key(c)) for c in configs)
+        group = replace(self.plan, configs=tuple(configs), baseline=configs[0].name)
+        return fits(group, self.catalog, self.options, self.lab, size)
+
+    def ensure_dataset(self, config: ServerConfig) -> None:
+        dataset = self.plan.dataset_for(config)
+        family = self.workload.family
+
+        def load(server: ManagedServer) -> dict:
+            report = family.load(server.endpoint, dataset)
+            self.say(f"loaded {report.rows} rows in {report.seconds:.1f} s")
+            return {"dataset": vars(dataset), "schema": family.schema,
+                    "settings": family.dataset_settings(), "load_seconds": report.seconds}
+
+        options = {**LOADER_OPTIONS, **env.engine_options(dataset.engine)}
+        self.lab.ensure_dataset(self.dataset_key(config), load, options, self.say)
+
+    def activate(self, config: ServerConfig) -> str | None:
+        if self.server is not None and self.server.alive() and self.active == config.name:
+            return None
+        wanted = self.options[config.name]
+        if self._can_set_live(config):
+            changed = {k: v for k, v in wanted.items() if self.server.options.get(k) != v}
+            self.say(f"configuration {config.name}: SET GLOBAL {pairs(changed)}")
+            try:
+                self.server.set_global(changed)
+                self.active = config.name
+                return "set"
+            except pymysql.MySQLError as exc:  # e.g. key_buffer_size=0 on the default cache
+                self.say(f"SET GLOBAL refused ({exc.args[-1]}): restarting instead")
+        self.start_fresh(config)
+        return "start"
+
+    def start_fresh(self, config: ServerConfig) -> ManagedServer:
+        """A just-started server for `config` on a datadir restored from its dataset (status
+        counters from zero)."""
+        self.stop()
+        self.slot.checkout(self.dataset_key(config), self.say)
+        wanted = self.options[config.name]
+        self.say(f"configuration {config.name}: starting mariadbd {pairs(wanted)}")
+        self.server = self.slot.server(wanted, env.server_environment(config.environment))
+        self.server.start()
+        self.active = config.name
+        return self.server
+
+    def _can_set_live(self, config: ServerConfig) -> bool:
+        server, wanted = self.server, self.options[config.name]
+        if server is None or not server.alive() or self.workload.writes:
+            return False  # writing workloads restart on a restored datadir for equal footing
+        if (self.slot.state().get("dataset") != self.dataset_key(config)
+                or server.environment != env.server_environment(config.environment)):
+            return False  # another dataset, allocator, pinning or connection: restart
+        if set(server.options) != set(wanted):
+            return False  # a variable would have to return to its default: restart
+        changed = [k for k, v in wanted.items() if server.options.get(k) != v]
+        return all(name in self.dynamic for name in changed)
+
+    def preload(self) -> str:
+        loaded = preload(self.server.endpoint, self.workload.family.schema, self.server.datadir)
+        return f"caches preloaded in {loaded:.1f} s, "
+
+    def wrote(self) -> None:
+        self.slot.set_state(dirty=True)  # the next start restores the datadir
+
+    def death(self) -> str | None:
+        if self.server is None or not self.server.died():
+            return None
+        report = self.server.death_report()
+        self.slot.set_state(dirty=True)  # tables may be marked crashed: restore
+        self.stop()
+        return report
+
+    def stop(self) -> None:
+        if self.server is not None:
+            self.server.stop()
+        self.server = None
+        self.active = None
