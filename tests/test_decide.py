@@ -14,17 +14,22 @@ from perflab.stats.decide import (
     Judge,
     decide,
     log_ratios,
+    moderated,
     paired,
+    variance_prior,
     welch,
 )
 from perflab.stats.design import Design
 from perflab.stats.sequential import nominal_level
-from perflab.stats.simulate import simulate
+from perflab.stats.simulate import Noise, simulate
 
 pytestmark = pytest.mark.fast  # needs no server: scripts/test -m fast
 
-ONE_LOOK = Design(alpha=0.05, margin=0.05, first_look=5, last_look=5)
-BUDGET = Design(alpha=0.05, margin=0.05, first_look=3, last_look=20)
+# the textbook procedure, for rounds known to be independent (no allowance for autocorrelation)
+ONE_LOOK = Design(alpha=0.05, margin=0.05, first_look=5, last_look=5, lag1=0.0)
+BUDGET = Design(alpha=0.05, margin=0.05, first_look=3, last_look=20, lag1=0.0)
+# as perflab runs: rounds as alike as this machine's (lag-1 autocorrelation 0.2) allowed for
+REAL = Design(alpha=0.05, margin=0.05, first_look=3, last_look=20)
 TABLE = [(config, threads) for config in ("32", "64") for threads in (1, 2, 4, 8, 16, 32, 64,
                                                                          128)]
 
@@ -56,20 +61,60 @@ def test_equivalent_slower_and_inconclusive():
     assert -0.05 < verdicts["same"].low and verdicts["same"].high < 0.05
     assert verdicts["slow"].verdict == SLOWER and verdicts["slow"].high < 0
     assert verdicts["open"].verdict == INCONCLUSIVE
-    assert verdicts["open"].more_rounds is None or verdicts["open"].more_rounds > 0
+
+
+def test_more_rounds_are_projected_at_80_percent_power():
+    """+3% at 4% per round: (t + z80) * sd / sqrt(N) < 3% first at the N found here; the
+    projection lends the rounds no degrees of freedom they do not have."""
+    values = [0.03 + 0.04 * z for z in (-1.2649, -0.6325, 0.0, 0.6325, 1.2649)]
+    verdict = decide({"x": dict(enumerate(values, 1))}, ONE_LOOK)["x"]
+    assert verdict.verdict == INCONCLUSIVE
+
+    def resolves(n: int) -> bool:
+        return (scipy_stats.t.ppf(1 - 0.025, n - 1) + scipy_stats.norm.ppf(0.8)) \
+            * 0.04 / math.sqrt(n) < 0.03
+
+    needed = next(n for n in range(6, 200) if resolves(n))
+    assert verdict.more_rounds == needed - 5 and needed > 15
 
 
 def test_the_family_shares_alpha_and_loosens_as_cells_are_decided():
-    judge = Judge(["a", "b", "c"], ONE_LOOK)
-    assert judge.level() == pytest.approx(0.05 / 3)
-    judge.look({"a": paired([0.5, 0.52, 0.49, 0.51, 0.5]),
-                "b": paired([0.001, -0.001, 0.0005, -0.0005, 0.0]),
-                "c": paired([0.2, -0.3, 0.1, 0.3, -0.1])})
-    # a is faster (one of its two hypotheses out), b equivalent and not different from 0 as
-    # far as anyone knows (one out): both can still hold a true null; c is open
-    assert judge.final["a"].verdict == FASTER and judge.final["b"].verdict == EQUIVALENT
-    assert judge.level() == pytest.approx(0.05 / 3)
-    assert "c" not in judge.final
+    """Shaffer: a cell whose two hypotheses are both rejected (a small sure change: different
+    from 0 and within the margin) holds no true null, so the other is then tested at alpha / 1
+    instead of alpha / 2; its t of 3.0 on 4 degrees of freedom lies between the two critical
+    values (2.78 and 3.50), so it is decided only by that step."""
+    judge = Judge(["sure", "borderline"], ONE_LOOK)
+    assert judge.level() == pytest.approx(0.05 / 2)
+    borderline = [0.03 + 0.02236 * z for z in (-1.2649, -0.6325, 0.0, 0.6325, 1.2649)]
+    judge.look({"sure": paired([0.020, 0.021, 0.019, 0.0205, 0.0195]),
+                "borderline": paired(borderline)})
+    assert judge.rejected["sure"] == {"diff", "eq"}
+    assert judge.final["sure"].verdict == EQUIVALENT
+    assert judge.level() == pytest.approx(0.05)
+    assert judge.final["borderline"].verdict == FASTER
+    assert judge.final["borderline"].level == pytest.approx(0.05)
+    alone = Judge(["other", "borderline"], ONE_LOOK)  # nothing decided first: alpha / 2
+    alone.look({"other": paired([0.3, -0.2, 0.1, -0.3, 0.25]), "borderline": paired(borderline)})
+    assert "borderline" not in alone.final
+
+
+def test_cells_alike_lend_each_other_degrees_of_freedom_and_an_unlike_one_borrows_little():
+    alike = {f"c{i}": paired([0.04 * z for z in ZS[i:] + ZS[:i]]) for i in range(5)}
+    prior = variance_prior(list(alike.values()))
+    assert prior is not None and prior.df == pytest.approx(5 * 4)  # no spread beyond chance
+    # ... and a prior lends at most twice the cell's own degrees of freedom
+    lent = moderated(alike["c0"], prior)
+    assert lent.df == pytest.approx(4 + 2 * 4) and lent.sd == pytest.approx(0.04, rel=0.01)
+    unlike = {**{f"q{i}": paired([0.01 * z * (1 + i / 10) for z in ZS]) for i in range(4)},
+              "noisy": paired([0.3 * z for z in ZS])}
+    prior = variance_prior(list(unlike.values()))
+    noisy = moderated(unlike["noisy"], prior)
+    assert prior.df < 4  # the cells' variances differ far beyond chance: little is lent
+    assert noisy.sd > 0.15  # still noisy: not pulled down to the quiet cells' 1%
+    assert variance_prior(list(alike.values())[:2]) is None  # two cells say too little
+
+
+ZS = [-1.2649, -0.6325, 0.0, 0.6325, 1.2649]  # mean 0, sd 1
 
 
 def test_a_verdict_once_given_is_final():
@@ -113,17 +158,30 @@ def test_a_a_families_keep_the_family_error_rate_with_the_budgeted_stopping():
     20, rounds only for what is open: any false faster/slower in at most 5% of the tables.
     Peeking with fixed-sample levels instead is shown to fail, so the check can fail."""
     effects = {cell: 0.0 for cell in TABLE}
-    designed = simulate(effects, 0.08, BUDGET, families=2000, seed=3)
-    assert designed.false_direction / 2000 <= 0.05
-    peeking = simulate(effects, 0.08, Design(first_look=3, last_look=3), families=2000, seed=3,
-                       rounds=20)
-    assert peeking.false_direction / 2000 > 0.15
+    designed = simulate(effects, 0.08, BUDGET, families=600, seed=3)
+    assert designed.false_direction / 600 <= 0.05
+    peeking = simulate(effects, 0.08, Design(first_look=3, last_look=3, lag1=0.0),
+                       families=600, seed=3, rounds=20)
+    assert peeking.false_direction / 600 > 0.10
+
+
+def test_the_error_rate_holds_when_consecutive_rounds_are_alike():
+    """Rounds with lag-1 autocorrelation 0.2 (drift the slices do not cancel), the demo's noise
+    per thread count (1% to 14% a point): the design's allowance keeps the family's error
+    within 5%; the textbook procedure, which assumes independent rounds, does not."""
+    effects = {cell: 0.0 for cell in TABLE}
+    noise = Noise({1: 0.01, 2: 0.14, 4: 0.04, 8: 0.035, 16: 0.03, 32: 0.04, 64: 0.05,
+                   128: 0.055}, rho=0.2)
+    allowed = simulate(effects, noise, REAL, families=600, seed=12)
+    assert allowed.false_direction / 600 <= 0.05
+    textbook = simulate(effects, noise, BUDGET, families=600, seed=12)
+    assert textbook.false_direction / 600 > 0.07
 
 
 def test_the_error_rate_holds_with_heavy_tailed_noise():
     effects = {cell: 0.0 for cell in TABLE}
-    outcome = simulate(effects, 0.08, BUDGET, families=1000, seed=8, tails=4)
-    assert outcome.false_direction / 1000 <= 0.05
+    outcome = simulate(effects, 0.08, BUDGET, families=500, seed=8, tails=4)
+    assert outcome.false_direction / 500 <= 0.05
 
 
 def test_a_ten_percent_effect_at_eight_percent_noise_is_found_with_the_stated_power():
@@ -131,7 +189,7 @@ def test_a_ten_percent_effect_at_eight_percent_noise_is_found_with_the_stated_po
     faster in 83% of runs, after 13 rounds on average."""
     outcome = simulate({("on", 8): 0.10}, 0.08, BUDGET, families=2000, seed=4)
     assert outcome.share(("on", 8), FASTER) >= 0.80
-    assert outcome.share(("on", 8), SLOWER) == 0
+    assert outcome.share(("on", 8), SLOWER) <= 0.025  # the wrong sign: half the error rate
     assert sum(outcome.rounds) / 2000 < 15
 
 
@@ -141,7 +199,6 @@ def test_no_effect_with_enough_rounds_ends_equivalent():
     outcome = simulate({("on", 8): 0.0}, 0.04, BUDGET, families=2000, seed=5)
     assert outcome.share(("on", 8), EQUIVALENT) >= 0.68
     assert outcome.false_direction / 2000 <= 0.05
-    assert outcome.false_equivalent == 0
 
 
 def test_an_effect_at_the_margin_is_rarely_called_equivalent():

@@ -233,3 +233,35 @@ def test_profiles_are_recorded_side_by_side_as_one_server_at_a_time(shared_lab, 
     for point in points:
         symbols = json.loads(point["profile_json"])
         assert symbols and any("mariadbd" in s["dso"] for s in symbols), point["config"]
+
+
+SLEEPS = '[[statements]]\nsql = "SELECT SLEEP({seconds})"\n'
+
+
+def test_a_fleet_slice_counts_only_its_own_work(shared_lab, tmp_path):
+    """Events of 20 ms in 250 ms slices: a thread starts one only when its slice still has room
+    for it, so each does 12 a slice (240 ms) and none runs on into the other server's turn (13,
+    the last counted whole, would read 104 qps; prorated, 100). Events too long for the slices
+    fail the point, with the slice they would need."""
+    def sleeping(seconds: float) -> Path:
+        statements = tmp_path / f"sleep-{seconds}.toml"
+        statements.write_text(SLEEPS.format(seconds=seconds))
+        return write_plan(tmp_path / f"sleep-{seconds}.plan.toml", f"slices-{seconds}",
+                          configs=TWO_CONFIGS, threads=(2,), repeats=1, run_seconds=2,
+                          workload=f'name = "sql"\noptions = {{ file = "{statements}" }}')
+
+    for seconds, expect_ok in ((0.02, True), (0.05, False)):
+        plan = sleeping(seconds)
+        plan.write_text(plan.read_text().replace("[run]", '[run]\nschedule = "fleet"\n'
+                                                          "slice_seconds = 0.25"))
+        out = run_cli("run", str(plan), "--lab", str(shared_lab.root))
+        assert out.returncode == (0 if expect_ok else 1), out.stderr  # 1: points failed
+        points = stored_points(shared_lab, f"slices-{seconds}")
+        assert len(points) == 2
+        for p in points:
+            if expect_ok:
+                assert p["status"] == "ok", p["error"]
+                assert 88 < p["qps"] < 98.5, p["qps"]  # 2 threads x 12 events / 0.25 s = 96
+            else:
+                assert p["status"] == "failed"
+                assert "too long for 250 ms slices" in p["error"], p["error"]

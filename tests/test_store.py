@@ -2,6 +2,7 @@
 
 import dataclasses
 import json
+import math
 import sqlite3
 
 import pytest
@@ -19,7 +20,7 @@ from perflab.store import (
     VariableRow,
     load_study,
 )
-from perflab.store.db import LATER_POINT_COLUMNS
+from perflab.store.db import LATER_COLUMNS
 from perflab.studies import builtin_names, resolve_plan
 
 pytestmark = pytest.mark.fast  # needs no server: scripts/test -m fast
@@ -166,12 +167,16 @@ def test_a_results_database_of_the_first_release_opens_and_reports(tmp_path):
         "outcome TEXT, host_json TEXT NOT NULL); CREATE TABLE server_states (id INTEGER PRIMARY "
         "KEY, session_id INTEGER NOT NULL, config TEXT NOT NULL, how TEXT NOT NULL, version "
         "TEXT NOT NULL, variables_json TEXT NOT NULL, process_json TEXT NOT NULL, created_at "
-        f"REAL NOT NULL); {FIRST_POINTS};")
+        f"REAL NOT NULL); {FIRST_POINTS}; CREATE TABLE noise (id INTEGER PRIMARY KEY, study "
+        "TEXT NOT NULL, workload TEXT NOT NULL, dataset TEXT NOT NULL, schedule TEXT NOT NULL, "
+        "run_seconds REAL NOT NULL, threads INTEGER NOT NULL, rounds INTEGER NOT NULL, sd REAL "
+        "NOT NULL, source TEXT NOT NULL, created_at REAL NOT NULL);")
+    db.execute("INSERT INTO noise VALUES (1, 'old', 'w', 'd', 'serial', 2, 4, 8, 0.05, 'run', 0)")
     db.execute("INSERT INTO plans VALUES (1, 'old', ?, 0)", (json.dumps(FIRST_PLAN),))
     db.execute("INSERT INTO sessions VALUES (1, 'old', 1, 0, 1, 'complete', ?)", (json.dumps(
         {"hostname": "h", "cpu_model": "c", "cpu_count": 2, "memory_bytes": 1 << 30, "os": "o",
          "kernel": "k", "open_files_limit": {"soft": 1024, "hard": 4096}}),))
-    figures = ", ".join("1" for name in Metrics.names() if name not in LATER_POINT_COLUMNS)
+    figures = ", ".join("1" for name in Metrics.names() if name not in LATER_COLUMNS["points"])
     for number, (config, qps) in enumerate((("off", 100.0), ("on", 150.0)), 1):
         db.execute(
             f"INSERT INTO points VALUES ({number}, 'old', ?, ?, 'oltp_point_select', 2, 1, 'ok',"
@@ -186,6 +191,8 @@ def test_a_results_database_of_the_first_release_opens_and_reports(tmp_path):
 
     with ResultStore(path) as store:
         study = load_study(store)
+        (noise,) = store.noise("w", "d", "serial", 2)  # kept, with what it did not measure
+        assert noise.sd == 0.05 and math.isnan(noise.lag1) and math.isnan(noise.skew)
     assert [c.name for c in study.plan.configs] == ["off", "on"]
     assert study.plan.config("on").engine is None and study.plan.run.repeats == 1
     # points are found under the definitions stored then, whatever today's hash says

@@ -21,8 +21,10 @@ from perflab.errors import PerflabError
 from perflab.lab import Lab
 from perflab.output.table import Table
 from perflab.plan import Plan
+from perflab.rounds import comparisons
 from perflab.runner import Runner
 from perflab.stats.decide import half_width
+from perflab.stats.dependence import lag1, skewness
 from perflab.store import load_study
 
 TWIN = "{}'"  # the baseline's identical copy
@@ -35,6 +37,7 @@ class Calibration:
     judgement: Judgement
     seconds_per_round: float  # at the calibrated thread counts
     study_plan: Plan  # the plan it calibrates
+    rounds: dict[int, list[float]]  # per thread count, the A/A log ratios in round order
 
     def noise(self) -> dict[int, float]:
         """Per thread count: the standard deviation of one round's log ratio."""
@@ -45,14 +48,19 @@ class Calibration:
         rows = []
         for (_, threads), v in self.judgement.verdicts.items():
             sd = "-" if math.isnan(v.sd) else f"{v.sd:.1%}"
-            rows.append([str(threads), str(v.n), sd, f"{v.change:+.1%}", v.interval_text(),
-                         v.verdict])
+            series = [self.rounds.get(threads, [])]
+            rows.append([str(threads), str(v.n), sd, _figure(lag1(series), "+.2f"),
+                         _figure(skewness(series), "+.2f"), f"{v.change:+.1%}",
+                         v.interval_text(), v.verdict])
         measured = Table(
             f"A/A: {self.plan.baseline} against an identical copy of itself "
             f"({self.plan.workload.label})",
-            ["Threads", "Rounds", "Noise per round", "Change", "Interval", "Verdict"], rows,
+            ["Threads", "Rounds", "Noise per round", "Lag-1", "Skew", "Change", "Interval",
+             "Verdict"], rows,
             note="noise per round: standard deviation of one round's log throughput ratio; "
-                 "a faster or slower verdict here would be a false one")
+                 "lag-1: correlation of consecutive rounds (drift the slices do not cancel; "
+                 "0 when rounds are independent); a faster or slower verdict here would be a "
+                 "false one")
         noise = self.noise()
         if not noise:
             return [measured]
@@ -101,13 +109,19 @@ def calibrate(plan: Plan, lab: Lab, rounds: int, threads: tuple[int, ...] | None
         study = load_study(store, aa.name, str(lab.root))
     seconds = (time.monotonic() - started) / max(1, summary.rounds)
     judged = judge(aa, study.points, study.design, plan.run.margin)
-    return Calibration(aa, judged, seconds, plan)
+    ratios = {threads: [v for _, v in sorted(values.items())]
+              for (_, threads), values in comparisons(aa, study.points).items()}
+    return Calibration(aa, judged, seconds, plan, ratios)
 
 
 def _spread(threads: tuple[int, ...]) -> tuple[int, ...]:
     """The smallest, a middle and the largest thread count."""
     ordered = sorted(threads)
     return tuple(dict.fromkeys((ordered[0], ordered[len(ordered) // 2], ordered[-1])))
+
+
+def _figure(value: float, spec: str) -> str:
+    return "-" if math.isnan(value) else format(value, spec)
 
 
 def _list(values: tuple[int, ...]) -> str:

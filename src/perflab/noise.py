@@ -16,6 +16,7 @@ from perflab.plan import Plan
 from perflab.progress import duration
 from perflab.rounds import comparisons
 from perflab.stats.decide import half_width
+from perflab.stats.dependence import lag1, skewness
 from perflab.store import Noise, ResultStore, StoredPoint
 
 ASSUMED_NOISE = 0.10  # per-round sd of a log ratio, before this lab has measured any
@@ -69,20 +70,22 @@ def forecast(plan: Plan, design, noise: tuple[float, str]) -> list[str]:
 def save_noise(store: ResultStore, plan: Plan, workload: ResolvedWorkload, schedule: str,
                ok: list[StoredPoint], source: str) -> None:
     """What a study's rounds say of the noise: per thread count, the pooled sd of its
-    comparisons' log ratios, for the next run's forecast."""
-    pooled: dict[int, list[tuple[int, float]]] = {}
+    comparisons' log ratios, for the next run's forecast, with how consecutive rounds depend
+    on one another and how skewed they are (stats/dependence.py)."""
+    per_threads: dict[int, list[list[float]]] = {}
     for (_, threads), rounds in comparisons(plan, ok).items():
-        values = list(rounds.values())
+        values = [v for _, v in sorted(rounds.items())]
         if len(values) >= 3:
-            pooled.setdefault(threads, []).append((len(values) - 1,
-                                                   statistics.variance(values)))
+            per_threads.setdefault(threads, []).append(values)
     records = []
-    for threads, parts in sorted(pooled.items()):
-        df = sum(d for d, _ in parts)
-        sd = math.sqrt(sum(d * v for d, v in parts) / df)
+    for threads, series in sorted(per_threads.items()):
+        df = sum(len(values) - 1 for values in series)
+        sd = math.sqrt(sum((len(values) - 1) * statistics.variance(values)
+                           for values in series) / df)
         records.append(Noise(workload.workload.label, _dataset(plan, workload),
                              way_of_measuring(plan, schedule), plan.run.run_seconds, threads,
-                             df + len(parts), sd, source, plan.name))
+                             df + len(series), sd, source, plan.name,
+                             lag1=lag1(series), skew=skewness(series)))
     if records:
         store.save_noise(records)
 

@@ -40,7 +40,7 @@ class Judgement:
     def detectable(self) -> float | None:
         """The median over comparisons of the smallest change their rounds could tell from 0
         with 80% power: the resolution the study reached."""
-        found = [detectable_change(v.sd, v.n, v.level, self.design)
+        found = [detectable_change(v.sd, v.n, v.level, self.design, v.df)
                  for v in self.verdicts.values() if v.n >= 2 and math.isfinite(v.sd)]
         found = [f for f in found if math.isfinite(f)]
         return statistics.median(found) if found else None

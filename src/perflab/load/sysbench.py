@@ -319,12 +319,17 @@ def parse(stdout: str, slicing: tuple[Slicing, int] | None = None) -> LoadResult
     )
 
 
+MAX_LATENCY_SHARE_OF_SLICE = 0.1  # a slice holds ten events of a thread's mean length or more
+
+
 def _sliced_result(total: dict, windows: list[dict], histogram: dict[int, int],
                    slicing: Slicing, index: int) -> LoadResult:
     """The measured window of one process of a sliced run.
 
     sysbench counts queries per process, not per event, so the window's queries are its events
-    times the run's queries per executed event (constant for every built-in workload).
+    times the run's queries per executed event (constant for every built-in workload). Events
+    are counted for their share inside this process's slices (lua/perflab.lua); when events
+    take a tenth of a slice or more, turns would overlap, and the point fails with why.
     """
     late = [w["first_ms"] for w in windows if w["first_ms"] > slicing.lead_ms]
     if late or not windows:
@@ -336,6 +341,15 @@ def _sliced_result(total: dict, windows: list[dict], histogram: dict[int, int],
                  "raise run.warmup_seconds")
     executed = sum(w["executed"] for w in windows)
     measured = sum(w["measured"] for w in windows)
+    timed = sum(histogram.values())
+    latency_avg = sum(w["latency_sum_ms"] for w in windows) / timed if timed else 0.0
+    if latency_avg > slicing.slice_ms * MAX_LATENCY_SHARE_OF_SLICE:
+        raise LoadFailed(
+            f"events took {latency_avg:.1f} ms on average, too long for "
+            f"{slicing.slice_ms:g} ms slices: the servers' turns would overlap",
+            hint=f"raise run.slice_seconds to at least "
+                 f"{latency_avg / MAX_LATENCY_SHARE_OF_SLICE / 1000:.2g}, or set "
+                 'schedule = "serial"')
     share = measured / executed if executed else 0.0
     seconds = slicing.seconds
     per_slice: dict[int, int] = {}
@@ -357,7 +371,7 @@ def _sliced_result(total: dict, windows: list[dict], histogram: dict[int, int],
             threads=len(windows)))
     return LoadResult(
         seconds=seconds,
-        events=measured,
+        events=round(measured),
         reads=round(total["reads"] * share),
         writes=round(total["writes"] * share),
         other=round(total["other"] * share),
@@ -365,7 +379,7 @@ def _sliced_result(total: dict, windows: list[dict], histogram: dict[int, int],
         reconnects=round(total["reconnects"] * share),
         latency_min_ms=min((w["latency_min_ms"] for w in windows if w["measured"]),
                            default=0.0),
-        latency_avg_ms=sum(w["latency_sum_ms"] for w in windows) / measured if measured else 0,
+        latency_avg_ms=latency_avg,
         latency_max_ms=max((w["latency_max_ms"] for w in windows), default=0.0),
         latency_p95_ms=percentile(histogram, 95),
         latency_p99_ms=percentile(histogram, 99),

@@ -11,14 +11,23 @@ Four verdicts:
 - **faster** / **slower**: the interval excludes 0 (and is not all within the margin);
 - **inconclusive**: neither yet, with the rounds the measured noise says it would take.
 
+The cells of one table share what they say of the noise: each paired cell's per-round variance
+is moderated toward what all the cells' variances say together (an empirical Bayes prior, as
+limma's moderated t of Smyth 2004: the prior's degrees of freedom are estimated from how much
+the cells' variances differ beyond chance, so cells whose noise really differs, such as 1 and 2
+threads on a 2-core machine, borrow little, and alike ones borrow much). A cell then has the
+degrees of freedom of its own rounds plus the prior's (capped at what all the cells' rounds
+hold), instead of its own few rounds'.
+
 The family is every cell of one table. Each cell carries two hypotheses, "no difference" and
 "a difference of at least the margin"; at most one of the two is true, so the family holds at
 most one true null per cell. Shaffer's step-down (Holm's, sharpened by that constraint) tests
 the open hypotheses at alpha / t, t being the number of cells not yet fully decided, and loosens
-as cells are decided. Both hypotheses of a cell are judged on the same interval (equivalence at
-half the level per side, which is conservative), so the interval shown is the one the verdict
-rests on. Looks after every round use the nominal levels of sequential.py, and a verdict, once
-given, is final: the data of later rounds cannot undo it.
+as cells are decided. "No difference" is judged on the two-sided interval at that level;
+"a difference of at least the margin" by TOST, two one-sided tests each at that level, that is
+on the interval of twice the level, which an equivalent verdict shows. Looks after every round
+use the nominal levels of sequential.py, and a verdict, once given, is final: the data of later
+rounds cannot undo it.
 """
 
 from __future__ import annotations
@@ -27,11 +36,17 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
+import numpy as np
+
 from perflab.stats.design import Design
 from perflab.stats.sequential import critical_t
 
 FASTER, SLOWER, EQUIVALENT, INCONCLUSIVE = "faster", "slower", "equivalent", "inconclusive"
 TOO_FEW = "too few rounds"
+LENT_PER_OWN = 2  # a prior lends at most twice a cell's own degrees of freedom
+UNLIKE = 0.01  # a cell this much noisier than the family's prior keeps its own variance
+MAX_LAG1 = 0.6  # an autocorrelation estimated above this is taken as this
+POWER_Z = 0.8416212335729143  # normal 80% quantile: "more rounds" and "detectable" at 80% power
 DECIDED = (FASTER, SLOWER, EQUIVALENT)
 
 
@@ -61,6 +76,128 @@ def paired(values: list[float]) -> Estimate:
     return Estimate(mean, sd / math.sqrt(n), n - 1, n, sd)
 
 
+@dataclass(frozen=True)
+class VariancePrior:
+    """What a family's cells say together of one cell's per-round variance: a scaled
+    inverse-chi-square prior with `df` degrees of freedom around `variance`; `total_df`, the
+    degrees of freedom of all the cells' rounds, is the most a moderated cell can have."""
+
+    df: float
+    variance: float
+    total_df: float
+
+
+def variance_prior(estimates: Sequence[Estimate]) -> VariancePrior | None:
+    """The prior the paired cells' variances support (Smyth's moment estimate on log
+    variances), or None with fewer than 3 cells of 2 rounds or more.
+
+    The spread of the cells' log variances beyond what their own degrees of freedom explain
+    gives the prior's: cells whose noise differs get a small one (little borrowed), cells alike
+    a large one, never more than all their rounds hold together.
+    """
+    from scipy import special
+
+    usable = [e for e in estimates if e.df >= 1 and math.isfinite(e.sd) and e.sd > 0]
+    if len(usable) < 3:
+        return None
+    df = np.array([e.df for e in usable], dtype=float)
+    variances = np.array([e.sd ** 2 for e in usable])
+    total_df = float(df.sum())
+    logs = np.log(variances) - special.digamma(df / 2) + np.log(df / 2)
+    mean = float(logs.mean())
+    spread = float(logs.var(ddof=1) - special.polygamma(1, df / 2).mean())
+    if spread <= 0:  # no more spread than chance: one variance for all
+        return VariancePrior(total_df, float((df * variances).sum()) / total_df, total_df)
+    prior_df = min(2 * _inverse_trigamma(spread), total_df)
+    variance = math.exp(mean + float(special.digamma(prior_df / 2)) - math.log(prior_df / 2))
+    return VariancePrior(prior_df, variance, total_df)
+
+
+def _inverse_trigamma(y: float) -> float:
+    """x with trigamma(x) = y (Newton's method on 1/trigamma, as limma's trigammaInverse)."""
+    from scipy import special
+
+    if y > 1e7:
+        return 1 / math.sqrt(y)
+    if y < 1e-6:
+        return 1 / y
+    x = 0.5 + 1 / y
+    for _ in range(50):
+        tri = float(special.polygamma(1, x))
+        step = tri * (1 - tri / y) / float(special.polygamma(2, x))
+        x += step
+        if -step / x < 1e-8:
+            break
+    return x
+
+
+def moderated(estimate: Estimate, prior: VariancePrior | None) -> Estimate:
+    """A paired estimate whose variance borrows the prior's (posterior mean of the variance,
+    degrees of freedom added), the prior weighing at most LENT_PER_OWN times the cell's own
+    degrees of freedom: with few rounds the cells' real differences in noise hide under
+    chance, and a prior that weighed more pulled the noisier cells' intervals too narrow (in
+    bench/error_rates.py's tables, with the demo's noise per thread count, the family's error
+    went from 4% to 6% without this limit)."""
+    if prior is None or estimate.df < 1 or not math.isfinite(estimate.sd):
+        return estimate
+    lent = min(prior.df, LENT_PER_OWN * estimate.df)
+    weight = estimate.df + lent
+    sd = math.sqrt((lent * prior.variance + estimate.df * estimate.sd ** 2) / weight)
+    df = min(weight, prior.total_df)  # the cell's own rounds are among the prior's
+    return Estimate(estimate.mean, sd / math.sqrt(estimate.n), df, estimate.n, sd)
+
+
+def widened(estimate: Estimate, rho: float) -> Estimate:
+    """A paired estimate whose rounds have lag-1 autocorrelation `rho` (AR(1)): its spread
+    widened by how much the mean's variance exceeds what independent rounds would give, and
+    the sample variance falls short of the rounds' (nothing changes for rho <= 0, which only
+    makes an interval err on the wide side)."""
+    n = estimate.n
+    if not (rho > 0) or n < 2 or not math.isfinite(estimate.sd):
+        return estimate
+    rho = min(rho, MAX_LAG1)
+    tail = math.fsum((1 - k / n) * rho ** k for k in range(1, n))
+    factor = math.sqrt((1 + 2 * tail) / (1 - 2 * tail / (n - 1)))
+    return Estimate(estimate.mean, estimate.se * factor, estimate.df, n, estimate.sd * factor)
+
+
+def family_estimates(series: Mapping[object, Sequence[float]], least_lag1: float = 0.0
+                     ) -> dict[object, Estimate]:
+    """The estimate of every cell of a family from its per-round log ratios (in round order):
+    paired, its variance moderated by what the family's variances say together, widened by
+    the lag-1 autocorrelation of rounds: `least_lag1`, or more when the family's own rounds
+    show more beyond two standard errors (about 1 / sqrt(rounds) each; stats/dependence.py)."""
+    from perflab.stats.dependence import lag1
+
+    own = {key: paired(list(values)) for key, values in series.items()}
+    prior = variance_prior(list(own.values()))
+    if prior is not None:  # cells much noisier than the others keep their own variance
+        alike = [key for key, noisier in zip(own, _noisier(list(own.values()), prior),
+                                             strict=True) if not noisier]
+        prior = variance_prior([own[key] for key in alike])
+        own = {key: moderated(e, prior) if key in alike else e for key, e in own.items()}
+    measured = lag1(list(series.values()))
+    rounds = sum(len(values) for values in series.values())
+    if math.isfinite(measured):  # more than the design's, only where the rounds show it clearly
+        rho = max(least_lag1, measured - 2 / math.sqrt(rounds))
+    else:
+        rho = least_lag1
+    return {key: widened(e, rho) for key, e in own.items()}
+
+
+def _noisier(estimates: list[Estimate], prior: VariancePrior) -> list[bool]:
+    """Per estimate, whether it is too much noisier than the prior says to be one of its kind
+    (an F test at 1%): the 2-thread cell of a 2-core machine is ten times noisier than the
+    others, and shrinking it toward them would make its interval falsely narrow. A cell
+    quieter than the prior borrows: that only widens its interval."""
+    from scipy import stats as scipy_stats
+
+    df = np.array([e.df if e.df >= 1 and math.isfinite(e.sd) else 1.0 for e in estimates])
+    ratio = np.array([e.sd ** 2 / prior.variance if e.df >= 1 and math.isfinite(e.sd) else 0.0
+                      for e in estimates])
+    return list(scipy_stats.f.sf(ratio, df, prior.df) < UNLIKE)
+
+
 def welch(base: list[float], other: list[float]) -> Estimate:
     """mean(other) - mean(base) of two independent samples of log throughput, Welch's
     standard error and degrees of freedom."""
@@ -86,7 +223,8 @@ class Verdict:
     level: float  # the family-wise share of alpha behind the interval (alpha / t)
     sd: float = math.nan  # per-round standard deviation of the log ratios (paired)
     look: int | None = None  # the round of the look that decided it
-    more_rounds: int | None = None  # inconclusive: rounds more the noise says it needs
+    more_rounds: int | None = None  # inconclusive: rounds more for 80% power, as measured
+    df: float = math.nan  # degrees of freedom of the interval (own rounds and the prior's)
 
     @property
     def decided(self) -> bool:
@@ -126,10 +264,11 @@ class Judge:
                 if key in self.final or estimate.n < 2:
                     continue
                 mean, half = estimate.mean, estimate.half_width(nominal)
+                tost = estimate.half_width(2 * nominal)  # one-sided tests at the level each
                 found = set()
                 if mean - half > 0 or mean + half < 0:
                     found.add("diff")
-                if low_bound < mean - half and mean + half < high_bound:
+                if low_bound < mean - tost and mean + tost < high_bound:
                     found.add("eq")
                 if found:
                     self.rejected[key] |= found
@@ -156,37 +295,44 @@ class Judge:
 
     def _verdict(self, name: str, estimate: Estimate, level: float,
                  look: int | None = None) -> Verdict:
-        half = estimate.half_width(self.design.nominal(level))
+        """The verdict with the interval it rests on: TOST's for equivalent, else the
+        two-sided one at the family's level."""
+        nominal = self.design.nominal(level)
+        half = estimate.half_width(2 * nominal if name == EQUIVALENT else nominal)
         change = math.expm1(estimate.mean)
         if not math.isfinite(half):
             return Verdict(name, estimate.n, change, math.nan, math.nan, level, estimate.sd,
-                           look)
+                           look, df=estimate.df)
         return Verdict(name, estimate.n, change, math.expm1(estimate.mean - half),
-                       math.expm1(estimate.mean + half), level, estimate.sd, look)
+                       math.expm1(estimate.mean + half), level, estimate.sd, look,
+                       df=estimate.df)
 
     def _projected(self, verdict: Verdict, estimate: Estimate) -> Verdict:
-        """How many more rounds, if the mean and spread stay as measured, until the interval
-        excludes 0 or fits within the margin (None: not within the design's rounds, or not a
-        paired estimate)."""
+        """How many more rounds, if the change and spread are as measured, until the interval
+        excludes 0, or TOST's fits within the margin, with 80% power at the design's level
+        (None: not within the design's rounds, or not a paired estimate)."""
         if not math.isfinite(estimate.sd):
             return verdict
-        design, mean, n = self.design, estimate.mean, estimate.n
-        low_bound, high_bound = design.bounds
+        design, mean, n = self.design, abs(estimate.mean), estimate.n
         nominal = design.nominal(verdict.level)
+        prior_df = estimate.df - (n - 1)  # what the family lends stays lent
         limit = design.last_look if design.sequential else n + 100
         for total in range(n + 1, limit + 1):
-            half = half_width(estimate.sd, total, nominal)
-            if abs(mean) > half or (low_bound < mean - half and mean + half < high_bound):
+            se, df = estimate.sd / math.sqrt(total), total - 1 + prior_df
+            differs = (critical_t(nominal, df) + POWER_Z) * se < mean
+            within = mean + (critical_t(2 * nominal, df) + POWER_Z) * se < design.bounds[1]
+            if differs or within:
                 return replace(verdict, more_rounds=total - n)
         return verdict
 
 
-def half_width(sd: float, rounds: int, level: float) -> float:
+def half_width(sd: float, rounds: int, level: float, lent_df: float = 0.0) -> float:
     """The half width, on the log scale, of the t interval of a mean over `rounds` rounds
-    whose per-round spread is `sd`, at two-sided `level` (infinite below 2 rounds)."""
+    whose per-round spread is `sd`, at two-sided `level`, with `lent_df` degrees of freedom
+    lent by the family (infinite below 2 rounds)."""
     if rounds < 2:
         return math.inf
-    return critical_t(level, rounds - 1) * sd / math.sqrt(rounds)
+    return critical_t(level, rounds - 1 + lent_df) * sd / math.sqrt(rounds)
 
 
 def decide(cells: Mapping[object, Mapping[int, float]], design: Design) -> dict[object, Verdict]:
@@ -203,10 +349,10 @@ def decide(cells: Mapping[object, Mapping[int, float]], design: Design) -> dict[
         looks = [last_round] if last_round >= 2 else []
     judge = Judge(list(cells), design)
     for look in looks:
-        judge.look({key: paired([v for r, v in sorted(rounds.items()) if r <= look])
-                    for key, rounds in cells.items()}, look)
-    return judge.verdicts({key: paired([v for _, v in sorted(rounds.items())])
-                           for key, rounds in cells.items()})
+        judge.look(family_estimates({key: [v for r, v in sorted(rounds.items()) if r <= look]
+                                     for key, rounds in cells.items()}, design.lag1), look)
+    return judge.verdicts(family_estimates({key: [v for _, v in sorted(rounds.items())]
+                                            for key, rounds in cells.items()}, design.lag1))
 
 
 def log_ratios(throughput: Mapping[tuple[str, int, int], float], baseline: str,
@@ -229,13 +375,13 @@ def log_ratios(throughput: Mapping[tuple[str, int, int], float], baseline: str,
     return cells
 
 
-def detectable_change(sd: float, n: int, level: float, design: Design,
-                      power: float = 0.8) -> float:
+def detectable_change(sd: float, n: int, level: float, design: Design, df: float | None = None
+                      ) -> float:
     """The smallest true change (a ratio - 1) that n rounds with this per-round spread would
-    call faster with the given power, at the family share `level` of alpha."""
-    from scipy import stats as scipy_stats
-
+    call faster with 80% power, at the family share `level` of alpha, with `df` degrees of
+    freedom (default: the rounds' own)."""
     if n < 2 or not math.isfinite(sd):
         return math.inf
-    shift = critical_t(design.nominal(level), n - 1) + scipy_stats.norm.ppf(power)
+    df = n - 1 if df is None or not math.isfinite(df) else df
+    shift = critical_t(design.nominal(level), df) + POWER_Z
     return math.expm1(shift * sd / math.sqrt(n))

@@ -19,6 +19,9 @@ class Design:
     margin: float = 0.05  # equivalence: the true ratio lies within 1 ± margin
     first_look: int = 3
     last_look: int = 3
+    # the least lag-1 autocorrelation of rounds an interval allows for (stats/dependence.py):
+    # what this kind of machine showed, since a study's own first rounds cannot tell it
+    lag1: float = 0.2
 
     @property
     def sequential(self) -> bool:
@@ -38,10 +41,11 @@ class Design:
 
 
 def spanning(designs: list[Design]) -> Design:
-    """One design for a study run several times: the latest error rate and margin, over every
-    look any run took or allowed. A study once run with a budget, or given more repeats later,
-    is judged with all those looks, so a later run or report never spends its error rate
-    again by looking afresh."""
-    latest = designs[-1]
-    return Design(latest.alpha, latest.margin, min(d.first_look for d in designs),
-                  max(d.last_look for d in designs))
+    """One design for a study run several times: the first run's error rate and margin (frozen:
+    changed later, they would be chosen after seeing data), over every look any run took or
+    allowed. A study once run with a budget, or given more repeats later, is judged with all
+    those looks, so a later run or report never spends its error rate again by looking
+    afresh."""
+    first = designs[0]
+    return Design(first.alpha, first.margin, min(d.first_look for d in designs),
+                  max(d.last_look for d in designs), first.lag1)

@@ -25,10 +25,15 @@ PATHS = 200_000  # simulated null samples: a' for a = 0.001 rests on ~200 of the
 SEED = 20260101
 
 
-@lru_cache(maxsize=4096)
 def critical_t(level: float, df: float) -> float:
     """The two-sided t quantile: |T| with df degrees of freedom exceeds it with probability
-    `level`."""
+    `level`. Fractional df (a moderated variance's) are rounded down to a quarter, which only
+    widens an interval, so that the quantiles of a run's looks are computed once."""
+    return _critical_t(level, math.floor(df * 4) / 4)
+
+
+@lru_cache(maxsize=16384)
+def _critical_t(level: float, df: float) -> float:
     return float(scipy_stats.t.ppf(1 - level / 2, df))
 
 

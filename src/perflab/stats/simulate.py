@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from perflab.stats.decide import EQUIVALENT, FASTER, SLOWER, Judge, paired
+from perflab.stats.decide import EQUIVALENT, FASTER, SLOWER, Judge, family_estimates
 from perflab.stats.design import Design
 
 
@@ -31,49 +31,75 @@ class Outcome:
         return self.verdicts[(cell, verdict)] / self.families
 
 
-def simulate(effects: dict[tuple[str, int], float], noise: float, design: Design,
+@dataclass(frozen=True)
+class Noise:
+    """The noise of a synthetic study: how one point's log throughput strays from the truth.
+
+    sd: per thread count (or one figure for all), the standard deviation of a point's log
+    throughput; a round's log ratio has about sd * sqrt(2);
+    rho: lag-1 autocorrelation of a series' noise from round to round (AR(1)): drift that
+    slices do not cancel;
+    tails: Student-t degrees of freedom instead of normal noise;
+    skew: skewness of each point's noise (negative: more slow rounds than fast ones);
+    session_sd: each session of `session_rounds` rounds shifts every comparison by its own
+    normal offset with this sd (a restart, another slot layout).
+    """
+
+    sd: float | dict[int, float]
+    rho: float = 0.0
+    tails: float | None = None
+    skew: float = 0.0
+    session_sd: float = 0.0
+    session_rounds: int = 5
+
+    def of(self, threads: int) -> float:
+        return self.sd[threads] if isinstance(self.sd, dict) else self.sd
+
+
+def simulate(effects: dict[tuple[str, int], float], noise: float | Noise, design: Design,
              families: int = 1000, seed: int = 1, tails: float | None = None,
              rounds: int | None = None) -> Outcome:
     """Run `families` synthetic studies.
 
     effects: true change (ratio - 1) of each cell (config, threads) against the baseline;
-    noise: standard deviation of one point's log throughput, so that a round's log ratio has
-    noise * sqrt(2), and the cells at one thread count share the baseline's noise, as in a
-    real round; tails: degrees of freedom of a Student-t noise instead of normal noise.
-    Each family runs first_look rounds, then a round more (only for open cells) after each
-    look, up to last_look, or up to `rounds` (to show what looking more often than the design
-    allows does to the error rate).
+    noise: a `Noise`, or the sd of one point's log throughput (normal, independent rounds,
+    Student-t with `tails` degrees of freedom if given); the cells at one thread count share
+    the baseline's noise, as in a real round. Each family runs first_look rounds, then a round
+    more (only for open cells) after each look, up to last_look, or up to `rounds` (to show what
+    looking more often than the design allows does to the error rate).
     """
+    if not isinstance(noise, Noise):
+        noise = Noise(noise, tails=tails)
     rng = np.random.default_rng(seed)
-    last_round = rounds
+    last_round = rounds or design.last_look
     cells = list(effects)
     truth = {key: math.log1p(change) for key, change in effects.items()}
     low_bound, high_bound = design.bounds
     outcome = Outcome(families)
     threads = sorted({t for _, t in cells})
-
-    def draw(size: int) -> np.ndarray:
-        if tails is None:
-            return rng.standard_normal(size) * noise
-        return rng.standard_t(tails, size) * noise / math.sqrt(tails / (tails - 2))
+    series = [("", t) for t in threads] + cells  # each baseline, then each configuration
+    scale = np.array([noise.of(t) for _, t in series])
 
     for _ in range(families):
         judge = Judge(cells, design)
         data: dict[tuple[str, int], list[float]] = {key: [] for key in cells}
-        rounds = 0
-        for rounds in range(1, (last_round or design.last_look) + 1):
+        errors = _errors(rng, noise, last_round, len(series)) * scale
+        shifts = _shifts(rng, noise, last_round, len(cells))
+        done = 0
+        for number in range(1, last_round + 1):
             open_cells = [key for key in cells if key not in judge.final]
             if not open_cells:
-                rounds -= 1
                 break
-            baseline = dict(zip(threads, draw(len(threads)), strict=True))
-            own = draw(len(open_cells))
-            for key, e in zip(open_cells, own, strict=True):
-                data[key].append(truth[key] + e - baseline[key[1]])
-            if rounds >= design.first_look:
-                judge.look({key: paired(values) for key, values in data.items()}, rounds)
-        outcome.rounds.append(rounds)
-        verdicts = judge.verdicts({key: paired(values) for key, values in data.items()})
+            done = number
+            row = dict(zip(series, errors[number - 1], strict=True))
+            for i, key in enumerate(cells):
+                if key in open_cells:
+                    data[key].append(truth[key] + row[key] - row[("", key[1])]
+                                     + shifts[number - 1, i])
+            if number >= design.first_look:
+                judge.look(family_estimates(data, design.lag1), number)
+        outcome.rounds.append(done)
+        verdicts = judge.verdicts(family_estimates(data, design.lag1))
         wrong_direction = wrong_equivalence = False
         for key, verdict in verdicts.items():
             outcome.verdicts[(key, verdict.verdict if verdict.decided else "open")] += 1
@@ -86,3 +112,31 @@ def simulate(effects: dict[tuple[str, int], float], noise: float, design: Design
         outcome.false_direction += wrong_direction
         outcome.false_equivalent += wrong_equivalence
     return outcome
+
+
+def _errors(rng: np.random.Generator, noise: Noise, rounds: int, count: int) -> np.ndarray:
+    """rounds x count unit-variance errors: `count` series, each AR(1) with noise.rho, with
+    the noise's tails or skew."""
+    if noise.tails is not None:
+        draws = rng.standard_t(noise.tails, (rounds, count)) / math.sqrt(
+            noise.tails / (noise.tails - 2))
+    elif noise.skew:
+        shape = 4 / noise.skew ** 2  # a gamma's skewness is 2 / sqrt(shape)
+        draws = (rng.gamma(shape, 1.0, (rounds, count)) - shape) / math.sqrt(shape)
+        draws *= math.copysign(1, noise.skew)
+    else:
+        draws = rng.standard_normal((rounds, count))
+    if noise.rho:
+        keep = math.sqrt(1 - noise.rho ** 2)
+        for number in range(1, rounds):
+            draws[number] = noise.rho * draws[number - 1] + keep * draws[number]
+    return draws
+
+
+def _shifts(rng: np.random.Generator, noise: Noise, rounds: int, cells: int) -> np.ndarray:
+    """rounds x cells: each session's offset of each comparison, repeated over its rounds."""
+    if not noise.session_sd:
+        return np.zeros((rounds, cells))
+    sessions = -(-rounds // noise.session_rounds)
+    offsets = rng.standard_normal((sessions, cells)) * noise.session_sd
+    return np.repeat(offsets, noise.session_rounds, axis=0)[:rounds]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import sqlite3
 import time
 from pathlib import Path
@@ -103,7 +104,10 @@ CREATE TABLE IF NOT EXISTS health_reports (
 );
 """
 # Columns added to the points table after its first release: a lab made before gets them.
-LATER_POINT_COLUMNS = {"profile_json": "TEXT", "client_cpu": "REAL"}
+LATER_COLUMNS = {  # columns added after the first labs were made
+    "points": {"profile_json": "TEXT", "client_cpu": "REAL"},
+    "noise": {"lag1": "REAL", "skew": "REAL"},
+}
 
 
 class ResultStore:
@@ -118,10 +122,12 @@ class ResultStore:
             self.db.execute("PRAGMA synchronous=NORMAL")
             self.db.execute("PRAGMA foreign_keys=ON")
             self.db.executescript(SCHEMA)
-            columns = {row["name"] for row in self.db.execute("PRAGMA table_info(points)")}
-            for name, kind in LATER_POINT_COLUMNS.items():
-                if name not in columns:
-                    self.db.execute(f"ALTER TABLE points ADD COLUMN {name} {kind}")
+            for table, later in LATER_COLUMNS.items():
+                columns = {row["name"]
+                           for row in self.db.execute(f"PRAGMA table_info({table})")}
+                for name, kind in later.items():
+                    if name not in columns:
+                        self.db.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind}")
         except sqlite3.DatabaseError as exc:
             self.db.close()
             if isinstance(exc, sqlite3.OperationalError):  # locked, or not writable
@@ -226,9 +232,10 @@ class ResultStore:
         for r in records:
             self.db.execute(
                 "INSERT INTO noise (study, workload, dataset, schedule, run_seconds, threads, "
-                "rounds, sd, source, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "rounds, sd, source, created_at, lag1, skew) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (r.study, r.workload, r.dataset, r.schedule, r.run_seconds, r.threads,
-                 r.rounds, r.sd, r.source, time.time()))
+                 r.rounds, r.sd, r.source, time.time(), _number(r.lag1), _number(r.skew)))
 
     # -- reading -------------------------------------------------------------------------------
 
@@ -240,7 +247,8 @@ class ResultStore:
             "run_seconds = ? ORDER BY id DESC", (workload, dataset, schedule, run_seconds))
         return [Noise(row["workload"], row["dataset"], row["schedule"], row["run_seconds"],
                       row["threads"], row["rounds"], row["sd"], row["source"], row["study"],
-                      row["created_at"]) for row in rows]
+                      row["created_at"], _nan(row["lag1"]), _nan(row["skew"]))
+                for row in rows]
 
     def done(self, study: str, definition: str, threads: int, repeat: int) -> bool:
         row = self.db.execute(
@@ -342,3 +350,12 @@ def _encode(value: Any) -> str | None:
 
 def _decode(text: str | None, empty: Any) -> Any:
     return json.loads(text) if text else empty
+
+
+def _number(value: float) -> float | None:
+    """NaN ("not measured") as SQL NULL."""
+    return None if math.isnan(value) else value
+
+
+def _nan(value: float | None) -> float:
+    return math.nan if value is None else value

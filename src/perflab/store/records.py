@@ -9,6 +9,7 @@ store package parses stored JSON.
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 from typing import Any, get_type_hints
 
@@ -250,6 +251,8 @@ class Noise:
     source: str  # "calibrate" or "run"
     study: str
     created_at: float = 0.0
+    lag1: float = math.nan  # autocorrelation of consecutive rounds (pooled over comparisons)
+    skew: float = math.nan  # skewness of a round's log ratio about its comparison's mean
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,11 @@
 -- sleeps. Events starting in the first lead_ms warm up and are not measured; after
 -- lead_ms + measure_ms the threads idle until sysbench's --time ends the run. Without the
 -- variable every event is measured, as in a plain sysbench run.
+--
+-- A slice's work is its own: a thread does not start an event when less of its slice is left
+-- than its events take (a running mean of its own latencies), so that its work does not run
+-- on into the next process's slice and take that server's time; an event that still does is
+-- counted for the share of its time inside its own slice (a fraction of an event).
 
 local workload = os.getenv("PERFLAB_WORKLOAD")
 if workload == nil or workload == "" then
@@ -101,8 +106,11 @@ local lead = LEAD or 0
 local executed, measured, latency_sum, latency_min, latency_max = 0, 0, 0, -1, 0
 local first_ms = -1
 local per_slice = {}
+local expected_ms = 0  -- this thread's running mean event latency (sliced runs)
+local spilled = 0  -- events' shares run on into another process's slice, not counted
 
--- Sleep until this process's next slice; nil once the measured window is over.
+-- Sleep until this process's next slice, with time in it for an event of this thread's usual
+-- length; nil once the measured window is over.
 local function my_turn(t)
    while true do
       local at = t - EPOCH
@@ -112,10 +120,11 @@ local function my_turn(t)
          ffi.C.usleep(floor(-at * 1000) + 1)
       else
          local s = floor(at / SLICE)
-         if s % TURNS == MINE then
+         local left = (s + 1) * SLICE - at
+         if s % TURNS == MINE and left > expected_ms then
             return t
          end
-         ffi.C.usleep(floor(((s + 1) * SLICE - at) * 1000) + 20)
+         ffi.C.usleep(floor(left * 1000) + 20)
       end
       t = now_ms()
    end
@@ -147,10 +156,22 @@ function event(thread_id)
    end
    local ret = workload_event(thread_id)
    executed = executed + 1
+   local ended, share = 0, 1
+   if sliced then
+      ended = now_ms()
+      local elapsed = ended - started
+      expected_ms = expected_ms == 0 and elapsed or 0.9 * expected_ms + 0.1 * elapsed
+      local over = ended - EPOCH - (floor(at / SLICE) + 1) * SLICE
+      if over > 0 and elapsed > 0 then
+         share = 1 - over / elapsed
+      end
+   end
    if at >= lead then
-      measured = measured + 1
+      measured = measured + share
+      spilled = spilled + 1 - share
       if timing then
-         local elapsed = now_ms() - started
+         if not sliced then ended = now_ms() end
+         local elapsed = ended - started
          local i = 0
          if elapsed > 0 then
             i = floor((log(elapsed) - LOG_MIN) * MULT + 0.5)
@@ -163,7 +184,7 @@ function event(thread_id)
       end
       if sliced then
          local s = floor((at - LEAD) / SLICE)
-         per_slice[s] = (per_slice[s] or 0) + 1
+         per_slice[s] = (per_slice[s] or 0) + share
       end
    end
    return ret
@@ -190,12 +211,13 @@ function thread_done(...)
                       sysbench.tid, LOG_MIN, MULT, table.concat(parts, ",")))
    local slices = {}
    for s, n in pairs(per_slice) do
-      slices[#slices + 1] = string.format('"%d":%d', s, n)
+      slices[#slices + 1] = string.format('"%d":%.4f', s, n)
    end
-   emit(string.format('{"type":"window","thread":%d,"executed":%d,"measured":%d,' ..
+   emit(string.format('{"type":"window","thread":%d,"executed":%d,"measured":%.4f,' ..
+                      '"spilled":%.4f,' ..
                       '"latency_sum_ms":%.6f,"latency_min_ms":%.6f,"latency_max_ms":%.6f,' ..
                       '"first_ms":%.3f,"slices":{%s}}',
-                      sysbench.tid, executed, measured, latency_sum, math.max(latency_min, 0),
+                      sysbench.tid, executed, measured, spilled, latency_sum, math.max(latency_min, 0),
                       latency_max, first_ms, table.concat(slices, ",")))
 end
 
