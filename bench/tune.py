@@ -55,7 +55,7 @@ from perflab.plan import parse_plan
 from perflab.runner import Runner
 from perflab.stats.decide import Verdict
 from perflab.store.study import load_study
-from perflab.tune.additive import Space, believed_order, measured
+from perflab.tune.additive import believed_order, measured
 from perflab.tune.search import (
     Tuner,
     TuneResult,
@@ -64,7 +64,7 @@ from perflab.tune.search import (
     ofat_first_round,
     startup_values,
 )
-from perflab.tune.space import knob_space
+from perflab.tune.space import Space, knob_space
 
 # --space six: the pool size and five knobs of little effect here (the runs before 2026-11-24)
 SIX = ["innodb_buffer_pool_size", "innodb_adaptive_hash_index", "table_open_cache",
@@ -350,7 +350,7 @@ def main() -> None:
             runs[method].append(result)
             trials = optuna.load_study(study_name=f"{plan.name}:{method}",
                                        storage=f"sqlite:///{lab.db_path}").trials
-            picks[method].append(answers(result, trials, tuner.space()))
+            picks[method].append(answers(result, trials, tuner.space))
         winners = {m: runs[m][-1] for m in methods if runs[m][-1].best is not None}
         duels.append(head_to_head(lab, f"bench-tune-{stamp}-s{seed}-head-to-head", winners,
                                   args) if METHODS[0] in winners else Duel(None))

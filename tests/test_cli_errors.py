@@ -140,12 +140,16 @@ def test_tune_settings_and_budgets_are_checked_before_any_server(tmp_path):
     with pytest.raises(PerflabError, match="tune.memory_share must be a number"):
         TuneSettings.from_plan({"memory_share": "half"})
     plan, lab = resolve_plan("key-cache-segments"), Lab(tmp_path / "lab")
-    for options, message in ((dict(budget=-3), "--budget must be at least 1"),
-                             (dict(seconds=-5.0), "--time must be a positive"),
-                             (dict(budget=3, seed=-1), "--seed must be from 0"),
-                             (dict(budget=3, storage="not a url"), "--storage <not a URL>")):
-        with pytest.raises(PerflabError, match=message):
+    for options, message, option in (
+            (dict(budget=-3), "budget must be at least 1", "budget"),
+            (dict(seconds=-5.0), "seconds must be a positive", "seconds"),
+            (dict(budget=3, seed=-1), "seed must be from 0", "seed"),
+            (dict(budget=3, sampler="smac"), "sampler 'smac' is not known", "sampler"),
+            (dict(budget=3, storage="not a url"), "storage <not a URL>", "storage"),
+            (dict(), "give the search a budget", "budget")):
+        with pytest.raises(PerflabError, match=message) as err:
             Tuner(plan, lab, TuneSettings(), "bayes", **options)
+        assert "--" not in err.value.message and err.value.option == option
     assert not (tmp_path / "lab").exists()
 
 

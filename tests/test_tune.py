@@ -180,7 +180,8 @@ def test_tune_plan_mistakes_are_one_line(tmp_path):
     good = tune_plan_file(tmp_path, "good", '["table_open_cache"]')
     missing = run_cli("tune", str(good), "--lab", str(tmp_path / "lab"))
     assert missing.returncode == 2
-    assert "give the search a --budget (trials) or a --time (seconds)" in missing.stderr
+    assert "give the search a budget (trials) or a time limit (seconds) (--budget)" \
+        in missing.stderr
     # Optuna's GP sampler needs torch, which perflab's environment does not install: said at
     # once, before any server starts, not as a traceback after the start-up trials
     gp = run_cli("tune", str(good), "--lab", str(tmp_path / "lab"), "--budget", "1",

@@ -17,16 +17,13 @@ from perflab.probes.system import ram_bytes
 from perflab.server.memory import configured_sizes, memory_estimate
 from perflab.tune.additive import (
     SCREENING,
-    AdditiveSampler,
+    AdditiveSearch,
     Model,
-    Space,
     believed_order,
     group_size,
     observations,
-    unit,
 )
-from perflab.tune.search import startup_values
-from perflab.tune.space import knob_space
+from perflab.tune.space import Space, knob_space, startup_values
 
 POOL = "innodb_buffer_pool_size"
 
@@ -57,15 +54,23 @@ def response(space: Space, params: dict) -> float:
     return gain - 0.2 * query_cache - 0.5 * pool_of_threads * max(0.0, gain)
 
 
+def ask(study: optuna.Study, method: AdditiveSearch) -> optuna.Trial:
+    """The study's next trial as the tuner takes it: the method's proposal, with the user
+    attributes it records (the defaults first, as every method starts)."""
+    trials = study.get_trials(deepcopy=False)
+    proposal = method.next(trials, len(trials))
+    study.enqueue_trial(proposal.params, user_attrs=proposal.attrs)
+    return study.ask(method.space.distributions())
+
+
 def search(space: Space, seed: int, trials: int, fast_noise: float = 0.05) -> optuna.Study:
     """`trials` trials of the search on `response`, with a noise sd (log) of 0.05 at the
     defaults growing to `fast_noise` at the full gain (a fast server is noisier here)."""
-    study = optuna.create_study(direction="maximize",
-                                sampler=AdditiveSampler(space, seed, "maximize"))
-    study.enqueue_trial(dict(space.defaults))  # as the tuner starts every method
+    study = optuna.create_study(direction="maximize")
+    method = AdditiveSearch(space, "maximize", seed)
     noise = random.Random(seed)
     for _ in range(trials):
-        trial = study.ask(space.distributions())
+        trial = ask(study, method)
         assert space.fits(trial.params), "a proposal that does not fit in memory"
         gain = response(space, trial.params)
         sd = 0.05 + (fast_noise - 0.05) * min(1.0, max(0.0, gain))
@@ -77,21 +82,22 @@ def test_screening_moves_every_knob_to_both_sides_within_two_dozen_trials(space)
     """Each pass of the screening moves every knob once, a number to the longer side of its
     default first, then to the other; every group is measured within 24 trials, follow-ups of a
     clear gain between them."""
-    sampler = AdditiveSampler(space, 1, "maximize")
+    method = AdditiveSearch(space, "maximize", 1)
     groups = math.ceil(len(space.knobs) / group_size(len(space.knobs)))  # per pass
-    assert len(sampler.design) == 2 * groups
-    for screened in (sampler.design[:groups], sampler.design[groups:]):
+    assert len(method.design) == 2 * groups
+    for screened in (method.design[:groups], method.design[groups:]):
         assert sorted(k for moves in screened for k in moves) == \
             sorted(k.name for k in space.knobs)  # each knob once
     for knob in (k for k in space.knobs if k.kind == "int"):
-        first, second = (next(moves[knob.name] for moves in sampler.design[i * groups:]
+        first, second = (next(moves[knob.name] for moves in method.design[i * groups:]
                               if knob.name in moves) for i in (0, 1))
-        default, u0 = int(space.defaults[knob.name]), unit(knob, int(space.defaults[knob.name]))
+        default = int(space.defaults[knob.name])
+        u0 = knob.position(default)
         if 0.05 < u0 < 0.95:  # a default near an end: both go the long way
             assert (first - default) * (second - default) < 0, knob.name
             assert (first > default) == (u0 <= 0.5), knob.name  # the longer side first
     study = search(space, seed=1, trials=24)
-    assert {t.system_attrs.get(SCREENING) for t in study.trials} >= set(range(2 * groups))
+    assert {t.user_attrs.get(SCREENING) for t in study.trials} >= set(range(2 * groups))
 
 
 def test_the_best_believed_setting_has_the_gain_and_not_the_harm(space):
@@ -114,7 +120,7 @@ def test_a_knob_known_to_matter_is_not_put_back_again_and_again(space):
     pool_back = 0
     for seed in range(3):
         study = search(space, seed, trials=36, fast_noise=0.15)
-        design = len(AdditiveSampler(space, seed, "maximize").design)
+        design = len(AdditiveSearch(space, "maximize", seed).design)
         pool_back += sum(int(t.params[POOL]) < 2 * int(space.defaults[POOL])
                          for t in study.trials[design + 3:])
     assert pool_back <= 3
@@ -142,8 +148,8 @@ def made_trial(space: Space, number: int, params: dict, value: float | None = No
     screening group it measured when `index` is given."""
     made = optuna.trial.create_trial(
         params=params, distributions=space.distributions(), value=value,
-        user_attrs={} if state is None else {"state": state},
-        system_attrs={} if index is None else {SCREENING: index},
+        user_attrs={**({} if state is None else {"state": state}),
+                    **({} if index is None else {SCREENING: index})},
         state=TrialState.COMPLETE if value is not None else TrialState.FAIL)
     made.number = number
     return made
@@ -151,7 +157,7 @@ def made_trial(space: Space, number: int, params: dict, value: float | None = No
 
 def _rides_with_the_pool(space: Space, seed: int) -> bool:
     """Whether the first screening group that moves the pool up also moves pool-of-threads."""
-    for moves in AdditiveSampler(space, seed, "maximize").design:
+    for moves in AdditiveSearch(space, "maximize", seed).design:
         if POOL in moves:
             return int(moves[POOL]) > int(space.defaults[POOL]) and \
                 moves.get("thread_handling") == "pool-of-threads"
@@ -161,50 +167,49 @@ def _rides_with_the_pool(space: Space, seed: int) -> bool:
 def test_an_interrupted_screening_trial_is_run_again_once(space):
     """A screening trial whose worker died (failed with no state of its own) told nothing: its
     group is measured next, as it was proposed; interrupted twice, the screening goes on."""
-    sampler = AdditiveSampler(space, 2, "maximize")
+    method = AdditiveSearch(space, "maximize", 2)
 
     def trial(number, params, value=None, state="ok", index=None):
         return made_trial(space, number, params, value, state, index)
 
     trials = [trial(0, dict(space.defaults), 1.0)]
-    first, index = sampler.propose(trials, 1)
+    first, index = method.propose(trials, 1)
     changed = {name for name, value in first.items() if value != space.defaults[name]}
-    assert index == 0 and changed and changed <= set(sampler.design[0])  # shrunk to fit, maybe
+    assert index == 0 and changed and changed <= set(method.design[0])  # shrunk to fit, maybe
     trials.append(trial(1, first, state=None, index=0))  # interrupted
-    assert sampler.propose(trials, 2) == (first, 0)
+    assert method.propose(trials, 2) == (first, 0)
     trials.append(trial(2, first, state=None, index=0))  # interrupted again
-    assert sampler.propose(trials, 3)[1] == 1
+    assert method.propose(trials, 3)[1] == 1
 
 
 def test_a_screening_group_with_nothing_to_move_waits(space):
     """A group whose knobs the best-believed setting all moves (the pool's second-pass group once
     the pool gained) moves nothing there: the screening takes the next group, and with none
     left the model's steps go on (a group that cannot be used must not hold the search)."""
-    sampler = AdditiveSampler(space, 4, "maximize")
-    pool_group = next(i for i, moves in enumerate(sampler.design) if POOL in moves)
-    base = {**space.defaults, **sampler.design[pool_group]}
+    method = AdditiveSearch(space, "maximize", 4)
+    pool_group = next(i for i, moves in enumerate(method.design) if POOL in moves)
+    base = {**space.defaults, **method.design[pool_group]}
     untried: set = set()
-    later = [i for i in range(len(sampler.design)) if i != pool_group]
-    assert sampler._screen([pool_group], base, untried) is None
-    params, index = sampler._screen([pool_group, *later], base, untried)
+    later = [i for i in range(len(method.design)) if i != pool_group]
+    assert method._screen([pool_group], base, untried) is None
+    params, index = method._screen([pool_group, *later], base, untried)
     assert index == later[0] and all(params[k] == v for k, v in base.items()
-                                     if k in sampler.design[pool_group])
+                                     if k in method.design[pool_group])
     # on a machine where nothing fits, no group can shrink a setting into memory: none is
     # proposed (the tuner would refuse it, and the group would count as screened without a
     # measurement)
     tight = dataclasses.replace(space, limit=space.memory(space.defaults) // 4)
-    sampler = AdditiveSampler(tight, 4, "maximize")
-    assert sampler._screen(later, base, untried) is None
+    method = AdditiveSearch(tight, "maximize", 4)
+    assert method._screen(later, base, untried) is None
 
 
 def test_a_failed_setting_is_believed_far_worse(space):
     """A trial whose server failed counts as far worse than the worst: the model learns from it
     (and so never believes it best)."""
-    study = optuna.create_study(direction="maximize",
-                                sampler=AdditiveSampler(space, 3, "maximize"))
-    study.enqueue_trial(dict(space.defaults))
+    study = optuna.create_study(direction="maximize")
+    method = AdditiveSearch(space, "maximize", 3)
     for _ in range(16):
-        trial = study.ask(space.distributions())
+        trial = ask(study, method)
         if trial.params["thread_handling"] == "pool-of-threads":
             trial.set_user_attr("state", "failed")
             study.tell(trial, None, state=TrialState.FAIL)
@@ -222,7 +227,7 @@ def test_attribution_skips_refused_settings_and_retries_interrupted_ones(space):
     search puts one of them back to tell which did it. A setting refused before start is
     never proposed again (a refused revert used to come back every trial until 50 refusals
     stopped the search); one whose worker died says nothing of it and is proposed again, once."""
-    sampler = AdditiveSampler(space, 5, "maximize")
+    method = AdditiveSearch(space, "maximize", 5)
     group = {**space.defaults, POOL: int(space.defaults[POOL]) * 8, "sort_buffer_size": 65536}
 
     def trial(number, params, value=None, state="ok", index=None):
@@ -231,19 +236,19 @@ def test_attribution_skips_refused_settings_and_retries_interrupted_ones(space):
     screened = [trial(n, {**space.defaults, **moves}, index=i, state="refused")
                 if {POOL, "sort_buffer_size"} & set(moves)
                 else trial(n, {**space.defaults, **moves}, 1.0, index=i)
-                for i, (n, moves) in enumerate(enumerate(sampler.design, 1))]
-    after = len(sampler.design) + 1
+                for i, (n, moves) in enumerate(enumerate(method.design, 1))]
+    after = len(method.design) + 1
     trials = [trial(0, dict(space.defaults), 1.0), *screened, trial(after, group, math.e)]
     after += 1
-    first, _ = sampler.propose(trials, after)
+    first, _ = method.propose(trials, after)
     reverts = [{**group, POOL: space.defaults[POOL]},
                {**group, "sort_buffer_size": space.defaults["sort_buffer_size"]}]
     assert first in reverts
     refused = trial(after, first, state="refused")
-    second, _ = sampler.propose([*trials, refused], after + 1)
+    second, _ = method.propose([*trials, refused], after + 1)
     assert second in reverts and second != first
     # failed by workers.reap: no state of its own
     interrupted = [trial(after + 1 + n, second, state=None) for n in (0, 1)]
-    assert sampler.propose([*trials, refused, interrupted[0]], after + 2)[0] == second
+    assert method.propose([*trials, refused, interrupted[0]], after + 2)[0] == second
     # but not a third time: a setting that kills its worker must not take every trial
-    assert sampler.propose([*trials, refused, *interrupted], after + 3)[0] != second
+    assert method.propose([*trials, refused, *interrupted], after + 3)[0] != second

@@ -7,69 +7,85 @@ and one trial is noisy (2-10% side by side on a 2-core machine, 10-15% once a la
 the server fast). Drawing every knob at random, as random search, TPE's start-up and TPE's prior
 do, changes twenty harmless-looking knobs per trial and leaves some harmful ones in the winner;
 changing one knob at a time (the MySQL 5.5 sysbench tuning study's method, `ofat`) finds the few
-that matter only after trying every knob alone. Here:
+that matter only after trying every knob alone. The search has two parts:
 
-1. Screening: two passes over the knobs in groups of about a sixth of them, each group moving its
-   knobs far from their defaults: a number to the longer side of its default's range in the
-   first pass and to the other side in the second, a choice to another choice. A large effect
-   anywhere shows within a dozen trials. A group is moved on the best-believed setting once that
-   one holds a clear gain (predicted better than the defaults by JUMP noise sds and FOLLOW), so
-   that what acts where the gain is shows (its own knobs keep their values); before, on the
-   defaults. A screening trial that told nothing (interrupted, its reference failed) is run
-   again first.
-2. The model: log objective = intercept + a sum of one effect per knob (a choice: one term per
-   non-default choice; a number: a piecewise-linear curve over its search scale, plus a step for
-   being set at all, since some variables change the server by being set: query_cache_size
-   switches the query cache on). Each knob has its own prior scale and the trials one noise, both
-   fitted to the trials by EM (empirical Bayes with automatic relevance): knobs the trials show
-   harmless shrink to almost nothing, the few that matter keep their size. Once one knob's effect
-   is clear, every other knob also gets an interaction with it (Regime): pool-of-threads is
-   harmless at the default buffer pool and costs 40% once the data fit in a large one.
-3. Jump: among settings one or two knobs from the best-believed one, with one of its knobs put
+- The screening (`screening`): two passes over the knobs in groups of about a sixth of them,
+  each group moving its knobs far from their defaults: a number to the longer side of its
+  default's range in the first pass and to the other side in the second, a choice to another
+  choice. A large effect anywhere shows within a dozen trials. A group is moved on the
+  best-believed setting once that one holds a clear gain (predicted better than the defaults by
+  CLEAR_SDS noise sds and by MIN_FOLLOWED_GAIN), so that what acts where the gain is shows (its
+  own knobs keep their values); before, on the defaults.
+- The model (`Model`): log objective = intercept + a sum of one effect per knob (a choice: one
+  term per non-default choice; a number: a piecewise-linear curve over its search scale, plus a
+  step for being set at all, since some variables change the server by being set:
+  query_cache_size switches the query cache on). Each knob has its own prior scale and the
+  trials one noise, both fitted to the trials by EM (empirical Bayes with automatic relevance):
+  knobs the trials show harmless shrink to almost nothing, the few that matter keep their size.
+  Once one knob's effect is clear, every other knob also gets an interaction with it
+  (`DominantKnob`): pool-of-threads is harmless at the default buffer pool and costs 40% once
+  the data fit in a large one.
+
+Before each trial, `AdditiveSearch.propose` takes the first of these steps that proposes
+something:
+
+1. First screening: while nothing is measured, the screening's next group, on the defaults.
+2. Screening again: a screening trial that was uninformative (interrupted, its reference
+   failed) is run again, once, before anything else.
+3. Nowhere near: when no untried setting near the best-believed one fits, an untried one near
+   the defaults.
+4. Jump: among settings one or two knobs from the best-believed one, with one of its knobs put
    back, or joined with the moves of another good setting (two screening groups that both
-   helped), one predicted better by more than JUMP noise sds is measured first.
-4. Attribution: when the best-believed setting holds a clear gain, or the screening is over, a
+   helped), one predicted better by more than CLEAR_SDS noise sds.
+5. Attribution: when the best-believed setting holds a clear gain, or the screening is over, a
    knob it moves (typically one that came in with others in a screening group) whose own effect
-   there the trials cannot tell is put back to its default, as group screening follows up a
-   group that moved. Untold: the posterior sd of what putting it back changes is above UNTOLD and
-   its mean within TOLD sds of nothing. A knob whose effect is known to be large (the buffer pool
-   on a dataset larger than it) is told even while its size is uncertain, or the noise of a fast
-   server would have it put back again after every change of the best-believed setting.
-5. Then the screening's next group (step 1), and once it is over, the candidate of largest
-   expected improvement over the best-believed setting (the trials still running counted at
-   their believed value, so that workers sharing a study spread). Every moved knob costs a
-   little, so that a recommendation changes only what the trials support.
+   there the trials leave unresolved is put back to its default, as group screening follows up
+   a group that moved. Unresolved: the posterior sd of what putting it back changes is above
+   UNRESOLVED_SD and its mean within RESOLVED_SDS sds of nothing. A knob whose effect is known
+   to be large (the buffer pool on a dataset larger than it) is resolved even while its size is
+   uncertain, or the noise of a fast server would have it put back again after every change of
+   the best-believed setting.
+6. Next screening: the screening's next group.
+7. Best improvement: the setting near the best-believed one of largest expected improvement
+   over it (the trials still running counted at their believed value, so that workers sharing a
+   study spread). Every moved knob costs a little, so that a recommendation changes only what
+   the trials support.
 
-The answer is the best-believed tried setting (the model's mean, not the luckiest figure), and
-the final re-measure (search.py) judges it. The proposals depend on the seed, the trial number
-and the trials so far (a trial records the screening group it measures), so a resumed study and
-workers sharing one go on as one search.
+Never proposed again: a setting measured, running, refused or failed, nor one whose trials were
+uninformative twice. The answer is the best-believed tried setting (the model's mean, not the
+luckiest figure), and the final re-measure (tune/final.py) judges it. The proposals depend on
+the seed, the trial number and the trials so far (a trial records the screening group it
+measures), so a resumed study and workers sharing one go on as one search.
 """
 
 from __future__ import annotations
 
+import copy
 import functools
 import math
 import random
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
-import optuna
-from optuna.distributions import BaseDistribution, CategoricalDistribution, IntDistribution
 from optuna.trial import FrozenTrial, TrialState
-from scipy import special
+from scipy import stats
 
-from perflab.tune.space import Knob
+from perflab.tune.methods import Next, SearchMethod, Step
+from perflab.tune.result import Ranking, failed_by_setting, uninformative
+from perflab.tune.space import Knob, Space, setting_key
 
 GRID = 5  # points of each number's piecewise-linear curve
 PASSES = 2  # screening passes over the knobs
 MOVE_COST = 0.01  # in log objective, per knob moved from its default
-JUMP = 2.0  # a predicted gain over the best-believed setting of this many noise sds is taken
-FOLLOW = 0.1  # a gain over the defaults (log) this large, and JUMP sds, is followed up at once
-UNTOLD = 0.05  # posterior sd of a knob's own effect (log) above which it may be attributed
+# A difference of this many noise sds is clear: a predicted gain over the best-believed setting
+# is measured at once, a knob whose effect spans this much is the dominant one, and a gain over
+# the defaults this large (and MIN_FOLLOWED_GAIN) is followed up at once.
+CLEAR_SDS = 2.0
+MIN_FOLLOWED_GAIN = 0.1  # in log objective
+UNRESOLVED_SD = 0.05  # posterior sd of a knob's own effect (log) above which it may be put back
+RESOLVED_SDS = 3.0  # a knob's own effect this many posterior sds from nothing is resolved
 INTERACTION_SCALE = 0.2  # prior sd (log) of a knob's interaction with the dominant one
-TOLD = 3.0  # a knob's own effect this many posterior sds from nothing is told, whatever its sd
 PROPOSALS = 400  # settings one or two knobs from the best-believed one, scored each trial
 UNIONS = 12  # the best-believed settings whose moves are tried joined to the best one
 FAILED_PENALTY = 1.0  # a trial that failed counts as this much below the worst (log)
@@ -78,64 +94,13 @@ NOISES = (0.03, 0.5)  # bounds of the noise's
 START_SCALE, START_NOISE = 0.2, 0.1
 EM_ROUNDS = 40
 INTERCEPT_SCALE = 10.0
-SCREENING = "additive:screening"  # a trial's system attribute: the screening group it measures
-REFERENCE = "reference"  # a failed trial's cause when its reference, not its setting, failed
+SCREENING = "additive:screening"  # a trial's user attribute: the screening group it measures
 
 
-@dataclass(frozen=True)
-class Space:
-    """The knobs, the values a trial leaves unset (the server's startup values, within the
-    ranges), and the memory rule every proposal must keep."""
-
-    knobs: tuple[Knob, ...]
-    defaults: dict
-    memory: Callable[[dict], int]  # worst-case bytes of a setting
-    limit: int  # bytes
-
-    def distributions(self) -> dict[str, BaseDistribution]:
-        return {k.name: CategoricalDistribution(k.choices) if k.kind == "choice"
-                else IntDistribution(k.low, k.high, log=k.log) for k in self.knobs}
-
-    def fits(self, params: dict) -> bool:
-        return self.memory(params) <= self.limit
-
-    def moved(self, params: dict) -> list[Knob]:
-        return [k for k in self.knobs if not same(k, params[k.name], self.defaults[k.name])]
-
-    def complete(self, params: dict) -> dict:
-        """A trial's params over the defaults, within today's ranges: a trial of a study whose
-        knobs have changed since may lack some, or hold a value out of range (clamped) or a
-        choice no longer offered (the default)."""
-        return {**self.defaults, **{k.name: k.within(params[k.name], self.defaults[k.name])
-                                    for k in self.knobs if k.name in params}}
-
-
-def same(knob: Knob, a, b) -> bool:
-    return str(a) == str(b) if knob.kind == "choice" else int(a) == int(b)
-
-
-def unit(knob: Knob, value) -> float:
-    """A number's place in its search range, 0..1, on its scale (log or linear)."""
-    v = int(value)
-    if knob.high == knob.low:
-        return 0.0
-    if knob.log:
-        return (math.log(v) - math.log(knob.low)) / (math.log(knob.high) - math.log(knob.low))
-    return (v - knob.low) / (knob.high - knob.low)
-
-
-def from_unit(knob: Knob, u: float) -> int:
-    u = min(max(u, 0.0), 1.0)
-    if knob.log:
-        value = math.exp(math.log(knob.low) + u * (math.log(knob.high) - math.log(knob.low)))
-    else:
-        value = knob.low + u * (knob.high - knob.low)
-    return min(max(round(value), knob.low), knob.high)
-
-
-def _hats(u: float) -> list[float]:
-    """The weights of the GRID points of a curve at u (plain floats: this runs for every knob
-    of every setting the model reads, hundreds per proposal)."""
+def _interpolation_weights(u: float) -> list[float]:
+    """The weights of the GRID points of a curve at u, 0..1: the hat functions of linear
+    interpolation (plain floats: this runs for every knob of every setting the model reads,
+    hundreds per proposal)."""
     return [max(0.0, 1 - abs(u * (GRID - 1) - i)) for i in range(GRID)]
 
 
@@ -146,39 +111,41 @@ def _knob_terms(knob: Knob, value, default) -> tuple[float, ...]:
     settings a proposal scores share most of their values.)"""
     if knob.kind == "choice":
         return tuple(float(str(value) == c) for c in knob.choices if c != str(default))
-    at, zero = _hats(unit(knob, value)), _hats(unit(knob, default))
+    at = _interpolation_weights(knob.position(value))
+    zero = _interpolation_weights(knob.position(default))
     return (*(a - z for a, z in zip(at, zero, strict=True)), float(int(value) != int(default)))
 
 
-def features(space: Space, params: dict, regime: Regime | None = None) -> np.ndarray:
+def features(space: Space, params: dict, dominant: DominantKnob | None = None) -> np.ndarray:
     """The model's terms for a setting: all zero but the intercept at the defaults. With a
-    regime, each other knob's terms again, scaled by where the setting stands on the dominant
-    knob's effect (its interaction with that knob)."""
+    dominant knob, each other knob's terms again, scaled by how much of the dominant knob's
+    effect the setting reaches (its interaction with that knob)."""
     terms = [1.0]
-    scale = regime.of(params) if regime else 0.0
+    scale = dominant.reached(params) if dominant else 0.0
     for knob in space.knobs:
         own = _knob_terms(knob, params[knob.name], space.defaults[knob.name])
         terms += own
-        if regime and knob.name != regime.knob.name:
+        if dominant and knob.name != dominant.knob.name:
             terms += [term * scale for term in own]
     return np.array(terms)
 
 
 @dataclass(frozen=True)
-class Regime:
-    """The knob whose fitted effect is largest, and where a setting stands on it: 0 at its
-    worst measured value, 1 at its best (clipped between). Other knobs may act otherwise there
+class DominantKnob:
+    """The knob whose fitted effect is largest. Other knobs may act otherwise where it gains
     (pool-of-threads was harmless at the default buffer pool and cost 40% once the data fitted
-    in it); the model gives each an interaction with this scale, the effect heredity of
-    designed experiments (interactions go with large main effects)."""
+    in it); the model gives each an interaction with it, the effect heredity of designed
+    experiments (interactions go with large main effects)."""
 
     knob: Knob
     default: object
-    weights: np.ndarray  # the dominant knob's fitted terms
-    low: float
-    high: float
+    weights: np.ndarray  # its fitted terms
+    low: float  # its effect at its worst measured value
+    high: float  # and at its best
 
-    def of(self, params: dict) -> float:
+    def reached(self, params: dict) -> float:
+        """How much of this knob's measured effect a setting reaches: 0 at its worst measured
+        value, 1 at its best (clipped between)."""
         effect = _effect(self.knob, params[self.knob.name], self.default, self.weights)
         return min(1.0, max(0.0, (effect - self.low) / (self.high - self.low)))
 
@@ -194,11 +161,11 @@ class Model:
     2001): most knobs' effects shrink to nothing while the few that matter keep theirs, where
     one scale for all would read the large effects as noise.
 
-    Once one knob's effect is clear (its fitted range above JUMP noise sds), the model is fitted
-    again with every other knob's interaction with it (Regime). Those keep a fixed prior scale,
-    INTERACTION_SCALE: relevance determination would give a gain seen only with several knobs
-    moved together to one of them and call the others told, which is how a harmful companion of
-    the gain stayed in the answer."""
+    Once one knob's effect is clear (its fitted range above CLEAR_SDS noise sds), the model is
+    fitted again with every other knob's interaction with it (DominantKnob). Those keep a fixed
+    prior scale, INTERACTION_SCALE: relevance determination would give a gain seen only with
+    several knobs moved together to one of them and call the others resolved, which is how a
+    harmful companion of the gain stayed in the answer."""
 
     def __init__(self, space: Space, settings: Sequence[dict], values: Sequence[float],
                  failed: int = 0):
@@ -207,15 +174,15 @@ class Model:
         self.settings = list(settings)
         self.measured = self.settings[:len(self.settings) - failed]
         self.y = np.array(values, dtype=float)
-        self.regime: Regime | None = None
+        self.dominant: DominantKnob | None = None
         self._fit()
-        self.regime = self._dominant()
-        if self.regime is not None:
+        self.dominant = self._dominant()
+        if self.dominant is not None:
             self._fit()
 
     def _fit(self) -> None:
-        self.x = np.array([features(self.space, s, self.regime) for s in self.settings])
-        self.groups, interactions = _groups(self.space, self.regime)
+        self.x = np.array([features(self.space, s, self.dominant) for s in self.settings])
+        self.groups, interactions = _groups(self.space, self.dominant)
         self.variances = np.full(self.x.shape[1], START_SCALE ** 2)
         self.variances[0] = INTERCEPT_SCALE ** 2
         self.variances[interactions] = INTERACTION_SCALE ** 2
@@ -231,7 +198,7 @@ class Model:
             self.noise = min(max(math.sqrt(noise2), NOISES[0]), NOISES[1])
         self._posterior()
 
-    def _dominant(self) -> Regime | None:
+    def _dominant(self) -> DominantKnob | None:
         """The knob whose fitted effect spans most over the values measured (a setting that
         failed would make a knob look dominant by the failure's penalty), when that span is
         clear."""
@@ -242,27 +209,28 @@ class Model:
             values = {default, *(setting[knob.name] for setting in self.measured)}
             effects = [_effect(knob, value, default, weights) for value in values]
             spans.append((max(effects) - min(effects),
-                          Regime(knob, default, weights, min(effects), max(effects))))
-        span, regime = max(spans, key=lambda pair: pair[0])
-        return regime if span > JUMP * self.noise and span > 0 else None
+                          DominantKnob(knob, default, weights, min(effects), max(effects))))
+        span, dominant = max(spans, key=lambda pair: pair[0])
+        return dominant if span > CLEAR_SDS * self.noise and span > 0 else None
 
     def _posterior(self) -> None:
+        """The weights' posterior mean and covariance, from the Cholesky factor L of their
+        precision: covariance = L⁻ᵀ L⁻¹. (numpy's, not scipy's: scipy brings its own BLAS,
+        whose threads and numpy's would take turns spinning on the tuner's few cores.)"""
         precision = self.x.T @ self.x / self.noise ** 2 + np.diag(1 / self.variances)
-        self.cov = np.linalg.inv(precision)
-        self.cov = (self.cov + self.cov.T) / 2
-        self.mean = self.cov @ self.x.T @ self.y / self.noise ** 2
+        root = np.linalg.inv(np.linalg.cholesky(precision))  # L⁻¹, lower triangular
+        self.cov = root.T @ root
+        self.mean = self.cov @ (self.x.T @ self.y) / self.noise ** 2
 
     def features(self, params: dict) -> np.ndarray:
-        return features(self.space, params, self.regime)
+        return features(self.space, params, self.dominant)
 
     def with_believed(self, settings: Sequence[dict]) -> Model:
         """The model with `settings` (trials still running) added at their predicted values,
         so that the next proposal looks elsewhere (the "kriging believer")."""
         if not settings:
             return self
-        other = object.__new__(Model)
-        other.space, other.groups, other.regime = self.space, self.groups, self.regime
-        other.variances, other.noise = self.variances, self.noise
+        other = copy.copy(self)
         believed = np.array([self.features(s) for s in settings])
         other.x = np.vstack([self.x, believed])
         other.y = np.concatenate([self.y, believed @ self.mean])
@@ -282,17 +250,17 @@ class Model:
         d = self.features(params) - self.features(without)
         return float(d @ self.mean), math.sqrt(max(0.0, float(d @ self.cov @ d)))
 
-    def untold(self, params: dict, without: dict) -> float:
-        """The posterior sd of that difference when the trials cannot tell it (sd above UNTOLD,
-        mean within TOLD sds of nothing), else 0."""
+    def unresolved(self, params: dict, without: dict) -> float:
+        """The posterior sd of that difference when the trials leave it unresolved (sd above
+        UNRESOLVED_SD, mean within RESOLVED_SDS sds of nothing), else 0."""
         mean, sd = self.difference(params, without)
-        return sd if sd > UNTOLD and abs(mean) < TOLD * sd else 0.0
+        return sd if sd > UNRESOLVED_SD and abs(mean) < RESOLVED_SDS * sd else 0.0
 
     def expected_improvement(self, anchor: dict, proposals: Sequence[dict]) -> np.ndarray:
         """For each proposal, the expected gain over `anchor` that is above zero, under the
         posterior of their difference (less the cost of the knobs it moves beyond the
         anchor's): large for a predicted jump, about 0.4 sd for a change whose effect the trials
-        cannot tell (a knob that came in with others, put back), about 0 for a known one."""
+        leave unresolved (a knob that came in with others, put back), about 0 for a known one."""
         base = self.features(anchor)
         d = np.array([self.features(p) for p in proposals]) - base
         cost = MOVE_COST * (np.array([len(self.space.moved(p)) for p in proposals])
@@ -300,10 +268,11 @@ class Model:
         mean = d @ self.mean - cost
         sd = np.sqrt(np.maximum(np.einsum("ij,jk,ik->i", d, self.cov, d), 1e-18))
         z = mean / sd
-        return mean * special.ndtr(z) + sd * np.exp(-z * z / 2) / math.sqrt(2 * math.pi)
+        return mean * stats.norm.cdf(z) + sd * stats.norm.pdf(z)
 
 
-def _groups(space: Space, regime: Regime | None) -> tuple[list[np.ndarray], np.ndarray]:
+def _groups(space: Space,
+            dominant: DominantKnob | None) -> tuple[list[np.ndarray], np.ndarray]:
     """The indices of each knob's own terms in `features` (after the intercept), and those of
     the interaction terms."""
     groups, interactions, start = [], [], 1
@@ -312,7 +281,7 @@ def _groups(space: Space, regime: Regime | None) -> tuple[list[np.ndarray], np.n
         size = len(_knob_terms(knob, default, default))
         groups.append(np.arange(start, start + size))
         start += size
-        if regime and knob.name != regime.knob.name:
+        if dominant and knob.name != dominant.knob.name:
             interactions += range(start, start + size)
             start += size
     return groups, np.array(interactions, dtype=int)
@@ -329,8 +298,8 @@ def screening(space: Space, seed: int) -> list[dict]:
     it holds more of the range) and to the other side in the second pass, each choice to another
     choice."""
     rng = random.Random(seed)
-    sides = {k.name: 1 if k.kind == "choice" or unit(k, space.defaults[k.name]) <= 0.5 else -1
-             for k in space.knobs}
+    sides = {k.name: 1 if k.kind == "choice" or k.position(space.defaults[k.name]) <= 0.5
+             else -1 for k in space.knobs}
     firsts: dict[str, str] = {}
     size = group_size(len(space.knobs))
     design = []
@@ -355,10 +324,10 @@ def _far(space: Space, knob: Knob, side: int, rng: random.Random, first=None):
         others = [c for c in knob.choices if c != str(default)] or [str(default)]
         fresh = [c for c in others if c != first]
         return rng.choice(fresh or others)
-    u0 = unit(knob, default)
+    u0 = knob.position(default)
     if (side > 0 and u0 < 0.95) or u0 <= 0.05:
-        return from_unit(knob, u0 + (1 - u0) * rng.uniform(0.5, 1.0))
-    return from_unit(knob, u0 * rng.uniform(0.0, 0.5))
+        return knob.value_at(u0 + (1 - u0) * rng.uniform(0.5, 1.0))
+    return knob.value_at(u0 * rng.uniform(0.0, 0.5))
 
 
 def _fit_memory(space: Space, params: dict, knobs: Sequence[Knob]) -> None:
@@ -368,10 +337,10 @@ def _fit_memory(space: Space, params: dict, knobs: Sequence[Knob]) -> None:
         best = None
         for knob in knobs:
             value, default = params[knob.name], space.defaults[knob.name]
-            if knob.kind == "choice" or same(knob, value, default):
+            if knob.kind == "choice" or knob.same(value, default):
                 continue
-            u, u0 = unit(knob, value), unit(knob, default)
-            nearer = default if abs(u - u0) < 0.02 else from_unit(knob, (u + u0) / 2)
+            u, u0 = knob.position(value), knob.position(default)
+            nearer = default if abs(u - u0) < 0.02 else knob.value_at((u + u0) / 2)
             freed = space.memory(params) - space.memory({**params, knob.name: nearer})
             if freed > 0 and (best is None or freed > best[0]):
                 best = (freed, knob.name, nearer)
@@ -392,7 +361,8 @@ def observations(space: Space, trials: Sequence[FrozenTrial],
     done = measured(trials)
     settings = [space.complete(t.params) for t in done]
     values = [sign * math.log(t.value) for t in done]
-    failed = [t for t in trials if t.state == TrialState.FAIL and t.params and _told(t)]
+    failed = [t for t in trials
+              if t.state == TrialState.FAIL and t.params and failed_by_setting(t)]
     if values:
         settings += [space.complete(t.params) for t in failed]
         values += [min(values) - FAILED_PENALTY] * len(failed)
@@ -414,93 +384,167 @@ def believed_order(space: Space, trials: Sequence[FrozenTrial],
     return sorted(done, key=lambda t: model.believed(space.complete(t.params)), reverse=True)
 
 
-class AdditiveSampler(optuna.samplers.BaseSampler):
-    """The search above as an Optuna sampler, so that it shares perflab's studies, storage and
-    workers with the others. Trial 0 (the defaults) is fixed by the tuner."""
+Proposal = tuple[dict, int | None]  # a setting, and the screening group it measures if any
 
-    def __init__(self, space: Space, seed: int, direction: str):
-        self.space, self.seed, self.direction = space, seed, direction
+
+@dataclass
+class _Situation:
+    """The study's trials as the steps of `AdditiveSearch.propose` read them."""
+
+    rng: random.Random  # seeded by the trial number: every worker proposes alike
+    tried: set[tuple]  # the settings never proposed again
+    pending: list[int]  # the screening groups not measured yet (nor running, refused, failed)
+    retry: list[int]  # those of them whose trial was uninformative once: run again first
+    running: list[dict]  # the settings of the trials running now
+    # once a trial is measured:
+    model: Model | None = None
+    anchor: dict = field(default_factory=dict)  # the best-believed measured setting
+    clear: bool = False  # it holds a clear gain over the defaults
+    base: dict = field(default_factory=dict)  # where screening groups move: the anchor if clear
+    near: list[dict] = field(default_factory=list)  # untried settings near the anchor that fit
+
+
+class AdditiveSearch(SearchMethod):
+    """The search above. Its proposals fix every knob; a screening trial records the group it
+    measures (the user attribute SCREENING)."""
+
+    ranking = Ranking.MODEL
+
+    def __init__(self, space: Space, direction: str, seed: int = 0, budget: int | None = None):
+        super().__init__(space, direction, seed, budget)
         self.design = screening(space, seed)
-        self._fallback = optuna.samplers.RandomSampler(seed=seed)
 
-    def infer_relative_search_space(self, study, trial) -> dict[str, BaseDistribution]:
-        return self.space.distributions()
+    def after(self, trials: Sequence[FrozenTrial], number: int) -> Next:
+        params, group = self.propose(trials, number)
+        return Next(Step.MEASURE, params, {} if group is None else {SCREENING: group})
 
-    def sample_relative(self, study, trial, search_space) -> dict:
-        if not search_space:
-            return {}
-        others = [t for t in study.get_trials(deepcopy=False) if t.number != trial.number]
-        params, screened = self.propose(others, trial.number)
-        if screened is not None:  # as Optuna's GridSampler records its grid point
-            study._storage.set_trial_system_attr(trial._trial_id, SCREENING, screened)
-        return params
+    def rank(self, finished: Sequence[FrozenTrial]) -> list[FrozenTrial]:
+        """What the model believes, not the luckiest figures."""
+        return believed_order(self.space, finished, self.direction)
 
-    def sample_independent(self, study, trial, param_name, param_distribution):
-        return self._fallback.sample_independent(study, trial, param_name, param_distribution)
+    def describe(self) -> str:
+        return (f"bayes: {len(self.design)} screening trials move the {len(self.space.knobs)} "
+                f"knobs in groups of {group_size(len(self.space.knobs))} (each knob to one side "
+                "of its default, then the other); a clear gain is followed up at once (a knob "
+                "that came in with it put back) and the screening goes on from it; an additive "
+                "model of the knobs' effects (with their interactions with the knob that "
+                "matters most) picks the other trials: a setting it predicts clearly better, a "
+                "knob whose own effect is not yet resolved put back, or the best expected "
+                "improvement near the best-believed setting")
 
-    def propose(self, trials: Sequence[FrozenTrial], number: int) -> tuple[dict, int | None]:
+    def propose(self, trials: Sequence[FrozenTrial], number: int) -> Proposal:
         """The setting of trial `number`, given the study's other trials, and the index of the
-        screening group it measures (None for the model's proposals)."""
-        rng = random.Random(self.seed * 1_000_003 + number)
-        settings, values, failed = observations(self.space, trials, self.direction)
-        done = [self.space.complete(t.params) for t in measured(trials)]
-        running = [self.space.complete(t.params) for t in trials
+        screening group it measures (None for the model's proposals), from the first of these
+        steps that proposes something (the module's docstring says why each):
+
+        1. first screening: while nothing is measured, a screening group on the defaults;
+        2. screening again: a screening group whose trial was uninformative;
+        3. nowhere near: when nothing untried fits near the best-believed setting, a setting
+           near the defaults;
+        4. jump: a setting predicted clearly better than the best-believed one;
+        5. attribution: the best-believed setting with a knob of unresolved effect put back;
+        6. next screening: the screening's next group;
+        7. best improvement: the largest expected improvement near the best-believed setting.
+        """
+        now = self._read(trials, number)
+        for step in (self._first_screening, self._screening_again, self._nowhere_near,
+                     self._jump, self._attribution, self._next_screening):
+            proposal = step(now)
+            if proposal is not None:
+                return proposal
+        return self._best_improvement(now)
+
+    def _read(self, trials: Sequence[FrozenTrial], number: int) -> _Situation:
+        """What the trials say, for the steps; the model once a trial is measured."""
+        space = self.space
+        done = [space.complete(t.params) for t in measured(trials)]
+        running = [space.complete(t.params) for t in trials
                    if t.state == TrialState.RUNNING and t.params]
         ended = [t for t in trials if t.state == TrialState.FAIL and t.params]
-        # never again: a measured, running, refused or failed setting; nor one whose trials told
-        # nothing twice
-        silent = [self._key(t) for t in ended if _silent(t)]
-        tried = ({_key(s) for s in done + running}
-                 | {self._key(t) for t in ended if not _silent(t)} | _twice(silent))
-        pending, retry = self._pending(trials) if number > 0 else ([], [])
-        if not values:  # nothing measured yet: screening from the defaults
-            screened = self._screen(retry or pending, self.space.defaults, tried)
-            return screened or (self._untried_near(self.space.defaults, tried, rng), None)
-        model = Model(self.space, settings, values, failed)
-        anchor = max(done, key=model.believed)
-        gain = model.believed(anchor) - model.believed(self.space.defaults)
-        clear = gain > max(JUMP * model.noise, FOLLOW)
-        base = anchor if clear else self.space.defaults
-        screened = self._screen(retry, base, tried)
-        if screened:  # a screening trial that told nothing, again (as it was proposed, when
-            return screened  # nothing was measured since)
-        proposals = [self._near(anchor, rng) for _ in range(PROPOSALS)]
-        proposals += [self._reverted(anchor, knob) for knob in self.space.moved(anchor)]
-        proposals += [self._joined(anchor, setting) for setting in
-                      sorted(done, key=model.believed)[-UNIONS:]]
-        proposals = [p for p in proposals if self.space.fits(p) and _key(p) not in tried]
-        if not proposals:
-            return self._untried_near(self.space.defaults, tried, rng), None
-        jump = max(proposals, key=model.believed)
-        if model.believed(jump) - model.believed(anchor) > JUMP * model.noise:
-            return jump, None  # a clear predicted gain (two good groups joined) comes first
-        if clear or not pending:  # a clear gain is followed up before screening goes on
-            untold = [(model.untold(anchor, without), without)
-                      for without in (self._reverted(anchor, knob)
-                                      for knob in self.space.moved(anchor))
-                      if _key(without) not in tried and self.space.fits(without)]
-            if untold:
-                sd, without = max(untold, key=lambda pair: pair[0])
-                if sd > 0:
-                    return without, None
-        screened = self._screen(pending, base, tried)
-        if screened:  # screening goes on where the gain is, so that what acts there shows
-            return screened
-        gains = model.with_believed(running).expected_improvement(anchor, proposals)
-        return proposals[int(np.argmax(gains))], None
+        again = [self._setting(t) for t in ended if uninformative(t)]
+        tried = ({setting_key(s) for s in done + running}
+                 | {self._setting(t) for t in ended if not uninformative(t)}
+                 | _uninformative_twice(again))
+        pending, retry = self._pending(trials)
+        now = _Situation(random.Random(self.seed * 1_000_003 + number), tried, pending, retry,
+                         running)
+        settings, values, failed = observations(space, trials, self.direction)
+        if values:
+            now.model = model = Model(space, settings, values, failed)
+            now.anchor = max(done, key=model.believed)
+            gain = model.believed(now.anchor) - model.believed(space.defaults)
+            now.clear = gain > max(CLEAR_SDS * model.noise, MIN_FOLLOWED_GAIN)
+            now.base = now.anchor if now.clear else space.defaults
+            now.near = self._near_anchor(now, done)
+        return now
+
+    def _near_anchor(self, now: _Situation, done: list[dict]) -> list[dict]:
+        """Untried settings that fit, one or two knobs from the anchor: drawn at random, with
+        one of its knobs put back, or joined with the moves of the best-believed settings."""
+        anchor, model = now.anchor, now.model
+        near = [self._near(anchor, now.rng) for _ in range(PROPOSALS)]
+        near += [self._reverted(anchor, knob) for knob in self.space.moved(anchor)]
+        near += [self._joined(anchor, setting)
+                 for setting in sorted(done, key=model.believed)[-UNIONS:]]
+        return [p for p in near if self.space.fits(p) and setting_key(p) not in now.tried]
+
+    def _first_screening(self, now: _Situation) -> Proposal | None:
+        if now.model is not None:
+            return None
+        defaults = self.space.defaults
+        return self._screen(now.retry or now.pending, defaults, now.tried) or \
+            (self._untried_near(defaults, now.tried, now.rng), None)
+
+    def _screening_again(self, now: _Situation) -> Proposal | None:
+        """(As it was proposed, when nothing was measured since.)"""
+        return self._screen(now.retry, now.base, now.tried)
+
+    def _nowhere_near(self, now: _Situation) -> Proposal | None:
+        if now.near:
+            return None
+        return self._untried_near(self.space.defaults, now.tried, now.rng), None
+
+    def _jump(self, now: _Situation) -> Proposal | None:
+        jump = max(now.near, key=now.model.believed)
+        if now.model.believed(jump) - now.model.believed(now.anchor) > \
+                CLEAR_SDS * now.model.noise:
+            return jump, None
+        return None
+
+    def _attribution(self, now: _Situation) -> Proposal | None:
+        """The knob put back is the one whose effect is the most uncertain."""
+        if not now.clear and now.pending:
+            return None
+        unresolved = [(now.model.unresolved(now.anchor, without), without)
+                      for without in (self._reverted(now.anchor, knob)
+                                      for knob in self.space.moved(now.anchor))
+                      if setting_key(without) not in now.tried and self.space.fits(without)]
+        if unresolved:
+            sd, without = max(unresolved, key=lambda pair: pair[0])
+            if sd > 0:
+                return without, None
+        return None
+
+    def _next_screening(self, now: _Situation) -> Proposal | None:
+        """On the base: where the gain is, so that what acts there shows."""
+        return self._screen(now.pending, now.base, now.tried)
+
+    def _best_improvement(self, now: _Situation) -> Proposal:
+        model = now.model.with_believed(now.running)
+        gains = model.expected_improvement(now.anchor, now.near)
+        return now.near[int(np.argmax(gains))], None
 
     def _pending(self, trials: Sequence[FrozenTrial]) -> tuple[list[int], list[int]]:
         """The screening groups not measured yet (nor running, refused or failed), and those of
-        them whose trial told nothing (interrupted, its reference failed): run again first, but
-        not a third time."""
-        taken = [(t.system_attrs.get(SCREENING), t) for t in trials
-                 if t.system_attrs.get(SCREENING) is not None]
-        silent = [i for i, t in taken if _silent(t)]
-        screened = {i for i, t in taken if not _silent(t)} | _twice(silent)
+        them whose trial was uninformative (interrupted, its reference failed): run again
+        first, but not a third time."""
+        taken = [(group, t) for t in trials if (group := _screening_group(t)) is not None]
+        again = [i for i, t in taken if uninformative(t)]
+        screened = {i for i, t in taken if not uninformative(t)} | _uninformative_twice(again)
         pending = [i for i in range(len(self.design)) if i not in screened]
-        return pending, [i for i in pending if i in silent]
+        return pending, [i for i in pending if i in again]
 
-    def _screen(self, pending: list[int], base: dict, tried: set) -> tuple[dict, int] | None:
+    def _screen(self, pending: list[int], base: dict, tried: set) -> Proposal | None:
         """The first pending screening group that moves something on `base` (its knobs that
         `base` moves keep their values) into an untried setting that fits in memory; None when
         no group does (a group whose knobs `base` all moves, or one shrunk back to `base` to
@@ -511,7 +555,7 @@ class AdditiveSampler(optuna.samplers.BaseSampler):
                      and k.name not in moved]
             params = {**base, **{k.name: self.design[index][k.name] for k in group}}
             _fit_memory(self.space, params, group)
-            if group and _key(params) not in tried and self.space.fits(params):
+            if group and setting_key(params) not in tried and self.space.fits(params):
                 return params, index
         return None
 
@@ -523,11 +567,11 @@ class AdditiveSampler(optuna.samplers.BaseSampler):
                 others = [c for c in knob.choices if c != str(near[knob.name])]
                 near[knob.name] = rng.choice(others) if others else near[knob.name]
             else:
-                near[knob.name] = from_unit(knob, rng.random())
+                near[knob.name] = knob.value_at(rng.random())
         return near
 
-    def _key(self, trial: FrozenTrial) -> tuple:
-        return _key(self.space.complete(trial.params))
+    def _setting(self, trial: FrozenTrial) -> tuple:
+        return setting_key(self.space.complete(trial.params))
 
     def _untried_near(self, params: dict, tried: set, rng: random.Random) -> dict:
         """A setting near `params` that fits and was not tried, when one turns up among
@@ -535,7 +579,7 @@ class AdditiveSampler(optuna.samplers.BaseSampler):
         near = params
         for _ in range(PROPOSALS):
             near = self._near(params, rng)
-            if self.space.fits(near) and _key(near) not in tried:
+            if self.space.fits(near) and setting_key(near) not in tried:
                 break
         return near
 
@@ -547,29 +591,13 @@ class AdditiveSampler(optuna.samplers.BaseSampler):
         return {**params, knob.name: self.space.defaults[knob.name]}
 
 
-def refused(trial: FrozenTrial) -> bool:
-    """Whether a trial was refused before start (its setting would not fit in memory)."""
-    return trial.state == TrialState.FAIL and trial.user_attrs.get("state") == "refused"
+def _screening_group(trial: FrozenTrial) -> int | None:
+    """The screening group a trial measures (a system attribute in studies begun before the
+    search recorded it as a user attribute)."""
+    return trial.user_attrs.get(SCREENING, trial.system_attrs.get(SCREENING))
 
 
-def _told(trial: FrozenTrial) -> bool:
-    """Whether a failed trial says its setting fails (not: interrupted, its reference failed,
-    refused before start)."""
-    return trial.user_attrs.get("state") == "failed" and \
-        trial.user_attrs.get("cause") != REFERENCE
-
-
-def _silent(trial: FrozenTrial) -> bool:
-    """Whether a trial failed without saying anything of its setting: interrupted (its worker
-    died), or its reference failed."""
-    return trial.state == TrialState.FAIL and not (_told(trial) or refused(trial))
-
-
-def _twice(silent: list) -> set:
-    """The settings (or screening groups) whose trials told nothing twice: not run a third
-    time, lest one setting that kills its worker takes every trial."""
-    return {item for item in silent if silent.count(item) >= 2}
-
-
-def _key(params: dict) -> tuple:
-    return tuple(sorted((k, str(v)) for k, v in params.items()))
+def _uninformative_twice(items: list) -> set:
+    """The settings (or screening groups) listed twice in `items`, those of uninformative
+    trials: not run a third time, lest one setting that kills its worker takes every trial."""
+    return {item for item in items if items.count(item) >= 2}

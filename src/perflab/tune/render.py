@@ -11,7 +11,7 @@ from perflab.output.page import page
 from perflab.output.table import Table
 from perflab.stats.decide import Verdict
 from perflab.stats.summary import summarize
-from perflab.tune.search import TuneResult, best_so_far
+from perflab.tune.result import Outcome, Ranking, TuneResult, best_so_far
 
 
 def tables(result: TuneResult, objective: str) -> list[Table]:
@@ -23,7 +23,7 @@ def tables(result: TuneResult, objective: str) -> list[Table]:
          "Knobs"],
         [[str(t.number), t.state,
           "-" if t.value is None else f"{t.value:.3f}" if relative else f"{t.value:.2f}",
-          " ".join(f"{k}={v}" for k, v in sorted(t.params.items())) if t.state == "ok"
+          " ".join(f"{k}={v}" for k, v in sorted(t.params.items())) if t.state is Outcome.OK
           else (t.error or "").splitlines()[0][:90] if t.error else "-"]
          for t in result.trials],
     )]
@@ -55,7 +55,7 @@ def tables(result: TuneResult, objective: str) -> list[Table]:
                          [[f"the worker on {result.final_by['host']} (pid "
                            f"{result.final_by['pid']})", result.final_by["lab"]]]))
     if result.importance:
-        ok = sum(t.state == "ok" for t in result.trials)
+        ok = sum(t.state is Outcome.OK for t in result.trials)
         each = ("one round side by side with the reference" if relative
                 else "one measurement")
         out.append(Table(f"Knob importance (Optuna's fANOVA over {ok} trials of {each} each: "
@@ -75,7 +75,7 @@ def render_text(result: TuneResult, objective: str) -> str:
         parts.append(f"No re-measured trial was shown better than the defaults ({verdict.verdict}"
                      f"): keep them, or re-measure with more rounds (tune.final_max_repeats).")
     if result.best is not None:
-        searched = "the search's best figure" if result.ranked_by == "figure" else \
+        searched = "the search's best figure" if result.ranked_by is Ranking.FIGURE else \
             "the setting the search's model believes best"
         if result.searched_best is None:
             how = f"{searched}, not re-measured here"

@@ -4,12 +4,18 @@ Types, limits, enum values and whether a knob needs a restart come from
 information_schema.SYSTEM_VARIABLES (server/variables.py). perflab adds only what the server
 cannot say: a sensible search range for the curated knobs (the MySQL 5.5 sysbench tuning study's
 list and the STAR notes' buffers, in their MariaDB 10.11 form), which sizes are searched on a
-log scale, and which knobs trade durability for speed.
+log scale, and which knobs trade durability for speed. `Space` is the knobs as every method
+reads them: their values left unset (the startup values), their Optuna distributions, and the
+memory rule a proposal must keep.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from dataclasses import dataclass
+
+from optuna.distributions import BaseDistribution, CategoricalDistribution, IntDistribution
 
 from perflab.errors import PerflabError
 from perflab.probes.system import ram_bytes
@@ -78,6 +84,28 @@ class Knob:
             return value if str(value) in self.choices else otherwise
         return min(max(int(value), self.low), self.high)
 
+    def same(self, a, b) -> bool:
+        """Whether two values are one setting of this knob (a number however it is typed)."""
+        return str(a) == str(b) if self.kind == "choice" else int(a) == int(b)
+
+    def position(self, value) -> float:
+        """A number's place in the search range, 0..1, on the knob's scale (log or linear)."""
+        v = int(value)
+        if self.high == self.low:
+            return 0.0
+        if self.log:
+            return (math.log(v) - math.log(self.low)) / (math.log(self.high) - math.log(self.low))
+        return (v - self.low) / (self.high - self.low)
+
+    def value_at(self, position: float) -> int:
+        """The number at a place of the search range, 0..1 (clipped into it), on its scale."""
+        u = min(max(position, 0.0), 1.0)
+        if self.log:
+            value = math.exp(math.log(self.low) + u * (math.log(self.high) - math.log(self.low)))
+        else:
+            value = self.low + u * (self.high - self.low)
+        return min(max(round(value), self.low), self.high)
+
 
 def knob_space(catalog: Catalog, names: list[str] | None = None,
                allow_unsafe: bool = False) -> list[Knob]:
@@ -91,7 +119,8 @@ def knob_space(catalog: Catalog, names: list[str] | None = None,
             if names:
                 raise PerflabError(
                     f"tune.knobs: {name} trades durability for speed",
-                    hint="pass --allow-unsafe to search it anyway; the report will mark it",
+                    hint="allow unsafe knobs to search it anyway; the report will mark it",
+                    option="allow_unsafe",
                 )
             continue
         knobs.append(_knob(name, spec, CURATED.get(name), allow_unsafe, durability))
@@ -127,3 +156,42 @@ def _knob(name, spec, curated, allow_unsafe: bool, durability: bool) -> Knob:
 def memory_budget(share: float = 0.5) -> int:
     """A share of this machine's RAM."""
     return int(ram_bytes() * share)
+
+
+def startup_values(knobs: list[Knob], catalog: Catalog) -> dict:
+    """Each knob at the server's startup value, clamped into its search range."""
+    return {knob.name: knob.within(catalog.variables[knob.name].startup_value, knob.choices[0]
+                                   if knob.kind == "choice" else None) for knob in knobs}
+
+
+def setting_key(params: dict) -> tuple:
+    """A setting in a form that compares equal however its values were typed."""
+    return tuple(sorted((k, str(v)) for k, v in params.items()))
+
+
+@dataclass(frozen=True)
+class Space:
+    """The knobs, the values a trial leaves unset (the server's startup values, within the
+    ranges), and the memory rule every proposal must keep."""
+
+    knobs: tuple[Knob, ...]
+    defaults: dict
+    memory: Callable[[dict], int]  # worst-case bytes of a setting
+    limit: int  # bytes
+
+    def distributions(self) -> dict[str, BaseDistribution]:
+        return {k.name: CategoricalDistribution(k.choices) if k.kind == "choice"
+                else IntDistribution(k.low, k.high, log=k.log) for k in self.knobs}
+
+    def fits(self, params: dict) -> bool:
+        return self.memory(params) <= self.limit
+
+    def moved(self, params: dict) -> list[Knob]:
+        return [k for k in self.knobs if not k.same(params[k.name], self.defaults[k.name])]
+
+    def complete(self, params: dict) -> dict:
+        """A trial's params over the defaults, within today's ranges: a trial of a study whose
+        knobs have changed since may lack some, or hold a value out of range (clamped) or a
+        choice no longer offered (the default)."""
+        return {**self.defaults, **{k.name: k.within(params[k.name], self.defaults[k.name])
+                                    for k in self.knobs if k.name in params}}

@@ -1,6 +1,6 @@
 """Several `perflab tune` workers on one Optuna study, each measuring on its own lab's server:
-the lab's SQLite by default (one worker), or `--storage mysql+pymysql://...` for workers on
-several hosts.
+the lab's SQLite by default (one worker), or a shared storage (`mysql+pymysql://...`) for
+workers on several hosts.
 
 - One at a time, a worker reads the study and creates its next trial (a named lock on MariaDB or
   MySQL, a file lock beside an SQLite file), so the budget is the study's total and two workers
@@ -54,10 +54,10 @@ def open_storage(url: str) -> optuna.storages.RDBStorage:
             break
     shown = shown_url(url)
     reason = str(error).splitlines()[0].replace(url, shown)
-    raise PerflabError(f"--storage {shown}: {reason}",
+    raise PerflabError(f"storage {shown}: {reason}",
                        hint="an SQLAlchemy URL whose driver is installed, e.g. "
                        "sqlite:///tune.db or mysql+pymysql://user@host/db"
-                       "?read_default_file=/home/me/.my.cnf")
+                       "?read_default_file=/home/me/.my.cnf", option="storage")
 
 
 @contextlib.contextmanager
@@ -120,18 +120,20 @@ def study_lock(storage: optuna.storages.RDBStorage, study_name: str) -> Iterator
 
 
 def take_trial(storage: optuna.storages.RDBStorage, study: optuna.Study, params: dict,
-               distributions: dict, lab_root: Path) -> tuple[optuna.Trial, int]:
+               attrs: dict, distributions: dict, lab_root: Path) -> tuple[optuna.Trial, int]:
     """Under the study lock: a new trial with these fixed parameters (the sampler chooses the
-    rest), created with this worker's name and a first heartbeat before any other worker can see
-    it; returns the trial and its storage id. A trial left waiting by a worker that stopped
-    between proposing and starting it is failed first, so that no one starts it by mistake."""
+    rest) and user attributes, created with this worker's name and a first heartbeat before any
+    other worker can see it; returns the trial and its storage id. A trial left waiting by a
+    worker that stopped between proposing and starting it is failed first, so that no one
+    starts it by mistake."""
     study_id = storage.get_study_id_from_name(study.study_name)
     for left in study.get_trials(deepcopy=False, states=(TrialState.WAITING,)):
         left_id = storage.get_trial_id_from_study_id_trial_number(study_id, left.number)
         storage.set_trial_user_attr(left_id, "error", "proposed by a worker that stopped "
                                     "before measuring it")
         storage.set_trial_state_values(left_id, TrialState.FAIL)
-    study.enqueue_trial(params, user_attrs={"worker": me(lab_root)}, skip_if_exists=False)
+    study.enqueue_trial(params, user_attrs={**attrs, "worker": me(lab_root)},
+                        skip_if_exists=False)
     with quiet():
         trial = study.ask(distributions)
     trial_id = storage.get_trial_id_from_study_id_trial_number(study_id, trial.number)

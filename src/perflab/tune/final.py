@@ -1,0 +1,119 @@
+"""The final re-measure of `perflab tune`: before the search is believed, its best CANDIDATES
+are measured again, interleaved with the server defaults and the plan's baseline, for as many
+rounds as the lab's measured noise needs to resolve the plan's margin. The winner is the best
+re-measured one, and every gain is a paired interval with a verdict (one error rate across the
+comparisons), instead of the lucky trial's figure."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import replace
+
+from perflab.lab import Lab
+from perflab.plan import Plan
+from perflab.runner import Runner
+from perflab.stats.decide import decide, half_width
+from perflab.stats.design import Design
+from perflab.store import ResultStore
+from perflab.tune.result import TrialOutcome, TuneResult, moved
+from perflab.tune.settings import TuneSettings
+from perflab.tune.space import setting_key
+
+CANDIDATES = 3  # the best trials re-measured at the end
+Say = Callable[[str], None]
+Variables = tuple[tuple[str, str], ...]
+
+
+def remeasure(store: ResultStore, result: TuneResult, plan: Plan, settings: TuneSettings,
+              variables: Callable[[dict], Variables], lab: Lab, say: Say) -> None:
+    """Re-measure `result`'s candidates and record what was found in it: the re-measured
+    figures, each candidate's verdict against the defaults, and the winner with its gains.
+    `variables`: a trial's server variables, from its params."""
+    candidates = best_candidates(result)
+    baseline = plan.config(plan.baseline)
+    configs = [replace(baseline, name="default", variables=())]
+    if baseline.variables:
+        configs.append(replace(baseline, name="baseline"))
+    for trial in candidates:
+        configs.append(replace(baseline, name=f"trial-{trial.number}",
+                               variables=variables(trial.params)))
+    cells = len(candidates) * (len(configs) - len(candidates))
+    final_plan = replace(
+        # named after the trial count, so a longer resumed search re-measures afresh
+        plan, name=f"{plan.name}:{result.method}:final@{len(result.trials)}",
+        configs=tuple(configs), baseline="default",
+        run=replace(plan.run, target_interval=0.0, max_repeats=0, time=0.0),
+    )
+    rounds, why = _rounds(store, final_plan, cells, plan, settings, lab)
+    final_plan = replace(final_plan, run=replace(final_plan.run, repeats=rounds))
+    say(f"re-measuring the {len(candidates)} best trial(s) with the defaults"
+        f"{' and the baseline' if baseline.variables else ''}, side by side: "
+        f"{rounds} rounds ({why})")
+    Runner(final_plan, lab, store, say).run()
+    by_round: dict[str, dict[int, list]] = {}  # config -> round -> its points' metrics
+    definitions = [final_plan.definition(c) for c in final_plan.configs]
+    for point in store.points(final_plan.name, definitions):
+        if point.ok:
+            by_round.setdefault(point.config, {}).setdefault(point.repeat, []).append(
+                point.metrics)
+    threads = len(plan.run.threads)
+    for config, measured in by_round.items():
+        result.final[config] = {r: settings.score(metrics) for r, metrics in measured.items()
+                                if len(metrics) == threads}
+    comparisons = {
+        (trial.number, base): _gains(settings.direction, result.final.get(base, {}),
+                                     result.final.get(f"trial-{trial.number}", {}))
+        for trial in candidates for base in ("default", "baseline") if base in result.final}
+    verdicts = decide(comparisons, Design(plan.run.alpha, plan.run.margin,
+                                          first_look=rounds, last_look=rounds))
+    result.candidates = {trial.number: verdicts.get((trial.number, "default"))
+                         for trial in candidates}
+    measured_gain = {n: v.change for n, v in result.candidates.items()
+                     if v is not None and math.isfinite(v.change)}
+    if measured_gain:
+        winner = max(measured_gain, key=measured_gain.get)
+        result.searched_best = result.best.number
+        result.best = next(t for t in candidates if t.number == winner)
+        result.gain_vs_default = verdicts.get((winner, "default"))
+        result.gain_vs_baseline = verdicts.get((winner, "baseline"))
+
+
+def best_candidates(result: TuneResult) -> list[TrialOutcome]:
+    """The search's best ok trials with distinct settings, its best first; the defaults
+    only when nothing else succeeded (they are re-measured anyway)."""
+    others = [t for t in result.ranked if moved(t.params, result.defaults)]
+    chosen: dict[tuple, TrialOutcome] = {}
+    for trial in others or result.ranked:
+        chosen.setdefault(setting_key(moved(trial.params, result.defaults)), trial)
+        if len(chosen) == CANDIDATES:
+            break
+    return list(chosen.values())
+
+
+def _rounds(store: ResultStore, final_plan: Plan, cells: int, plan: Plan,
+            settings: TuneSettings, lab: Lab) -> tuple[int, str]:
+    """Rounds for intervals of about ±margin at the family's level, from the noise this lab
+    measured for the workload measured the way the re-measure will be (side by side, or
+    one after another), or the assumed one, from final_repeats to final_max_repeats."""
+    sd, source = Runner(final_plan, lab, store, lambda _: None).noise()
+    level = plan.run.alpha / max(1, cells)
+    low, high = settings.final_repeats, settings.final_max_repeats
+    for rounds in range(low, high + 1):
+        if math.expm1(half_width(sd, rounds, level)) <= plan.run.margin:
+            return rounds, f"noise {sd:.1%} per round, {source}: intervals about " \
+                           f"±{plan.run.margin:.0%}"
+    return high, (f"noise {sd:.1%} per round, {source}: intervals wider than "
+                  f"±{plan.run.margin:.0%} at the cap")
+
+
+def _gains(direction: str, base: dict[int, float], best: dict[int, float]) -> dict[int, float]:
+    """Per round, the log of the best configuration's gain over `base` (for latency, a
+    gain is a drop)."""
+    gains = {}
+    for round_number, value in best.items():
+        other = base.get(round_number)
+        if other and value:
+            ratio = value / other if direction == "maximize" else other / value
+            gains[round_number] = math.log(ratio)
+    return gains

@@ -1,0 +1,159 @@
+"""A tuning trial's end, as the study records it and as perflab reports it, and the search's
+result.
+
+A trial's end is recorded in Optuna's study (COMPLETE with its value, or FAIL) and in its user
+attributes: `state` (an `Outcome`), `error`, and `cause` (REFERENCE when the trial's reference,
+not its setting, failed). `tell` writes them; `refused`, `failed_by_setting` and
+`uninformative` read them back for the methods, which learn differently from each.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+import optuna
+from optuna.trial import FrozenTrial, TrialState
+
+from perflab.stats.decide import Verdict
+from perflab.tune.settings import better
+from perflab.tune.space import Knob
+
+REFERENCE = "reference"  # a failed trial's cause when its reference, not its setting, failed
+
+
+class Outcome(StrEnum):
+    """How a trial ended (its value is the `state` user attribute the study stores)."""
+
+    OK = "ok"
+    FAILED = "failed"  # its server would not start or crashed, or it fell under min_qps
+    REFUSED = "refused"  # before start: it would not fit in the memory budget
+
+
+class Measured(StrEnum):
+    """How a study's trials are measured (stored with the study)."""
+
+    SIDE_BY_SIDE = "side by side"  # with the reference on a second server: values are ratios
+    ALONE = "alone"
+
+
+class Ranking(StrEnum):
+    """What ranks the trials for the answer and the re-measure's candidates."""
+
+    FIGURE = "figure"  # each trial's own figure
+    MODEL = "model"  # the additive search's belief, not single figures
+
+
+def tell(study: optuna.Study, trial: optuna.Trial, outcome: Outcome, value: float | None,
+         error: str | None, cause: str | None = None) -> bool:
+    """Record a trial's end; `cause` REFERENCE when the reference, not the trial's setting,
+    failed. False when the result was dropped: another worker failed the trial while it ran."""
+    told = TrialState.COMPLETE if outcome is Outcome.OK else TrialState.FAIL
+    try:
+        trial.set_user_attr("state", str(outcome))
+        if error:
+            trial.set_user_attr("error", error[:2000])
+        if cause:
+            trial.set_user_attr("cause", cause)
+        frozen = study.tell(trial, value if outcome is Outcome.OK else None,
+                            state=told, skip_if_finished=True)
+    except optuna.exceptions.UpdateFinishedTrialError:
+        return False
+    return frozen.state == told and (outcome is not Outcome.OK or frozen.value == value)
+
+
+def refused(trial: FrozenTrial) -> bool:
+    """Whether a trial was refused before start (its setting would not fit in memory)."""
+    return trial.state == TrialState.FAIL and trial.user_attrs.get("state") == Outcome.REFUSED
+
+
+def failed_by_setting(trial: FrozenTrial) -> bool:
+    """Whether a failed trial says its setting fails (not: interrupted, its reference failed,
+    refused before start)."""
+    return trial.user_attrs.get("state") == Outcome.FAILED and \
+        trial.user_attrs.get("cause") != REFERENCE
+
+
+def uninformative(trial: FrozenTrial) -> bool:
+    """Whether a trial failed without saying anything of its setting: interrupted (its worker
+    died), or its reference failed."""
+    return trial.state == TrialState.FAIL and not (failed_by_setting(trial) or refused(trial))
+
+
+@dataclass
+class TrialOutcome:
+    number: int
+    params: dict[str, str]
+    state: Outcome
+    value: float | None
+    error: str | None = None
+
+
+def outcome(trial: FrozenTrial) -> TrialOutcome:
+    """A finished trial as perflab reports it. Only a COMPLETE trial is OK: one whose worker
+    died after recording its state but before telling Optuna is failed, whatever it said."""
+    params = {k: str(v) for k, v in trial.params.items()}
+    if trial.state == TrialState.COMPLETE:
+        return TrialOutcome(trial.number, params, Outcome.OK, trial.value)
+    state = Outcome(trial.user_attrs.get("state", Outcome.FAILED))
+    error = trial.user_attrs.get("error")
+    if state is Outcome.OK or error is None:
+        state, error = Outcome.FAILED, "interrupted before the trial finished"
+    return TrialOutcome(trial.number, params, state, None, error)
+
+
+@dataclass
+class TuneResult:
+    study: str
+    method: str
+    knobs: list[Knob]
+    trials: list[TrialOutcome]
+    best: TrialOutcome | None
+    # config -> round -> the objective, re-measured in rounds with default, baseline and best
+    final: dict[str, dict[int, float]] = field(default_factory=dict)
+    gain_vs_default: Verdict | None = None  # paired by round; for latency a gain is a drop
+    gain_vs_baseline: Verdict | None = None
+    importance: dict[str, float] = field(default_factory=dict)
+    defaults: dict[str, str | None] = field(default_factory=dict)  # the knobs at startup
+    final_by: dict | None = None  # the worker that re-measured, when it was another one
+    candidates: dict[int, Verdict | None] = field(default_factory=dict)  # trial -> vs default
+    searched_best: int | None = None  # the search's best trial, when re-measured
+    seconds: float = 0.0
+    measured: Measured = Measured.ALONE  # or SIDE_BY_SIDE: values are ratios to the reference
+    ranked: list[TrialOutcome] = field(default_factory=list)  # ok trials, the search's best first
+    ranked_by: Ranking = Ranking.FIGURE
+
+    @property
+    def relative(self) -> bool:
+        """Trial values are ratios to the reference measured side by side."""
+        return self.measured is Measured.SIDE_BY_SIDE
+
+    def mycnf(self) -> str:
+        """The best trial's knobs that differ from the server's startup values: what its
+        server was measured with, over the baseline's."""
+        if self.best is None:
+            return ""
+        durability = {k.name for k in self.knobs if k.durability}
+        lines = ["[mariadbd]"]
+        for name, value in sorted(moved(self.best.params, self.defaults).items()):
+            unsafe = "  # trades durability for speed" if name in durability else ""
+            lines.append(f"{name} = {value}{unsafe}")
+        if len(lines) == 1:
+            lines.append("# the defaults were best: nothing to change")
+        return "\n".join(lines)
+
+
+def moved(params: dict, startup: dict[str, str | None]) -> dict[str, str]:
+    """The params whose values differ from the knobs' startup values, as strings."""
+    return {name: str(value) for name, value in params.items()
+            if startup.get(name) is None or str(value).upper() != startup[name].upper()}
+
+
+def best_so_far(trials: list[TrialOutcome], direction: str) -> list[float | None]:
+    """The best value after each trial (the convergence chart)."""
+    out, best = [], None
+    for t in trials:
+        if t.value is not None and (best is None or better(direction, t.value, best)):
+            best = t.value
+        out.append(best)
+    return out

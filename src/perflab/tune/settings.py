@@ -1,0 +1,72 @@
+"""The [tune] section of a plan: what `perflab tune` optimizes, and how it scores a trial."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+
+from perflab.errors import PerflabError
+from perflab.store import Metrics
+
+OBJECTIVES = ("throughput", "p95", "p99")
+
+
+@dataclass(frozen=True)
+class TuneSettings:
+    """The [tune] section of a plan."""
+
+    objective: str = "throughput"
+    min_qps: float = 0.0  # trials below this throughput fail (a floor for latency objectives)
+    knobs: tuple[str, ...] = ()  # empty: the curated set
+    memory_share: float = 0.5  # of this machine's RAM
+    final_repeats: int = 3  # the re-measure's rounds: at least these, more if the noise
+    final_max_repeats: int = 12  # needs them to resolve run.margin, up to these
+
+    @classmethod
+    def from_plan(cls, raw: dict) -> TuneSettings:
+        allowed = {"objective", "min_qps", "knobs", "memory_share", "final_repeats",
+                   "final_max_repeats"}
+        unknown = set(raw) - allowed
+        if unknown:
+            raise PerflabError(f"tune: unknown key tune.{sorted(unknown)[0]} "
+                               f"(allowed: {', '.join(sorted(allowed))})")
+        knobs = raw.get("knobs", ())
+        if not isinstance(knobs, list | tuple) or not all(isinstance(k, str) for k in knobs):
+            raise PerflabError(f"tune.knobs must be a list of server variable names, got {knobs!r}",
+                               hint='e.g. knobs = ["key_buffer_size", "table_open_cache"]')
+        for key, kinds in (("min_qps", int | float), ("memory_share", int | float),
+                           ("final_repeats", int), ("final_max_repeats", int)):
+            value = raw.get(key, 0)
+            if isinstance(value, bool) or not isinstance(value, kinds):
+                kind = "an integer" if kinds is int else "a number"
+                raise PerflabError(f"tune.{key} must be {kind}, got {value!r}")
+        settings = cls(**{**raw, "knobs": tuple(knobs)})
+        if settings.objective not in OBJECTIVES:
+            raise PerflabError(f"tune.objective = {settings.objective!r} is not allowed "
+                               f"(allowed: {', '.join(OBJECTIVES)})")
+        if not 0 < settings.memory_share <= 1:
+            raise PerflabError("tune.memory_share must be a fraction of RAM, e.g. 0.5")
+        if settings.final_repeats < 2:
+            raise PerflabError("tune.final_repeats must be at least 2 (an interval needs two)")
+        if settings.final_max_repeats < settings.final_repeats:
+            raise PerflabError("tune.final_max_repeats must be at least tune.final_repeats")
+        return settings
+
+    @property
+    def direction(self) -> str:
+        return "maximize" if self.objective == "throughput" else "minimize"
+
+    def score(self, metrics: list[Metrics]) -> float:
+        """The objective of a configuration's points: for throughput the geometric mean of qps
+        over the thread counts; for a latency the mean p95 or p99."""
+        if self.objective == "throughput":
+            return math.exp(statistics.fmean(math.log(m.qps) for m in metrics))
+        key = f"latency_{self.objective}_ms"
+        return statistics.fmean(getattr(m, key) for m in metrics)
+
+
+def better(direction: str, a: float, b: float, by: float = 0.0) -> bool:
+    """The one "is this better" test of the search: a beats b by more than the fraction `by`
+    (throughput higher, latency lower)."""
+    return a > b * (1 + by) if direction == "maximize" else a < b * (1 - by)

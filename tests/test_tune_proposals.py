@@ -1,0 +1,249 @@
+"""Each tuning method's proposals on a simulated server, trial by trial, against those recorded
+in tests/data/tune_proposals.json before the methods became objects (issue 30): a change of the
+search's code that is meant to keep its behaviour must keep these sequences.
+
+The whole `Tuner.run()` runs, with its Optuna study in the lab's SQLite, but no server: the lab's
+catalog is a recorded one (tests/data/tune_catalog.json, MariaDB 10.11), the machine has 8 GiB,
+and a simulated runner answers each measurement from `response` with a noise seeded by what is
+measured, so that the figures, and so the proposals, are the same on every machine.
+
+To record the sequences again (only when a change of the proposals is meant):
+    PERFLAB_RECORD_PROPOSALS=1 .venv/bin/pytest tests/test_tune_proposals.py
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import random
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from optuna.trial import TrialState, create_trial
+
+from perflab.lab import Lab
+from perflab.plan import parse_plan
+from perflab.server.variables import Catalog
+from perflab.tune.methods import OneFactorAtATime, Step
+from perflab.tune.search import Tuner, TuneSettings
+from perflab.tune.space import Space, knob_space, startup_values
+
+pytestmark = [pytest.mark.fast,  # needs no server: scripts/test -m fast
+              pytest.mark.filterwarnings("ignore::optuna.exceptions.ExperimentalWarning")]
+
+DATA = Path(__file__).parent / "data"
+RECORDED = DATA / "tune_proposals.json"
+POOL = "innodb_buffer_pool_size"
+FEW_KNOBS = [POOL, "innodb_log_file_size", "query_cache_type", "thread_handling"]
+# those, and some whose moves cost memory (a setting may be refused) or fail (O_DSYNC)
+KNOBS = [*FEW_KNOBS, "query_cache_size", "sort_buffer_size", "innodb_flush_method",
+         "table_open_cache"]
+
+PLAN = """
+[study]
+name = "{name}"
+[dataset]
+engine = "InnoDB"
+rows = 5000
+[workload]
+name = "oltp_point_select"
+[run]
+threads = [1, 2]
+warmup_seconds = 0
+run_seconds = 1
+repeats = 1
+{schedule}
+[configs.default]
+[tune]
+knobs = {knobs}
+final_repeats = 3
+final_max_repeats = 5
+"""
+
+# name: (method, Tuner's keyword arguments, tune.knobs, a serial plan)
+CASES = {
+    "ofat-few-knobs": ("ofat", dict(budget=14), FEW_KNOBS, False),
+    "ofat": ("ofat", dict(budget=12), KNOBS, False),
+    "bayes-additive": ("bayes", dict(budget=14, seed=3), KNOBS, False),
+    "bayes-tpe": ("bayes", dict(budget=12, sampler="tpe", seed=3), KNOBS, False),
+    "bayes-qmc": ("bayes", dict(budget=12, sampler="qmc", seed=3), KNOBS, False),
+    "random": ("random", dict(budget=12, seed=3), KNOBS, False),
+    "random-serial": ("random", dict(budget=6, seed=5), KNOBS, True),
+}
+
+
+def catalog() -> Catalog:
+    return Catalog.from_json(json.loads((DATA / "tune_catalog.json").read_text()))
+
+
+def response(variables: dict) -> float:
+    """The log throughput of a server with these variables set (the others at their startup
+    values), as test_tune_additive.py's: a larger buffer pool gains up to e, the query cache
+    costs 20%, pool-of-threads 40% once the pool gains, a larger redo log gains 10%; O_DSYNC does
+    not start."""
+    startup = {name: spec.startup_value for name, spec in catalog().variables.items()}
+    values = {**startup, **{name: str(value) for name, value in variables.items()}}
+    pool = int(values[POOL]) / int(startup[POOL])
+    gain = min(1.0, max(-0.5, math.log(pool) / math.log(3)))
+    query_cache = values["query_cache_type"] == "ON" or (
+        "query_cache_size" in variables and values["query_cache_type"] != "DEMAND")
+    pool_of_threads = values["thread_handling"] == "pool-of-threads"
+    larger_log = int(values["innodb_log_file_size"]) > int(startup["innodb_log_file_size"])
+    return gain + 0.1 * larger_log - 0.2 * query_cache - 0.5 * pool_of_threads * max(0.0, gain)
+
+
+def measured(config, threads: int, repeat: int) -> SimpleNamespace:
+    """A point's record: qps from `response` with a 5% noise seeded by what is measured. The
+    reference's server crashes in trial 3 (its third side-by-side round)."""
+    point = SimpleNamespace(config=config, threads=threads, repeat=repeat)
+    variables = config.as_dict()
+    if variables.get("innodb_flush_method") == "O_DSYNC":
+        return SimpleNamespace(point=point, status="failed", metrics=None,
+                               error="mariadbd exited during start-up\nsimulated")
+    if config.name.endswith("-reference") and repeat == 4:
+        return SimpleNamespace(point=point, status="failed", metrics=None,
+                               error="mariadbd died during the point\nsimulated")
+    seed = hashlib.sha256(repr((config.name, sorted(variables.items()), threads,
+                                repeat)).encode()).digest()
+    noise = random.Random(seed).gauss(0, 0.05)
+    qps = 1000.0 * threads * math.exp(response(variables) + noise)
+    metrics = SimpleNamespace(qps=qps, latency_p95_ms=1000 / qps, latency_p99_ms=2000 / qps)
+    return SimpleNamespace(point=point, status="ok", error=None, metrics=metrics)
+
+
+class SimulatedRunner:
+    """What the tuner asks of perflab.runner.Runner, answered by `measured`."""
+
+    def __init__(self, plan, lab, store, say=print):
+        self.plan, self.store = plan, store
+
+    def server_options(self, config_name: str) -> dict[str, str]:
+        return {k: str(v) for k, v in self.plan.config(config_name).variables}
+
+    def add_config(self, config) -> None:
+        pass
+
+    def open_session(self) -> int:
+        return 1
+
+    def close_session(self, session: int, outcome: str) -> None:
+        pass
+
+    def side_by_side_fits(self, configs) -> None:
+        return None
+
+    def measure_side_by_side(self, session: int, configs, repeat: int) -> list:
+        return [measured(c, t, repeat) for c in configs for t in self.plan.run.threads]
+
+    def measure_point(self, session: int, point) -> SimpleNamespace:
+        return measured(point.config, point.threads, point.repeat)
+
+    def noise(self) -> tuple[float, str]:
+        return 0.05, "simulated"
+
+    def run(self) -> None:  # the final re-measure: its points, for the store to give back
+        self.store.runs.append(self.plan)
+
+
+class SimulatedStore:
+    def __init__(self):
+        self.runs: list = []
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        pass
+
+    def points(self, study: str, definitions) -> list:
+        plan = next(p for p in self.runs if p.name == study)
+        points = []
+        for repeat in range(1, plan.run.repeats + 1):
+            for config in plan.configs:
+                for threads in plan.run.threads:
+                    record = measured(config, threads, repeat)
+                    points.append(SimpleNamespace(ok=record.status == "ok", config=config.name,
+                                                  repeat=repeat, metrics=record.metrics))
+        return points
+
+
+class SimulatedLab(Lab):
+    def catalog(self) -> Catalog:
+        return catalog()
+
+    def store(self) -> SimulatedStore:
+        self._create()
+        return SimulatedStore()
+
+
+def proposals(tmp_path: Path, monkeypatch, name: str, say=lambda _: None) -> dict:
+    """One seeded simulated study of the case `name`: its trials and its result."""
+    method, options, knobs, serial = CASES[name]
+    for module in [m for n, m in sys.modules.items() if n.startswith("perflab.tune.")]:
+        if hasattr(module, "Runner"):
+            monkeypatch.setattr(module, "Runner", SimulatedRunner)
+    monkeypatch.setattr("perflab.tune.space.ram_bytes", lambda: 8 << 30)
+    plan = parse_plan(PLAN.format(name=name, knobs=json.dumps(knobs),
+                                  schedule='schedule = "serial"' if serial else ""))
+    result = Tuner(plan, SimulatedLab(tmp_path / name), TuneSettings.from_plan(dict(plan.tune)),
+                   method, say=say, **options).run()
+
+    def figure(value: float | None) -> float | None:
+        return None if value is None else round(value, 9)
+
+    # what the search and its re-measure chose, not the verdicts (perflab.stats' part)
+    return {
+        "trials": [[t.number, t.state, figure(t.value), dict(sorted(t.params.items()))]
+                   for t in result.trials],
+        "ranked": [t.number for t in result.ranked],
+        "ranked_by": result.ranked_by,
+        "measured": str(result.measured),
+        "candidates": sorted(result.candidates),
+        "final": {config: {str(r): figure(v) for r, v in rounds.items()}
+                  for config, rounds in sorted(result.final.items())},
+    }
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_the_methods_propose_what_they_proposed(tmp_path, monkeypatch, name):
+    found = proposals(tmp_path, monkeypatch, name)
+    if os.environ.get("PERFLAB_RECORD_PROPOSALS"):
+        recorded = json.loads(RECORDED.read_text()) if RECORDED.exists() else {}
+        recorded[name] = found
+        RECORDED.write_text(json.dumps(recorded, indent=1, sort_keys=True) + "\n")
+    recorded = json.loads(RECORDED.read_text())[name]
+    assert found["trials"] == recorded["trials"]
+    assert found == recorded
+
+
+def test_ofat_waits_for_a_round_other_workers_run_and_says_when_it_is_done():
+    """A round whose trials other workers are running is waited for; a trial whose worker died
+    (failed with no state of its own) is proposed again; a round with no gain ends the search."""
+    knobs = knob_space(catalog(), [POOL])
+    space = Space(tuple(knobs), startup_values(knobs, catalog()), lambda _: 0, 1)
+    ofat = OneFactorAtATime(space, "maximize")
+
+    def trial(number: int, params: dict, state: TrialState, attrs: dict) -> object:
+        made = create_trial(params=params, distributions=space.distributions(), state=state,
+                            value=1.0 if state == TrialState.COMPLETE else None,
+                            user_attrs=attrs)
+        made.number = number
+        return made
+
+    first = ofat.next([], 0)
+    assert first.step is Step.MEASURE and first.params == space.defaults
+    trials = [trial(0, first.params, TrialState.COMPLETE, {"state": "ok"})]
+    round_one = []
+    while (proposal := ofat.next(trials, len(trials))).step is Step.MEASURE:
+        round_one.append(proposal.params)
+        trials.append(trial(len(trials), proposal.params, TrialState.RUNNING, {}))
+    assert proposal.step is Step.WAIT and len(round_one) == 3  # 3 points across the range
+    trials[1] = trial(1, round_one[0], TrialState.FAIL, {})  # its worker died
+    assert ofat.next(trials, len(trials)).params == round_one[0]
+    trials = [trial(t.number, t.params, TrialState.COMPLETE, {"state": "ok"}) for t in trials]
+    done = ofat.next(trials, len(trials))
+    assert done.step is Step.DONE and done.reason == "no knob left that mattered"
