@@ -49,12 +49,17 @@ def spread(values: list[float]) -> str:
     return f"{statistics.median(values):.3f} [{min(values):.3f} .. {max(values):.3f}]"
 
 
-def ratio_interval(ratios: list[float], confidence: float = 0.95, digits: int = 3) -> str:
-    """The geometric mean of paired ratios with the t interval of their mean log, as
-    'ratio [low .. high]'."""
+def ratio_bounds(ratios: list[float], confidence: float = 0.95) -> tuple[float, float, float]:
+    """The geometric mean of paired ratios and the t interval of their mean log, as ratios."""
     logs = [math.log(r) for r in ratios]
     mean = statistics.fmean(logs)
     half = (scipy_stats.t.ppf((1 + confidence) / 2, len(logs) - 1) * statistics.stdev(logs)
             / math.sqrt(len(logs)))
-    low, high = math.exp(mean - half), math.exp(mean + half)
-    return f"{math.exp(mean):.{digits}f} [{low:.{digits}f} .. {high:.{digits}f}]"
+    return math.exp(mean), math.exp(mean - half), math.exp(mean + half)
+
+
+def ratio_interval(ratios: list[float], confidence: float = 0.95, digits: int = 3) -> str:
+    """The geometric mean of paired ratios with the t interval of their mean log, as
+    'ratio [low .. high]'."""
+    mean, low, high = ratio_bounds(ratios, confidence)
+    return f"{mean:.{digits}f} [{low:.{digits}f} .. {high:.{digits}f}]"

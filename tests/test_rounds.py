@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from perflab.errors import PerflabError
 from perflab.plan import load_plan
 from perflab.rounds import Measure, Stop, next_round
 from perflab.store.records import Metrics, StoredPoint
@@ -99,11 +100,23 @@ def test_when_everything_is_decided_or_the_looks_are_spent_the_study_stops(tmp_p
     assert next_round(study, noisy, design, 6) == Stop(6)  # past the last look
 
 
-def test_a_target_interval_repeats_only_the_wide_cells_up_to_max_repeats(tmp_path):
-    study = plan(tmp_path, "repeats = 2\ntarget_interval = 0.02\nmax_repeats = 4")
-    design = study.run.design()
-    stored = [point(c, t, r, 1000.0 + (300 * r if (c, t) == ("same", 4) else 0))
-              for r in (1, 2) for t in (1, 4) for c in ("base", "fast", "same")]
-    step = next_round(study, stored, design, 3)
-    assert names(step) == {4: ["same"]} and "same@4" in step.note
-    assert next_round(study, stored, design, 5) == Stop(5)
+def test_a_target_interval_is_refused_with_what_does_its_work_now(tmp_path):
+    """Rounds added until each interval is narrow judged every look as the only one: the key
+    went, and a plan that has it says so and names the budget."""
+    with pytest.raises(PerflabError, match="run.target_interval was removed") as err:
+        plan(tmp_path, "repeats = 2\ntarget_interval = 0.02\nmax_repeats = 4")
+    assert "run.time" in err.value.hint
+
+
+def test_a_margin_chosen_after_the_data_is_labelled_exploratory(tmp_path):
+    from perflab.analysis.verdicts import headline, judge
+
+    study = plan(tmp_path, "repeats = 5\nmargin = 0.05")
+    points = measured(range(1, 6), 0.01)
+    own = judge(study, points, study.run.design())
+    assert own.exploratory is None
+    assert judge(study, points, study.run.design(), margin=0.05).exploratory is None
+    later = judge(study, points, study.run.design(), margin=0.2)
+    assert later.design.margin == 0.2
+    assert "exploratory: margin ±20% chosen after the data" in headline(study, later)[-1]
+    assert "±5%" in later.exploratory

@@ -214,7 +214,7 @@ server_cpus = "64"
 @pytest.mark.skipif(os.geteuid() != 0 and not Path("/usr/bin/perf").exists(),
                     reason="perf needs root or a permissive perf_event_paranoid")
 def test_profile_names_where_the_server_cpu_goes(shared_lab, tmp_path):
-    plan = write_plan(tmp_path / "prof.toml", "profiled", configs="[configs.default]\n",
+    plan = write_plan(tmp_path / "prof.toml", "profiled-one", configs="[configs.default]\n",
                       threads=(2,), repeats=1, run_seconds=2)
     plan.write_text(plan.read_text().replace("repeats = 1", "repeats = 1\nprofile = true"))
     out = run_cli("run", str(plan), "--lab", str(shared_lab.root))
@@ -222,7 +222,7 @@ def test_profile_names_where_the_server_cpu_goes(shared_lab, tmp_path):
     if "profiles skipped" in out.stderr:
         pytest.skip(out.stderr.split("profiles skipped: ", 1)[1].splitlines()[0])
     assert "Where mariadbd's CPU goes" in out.stdout
-    document = json.loads(run_cli("report", str(shared_lab.root), "--study", "profiled",
+    document = json.loads(run_cli("report", str(shared_lab.root), "--study", "profiled-one",
                                   "--format", "json").stdout)
     profile = document["points"][0]["profile"]
     assert profile and all(0 < s["share"] <= 1 for s in profile)

@@ -97,8 +97,7 @@ def calibrate(plan: Plan, lab: Lab, rounds: int, threads: tuple[int, ...] | None
     twin = replace(base, name=TWIN.format(base.name))
     aa = replace(plan, name=f"{plan.name}:calibration", configs=(base, twin), ladder=False,
                  changes=(), layout="configs-down",
-                 run=replace(plan.run, threads=chosen, repeats=rounds, time=0.0,
-                             target_interval=0.0, max_repeats=0))
+                 run=replace(plan.run, threads=chosen, repeats=rounds, time=0.0))
     say(f"calibrating: {base.name} against an identical copy at {_list(chosen)} threads, "
         f"{rounds} rounds")
     started = time.monotonic()

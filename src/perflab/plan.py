@@ -28,9 +28,16 @@ SECTION_KEYS: dict[str, tuple[str, ...]] = {
     "dataset": ("engine", "tables", "rows", "existing"),
     "workload": ("name", "options"),
     "run": ("threads", "warmup_seconds", "run_seconds", "repeats", "warmup_threads",
-            "target_interval", "max_repeats", "profile", "time", "margin", "max_rounds",
-            "slice_seconds", "schedule", "alpha"),
+            "profile", "time", "margin", "max_rounds", "slice_seconds", "schedule", "alpha"),
 }
+# Keys a plan once had, with why they went and what does their work now.
+REMOVED_KEYS = {
+    "run.target_interval": "adding rounds until each interval is narrow judged every look as "
+                           "if it were the only one, so its verdicts' error rate was unknown",
+    "run.max_repeats": "it capped run.target_interval's rounds",
+}
+REMOVED_HINT = ("give the study a budget, run.time (and max_rounds): rounds go on for the "
+                "undecided comparisons, with looks that keep the error rate")
 TOP_KEYS = (*SECTION_KEYS, "server", "configs", "steps", "axes", "tune")
 # Keys of [server], [configs.NAME] and [[steps]] that are perflab's, not server variables.
 ENVIRONMENT_KEYS = ("engine", "allocator", "server_cpus", "client_cpus", "connection")
@@ -110,10 +117,6 @@ class RunSettings:
     run_seconds: int = 10
     repeats: int = 3
     warmup_threads: int = 0  # 0: the largest thread count of the plan, capped at 16
-    # Adaptive repeats: after `repeats`, repeat a (config, threads) until the 95% interval of
-    # its mean queries/s is within ±target_interval (0.02 = ±2%), or max_repeats is reached.
-    target_interval: float = 0.0
-    max_repeats: int = 0
     profile: bool = False  # perf record mariadbd during every point, when perf works here
     # Deciding within a budget: with `time` (seconds), rounds go on after `repeats` only for the
     # comparisons still undecided, until all are decided, the time is spent or max_rounds.
@@ -284,7 +287,6 @@ class Plan:
             run = replace(run, time=_overriding("time", _seconds, "run.time", time))
         if margin is not None:
             run = replace(run, margin=_overriding("margin", _margin, "run.margin", margin))
-        _overriding("time", _one_stopping_rule, run, "run.time")
         return replace(self, dataset=dataset, run=run)
 
 
@@ -420,8 +422,6 @@ def _build(data: dict[str, Any], origin: str) -> Plan:
         run_seconds=run_int("run_seconds", RunSettings.run_seconds, 1),
         repeats=run_int("repeats", RunSettings.repeats, 1),
         warmup_threads=run_int("warmup_threads", 0, 0),
-        target_interval=_fraction(run_table, "target_interval", f"{origin}: run.target_interval"),
-        max_repeats=run_int("max_repeats", 0, 0),
         profile=_bool(run_table, "profile", f"{origin}: run.profile"),
         time=_seconds(f"{origin}: run.time", run_table.get("time", 0)),
         margin=_margin(f"{origin}: run.margin", run_table.get("margin", RunSettings.margin)),
@@ -435,15 +435,6 @@ def _build(data: dict[str, Any], origin: str) -> Plan:
     if run.time and run.max_rounds < run.repeats:
         raise PerflabError(f"{origin}: run.max_rounds ({run.max_rounds}) is below run.repeats "
                            f"({run.repeats})", hint="max_rounds caps the rounds a budget adds")
-    if run.max_repeats and run.max_repeats < run.repeats:
-        raise PerflabError(f"{origin}: run.max_repeats must be at least run.repeats")
-    if run.target_interval and not run.max_repeats:
-        raise PerflabError(
-            f"{origin}: run.target_interval needs run.max_repeats, the cap on repeats",
-            hint=f"add e.g. max_repeats = {max(10, run.repeats)} under [run], "
-            "or drop target_interval",
-        )
-    _one_stopping_rule(run, f"{origin}: run.time")
     layout = _string(study, "layout", f"{origin}: study.layout") or "configs-down"
     if layout not in ("configs-down", "threads-down"):
         raise PerflabError(f"{origin}: study.layout = {layout!r} is not allowed "
@@ -602,6 +593,9 @@ def _settings(table: Any, where: str, origin: str) -> dict[str, Scalar]:
 
 def _known(table: dict[str, Any], allowed: tuple[str, ...], prefix: str, origin: str) -> None:
     for key in table:
+        if f"{prefix}{key}" in REMOVED_KEYS:
+            raise PerflabError(f"{origin}: {prefix}{key} was removed: "
+                               f"{REMOVED_KEYS[prefix + key]}", hint=REMOVED_HINT)
         if key not in allowed:
             close = difflib.get_close_matches(key, allowed, n=1)
             hint = f"did you mean {prefix}{close[0]}?" if close else None
@@ -710,14 +704,6 @@ def _show(value: Scalar) -> str:
     if isinstance(value, bool):
         return "on" if value else "off"
     return str(value)
-
-
-def _one_stopping_rule(run: RunSettings, where: str) -> None:
-    """A budget adds rounds for undecided comparisons; target_interval adds them for wide
-    intervals. Both at once would leave the verdicts' error rate to neither."""
-    if run.time and run.target_interval:
-        raise PerflabError(f"{where} and run.target_interval are two ways of adding rounds",
-                           hint="keep one: time (decide within a budget) or target_interval")
 
 
 def _identifier(table: dict, key: str, where: str) -> str:

@@ -1,15 +1,13 @@
 """The round policy: which points round N measures, or that the study stops. A pure function of
 the plan, the points stored so far, the design and the round's number, so that resuming, the
-time budget and the adaptive rounds are decided the same way whoever asks, and can be tested
-without a server.
+time budget and the rounds for undecided comparisons are decided the same way whoever asks,
+and can be tested without a server.
 
-Rounds 1..repeats measure every configuration at every thread count. After them, a plan with
-`target_interval` repeats the (configuration, threads) cells whose 95% interval of the mean is
-still wider than the target (up to max_repeats); a plan that decides (a look after every round)
-measures again the comparisons still undecided, with their baseline, up to the design's last
-look. A point already stored for that round is not measured again: an interrupted run resumes
-where it stopped. A round is atomic in what it asks: its comparisons are chosen from the rounds
-before it only.
+Rounds 1..repeats measure every configuration at every thread count. After them, a plan that
+decides (a look after every round, within a budget) measures again the comparisons still
+undecided, with their baseline, up to the design's last look. A point already stored for that
+round is not measured again: an interrupted run resumes where it stopped. A round is atomic in
+what it asks: its comparisons are chosen from the rounds before it only.
 """
 
 from __future__ import annotations
@@ -19,7 +17,6 @@ from dataclasses import dataclass
 from perflab.plan import Plan, ServerConfig
 from perflab.stats.decide import decide, log_ratios
 from perflab.stats.design import Design
-from perflab.stats.summary import summarize
 from perflab.store import StoredPoint, throughput
 
 
@@ -50,14 +47,6 @@ def next_round(plan: Plan, ok: list[StoredPoint], design: Design, number: int
     note = None
     if number <= run.repeats:
         wanted = {t: configs for t in threads}
-    elif run.target_interval:
-        if number > run.max_repeats:
-            return Stop(number)
-        wanted = wide_cells(plan, ok)
-        if wanted:
-            cells = ", ".join(f"{c.name}@{t}" for t, cs in wanted.items() for c in cs)
-            note = (f"adaptive repeats: round {number} for the cells whose 95% interval is "
-                    f"still wider than ±{run.target_interval:.0%} ({cells})")
     elif design.sequential and number <= design.last_look:
         verdicts = decide(comparisons(plan, [p for p in ok if p.repeat < number]), design)
         open_cells = {key for key, v in verdicts.items() if not v.decided}
@@ -78,15 +67,3 @@ def next_round(plan: Plan, ok: list[StoredPoint], design: Design, number: int
 def comparisons(plan: Plan, points: list[StoredPoint]) -> dict[tuple[str, int], dict[int, float]]:
     """The plan's comparisons with their per-round log ratios (the family judged)."""
     return log_ratios(throughput(points), plan.baseline, plan.config_names, plan.run.threads)
-
-
-def wide_cells(plan: Plan, ok: list[StoredPoint]) -> dict[int, list[ServerConfig]]:
-    """run.target_interval: the (configuration, threads) whose interval of the mean is still
-    wider than the target."""
-    wanted: dict[int, list[ServerConfig]] = {}
-    for config in plan.configs:
-        for t in plan.run.threads:
-            values = [p.metrics.qps for p in ok if p.config == config.name and p.threads == t]
-            if len(values) < 2 or summarize(values).half_width > plan.run.target_interval:
-                wanted.setdefault(t, []).append(config)
-    return wanted

@@ -32,6 +32,8 @@ Cell = tuple[str, int]  # (configuration, threads)
 class Judgement:
     design: Design
     verdicts: dict[Cell, Verdict]
+    # why these verdicts are not the study's own decisions (a margin chosen after the data)
+    exploratory: str | None = None
 
     @property
     def decided(self) -> int:
@@ -50,10 +52,13 @@ def judge(plan: Plan, points: list[StoredPoint], design: Design,
           margin: float | None = None) -> Judgement:
     """The verdict of every comparison with the baseline, as the run decided them (the
     design's looks are replayed), at the design's margin or another one."""
-    if margin is not None:
+    exploratory = None
+    if margin is not None and margin != design.margin:
+        exploratory = (f"exploratory: margin ±{margin:.0%} chosen after the data; the study "
+                       f"decides at ±{design.margin:.0%}, fixed at its first run")
         design = replace(design, margin=margin)
     cells = log_ratios(throughput(points), plan.baseline, plan.config_names, plan.run.threads)
-    return Judgement(design, decide(cells, design))
+    return Judgement(design, decide(cells, design), exploratory)
 
 
 def headline(plan: Plan, judgement: Judgement) -> list[str]:
@@ -78,6 +83,8 @@ def headline(plan: Plan, judgement: Judgement) -> list[str]:
     lines.append(f"Decided {judgement.decided} of {total} comparisons"
                  f"{' (' + found + ')' if found else ''}, with a {judgement.design.alpha:.0%} "
                  f"error rate over the whole table, margin ±{margin:.0%}{resolution}")
+    if judgement.exploratory:
+        lines.append(f"({judgement.exploratory})")
     return lines
 
 

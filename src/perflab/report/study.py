@@ -78,8 +78,6 @@ def headline(study: Study) -> list[str]:
     if run.time:
         repeats += (f" (at least {run.repeats}; a budget of {run.time / 60:g} min, at most "
                     f"{run.max_rounds})")
-    elif run.target_interval:
-        repeats += f" (adaptive to ±{run.target_interval:.0%}, at most {run.max_repeats})"
     engines = sorted({plan.dataset_for(c).engine for c in plan.configs})
     engine = engines[0] if len(engines) == 1 else "/".join(engines) + " (per configuration)"
     return [

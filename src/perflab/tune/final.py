@@ -43,7 +43,7 @@ def remeasure(store: ResultStore, result: TuneResult, plan: Plan, settings: Tune
         # named after the trial count, so a longer resumed search re-measures afresh
         plan, name=f"{plan.name}:{result.method}:final@{len(result.trials)}",
         configs=tuple(configs), baseline="default",
-        run=replace(plan.run, target_interval=0.0, max_repeats=0, time=0.0),
+        run=replace(plan.run, time=0.0),
     )
     rounds, why = _rounds(store, final_plan, cells, plan, settings, lab)
     final_plan = replace(final_plan, run=replace(final_plan.run, repeats=rounds))

@@ -1,0 +1,230 @@
+"""bench/validity: are perflab's ratios the ones plain sysbench measures?
+
+Known effects of server settings on InnoDB oltp_read_only (4 tables x 25,000 rows, in memory),
+at a low and a high thread count, each measured four ways:
+
+- by the fleet (`schedule = "fleet"`: one server per configuration, 250-ms slices);
+- by serial rounds (`schedule = "serial"`: one server, configurations back to back);
+- by plain sysbench, the reference: the workload's own script with no perflab driver, long runs
+  (--pair-seconds) against two servers started alike, in ABBA order, --pairs pairs;
+- on absolute qps: a perflab point (its driver, its counters) against a plain sysbench run of
+  the same length on the same server, at 1 to 128 threads.
+
+Each ratio is printed as its geometric mean with a 95% interval; a fleet or serial ratio must
+agree with the reference within +-1.5 percentage points (goal of issue 31). Resumable: run again
+with the same --stamp and what is stored (perflab's points, the reference pairs in
+bench/out/validity-STAMP.json) is kept.
+
+    .venv/bin/python bench/validity.py --stamp 2026-11-25
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import time
+from contextlib import ExitStack
+from dataclasses import replace
+
+from common import ROOT, ratio_bounds, ratio_interval
+from perflab import run as perflab_run
+from perflab.analysis.verdicts import judge
+from perflab.lab import Lab
+from perflab.load import sysbench
+from perflab.load.workloads import resolve
+from perflab.plan import Plan
+from perflab.runner import measure
+from perflab.server import environment as env
+from perflab.side import ManagedSide
+from perflab.studies import resolve_plan
+
+EFFECTS = {  # name: (what, the changed configuration's variables)
+    "ahi": ("adaptive hash index on (MariaDB 10.11: off by default)",
+            'innodb_adaptive_hash_index = "ON"'),
+    "pfs": ("performance schema on", 'performance_schema = "ON"'),
+    "pool": ("buffer pool 8 MiB, smaller than the data (large)",
+             'innodb_buffer_pool_size = "8M"'),
+}
+PLAN = """
+[study]
+name = "{name}"
+baseline = "base"
+[dataset]
+engine = "InnoDB"
+tables = 4
+rows = 25000
+[workload]
+name = "oltp_read_only"
+[run]
+threads = {threads}
+warmup_seconds = 3
+run_seconds = {seconds}
+repeats = {rounds}
+schedule = "{schedule}"
+margin = 0.05
+[server]
+max_connections = 300
+[configs.base]
+[configs.changed]
+{variables}
+"""
+ABSOLUTE_THREADS = (1, 4, 16, 64, 128)
+
+
+def plan_for(effect: str, schedule: str, args) -> Plan:
+    path = ROOT / "out" / f"validity-{args.stamp}" / f"{effect}-{schedule}.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(PLAN.format(name=f"v-{effect}-{schedule}", threads=list(args.threads),
+                                seconds=args.seconds, rounds=args.rounds, schedule=schedule,
+                                variables=EFFECTS[effect][1]))
+    return resolve_plan(str(path))
+
+
+def perflab_ratio(lab: Lab, plan: Plan) -> dict[int, tuple[float, float, float, str]]:
+    """Per thread count: perflab's change with its interval and verdict (the run resumes)."""
+    perflab_run(plan, lab, say=lambda line: print(f"  [{plan.name}] {line}", flush=True))
+    study = lab.study(plan.name)
+    judged = judge(study.plan, study.points, study.design)
+    return {threads: (v.change, v.low, v.high, v.verdict)
+            for (_, threads), v in judged.verdicts.items()}
+
+
+def plain_qps(argv: list[str], environment: dict[str, str]) -> float:
+    out = subprocess.run(argv, capture_output=True, text=True, check=True,
+                         env=environment).stdout
+    found = re.search(r"queries:\s+\d+\s+\(([\d.]+) per sec\.\)", out)
+    if not found:
+        raise SystemExit(f"cannot read sysbench's summary:\n{out}")
+    return float(found.group(1))
+
+
+def plain_argv(workload, plan: Plan, server, threads: int, seconds: int) -> list[str]:
+    ours = sysbench.command(workload, plan.dataset, server.endpoint, threads, seconds)
+    return [ours[0], workload.spec.script, *ours[2:]]  # the workload's script, no perflab.lua
+
+
+def started(stack: ExitStack, lab: Lab, plan: Plan) -> dict:
+    """One running server per configuration of `plan`, each on its own copy of the data."""
+    workload = resolve(plan.workload)
+    side = ManagedSide(plan, lab, workload, print)
+    servers = {}
+    for number, config in enumerate(plan.configs):
+        side.ensure_dataset(config)
+        slot = lab.slot(number)
+        slot.set_state(dirty=True)
+        slot.checkout(side.dataset_key(config), print)
+        server = slot.server(side.options[config.name],
+                             env.server_environment(config.environment))
+        stack.enter_context(server)
+        servers[config.name] = server
+    return servers
+
+
+def reference(lab: Lab, plan: Plan, args, stored: dict, save) -> dict[int, list[float]]:
+    """Per thread count, ratios changed/base of plain sysbench runs in ABBA order."""
+    workload = resolve(plan.workload)
+    environment = sysbench.environment(workload)
+    wanted = {t: args.pairs - len(stored.get(str(t), [])) for t in args.threads}
+    if any(n > 0 for n in wanted.values()):
+        with ExitStack() as stack:
+            servers = started(stack, lab, plan)
+            for threads, missing in wanted.items():
+                pairs = stored.setdefault(str(threads), [])
+                for server in servers.values():  # warm-up, not counted
+                    plain_qps(plain_argv(workload, plan, server, threads, args.seconds * 3),
+                              environment)
+                for _ in range(missing):
+                    order = ("base", "changed") if len(pairs) % 2 == 0 else ("changed", "base")
+                    qps = {name: plain_qps(plain_argv(workload, plan, servers[name], threads,
+                                                      args.pair_seconds), environment)
+                           for name in order}
+                    pairs.append(qps["changed"] / qps["base"])
+                    save()
+                    print(f"  reference {plan.name} {threads} threads pair {len(pairs)}: "
+                          f"{pairs[-1]:.3f}", flush=True)
+    return {int(t): ratios for t, ratios in stored.items()}
+
+
+def absolute(lab: Lab, plan: Plan, args, stored: dict, save) -> dict[int, list[float]]:
+    """Per thread count, perflab point qps / plain sysbench qps on the same server."""
+    workload = resolve(plan.workload)
+    environment = sysbench.environment(workload)
+    single = replace(plan, configs=plan.configs[:1])
+    with ExitStack() as stack:
+        (server,) = started(stack, lab, single).values()
+        for threads in ABSOLUTE_THREADS:
+            pairs = stored.setdefault(str(threads), [])
+            if len(pairs) >= args.absolute_pairs:
+                continue
+            plain_qps(plain_argv(workload, plan, server, threads, args.seconds), environment)
+            while len(pairs) < args.absolute_pairs:
+                ours = measure(server, workload, plan.dataset, threads, args.seconds)[0].qps
+                theirs = plain_qps(plain_argv(workload, plan, server, threads, args.seconds),
+                                   environment)
+                pairs.append(ours / theirs)
+                save()
+                print(f"  absolute {threads} threads: perflab/plain {pairs[-1]:.3f}", flush=True)
+    return {int(t): ratios for t, ratios in stored.items()}
+
+
+def change(ratios: list[float]) -> tuple[float, float, float]:
+    """A change with its 95% interval, from ratios."""
+    mean, low, high = ratio_bounds(ratios)
+    return mean - 1, low - 1, high - 1
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--stamp", default=time.strftime("%Y-%m-%d"))
+    parser.add_argument("--effects", nargs="*", default=list(EFFECTS), choices=list(EFFECTS))
+    parser.add_argument("--threads", type=int, nargs="*", default=[4, 32])
+    parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--seconds", type=int, default=2)
+    parser.add_argument("--pairs", type=int, default=6)
+    parser.add_argument("--pair-seconds", type=int, default=10)
+    parser.add_argument("--absolute-pairs", type=int, default=3)
+    args = parser.parse_args()
+    lab = Lab(ROOT / "out" / f"validity-{args.stamp}" / "lab")
+    store_path = ROOT / "out" / f"validity-{args.stamp}.json"
+    stored = json.loads(store_path.read_text()) if store_path.exists() else {}
+
+    def save() -> None:
+        store_path.write_text(json.dumps(stored, indent=1))
+
+    rows = []
+    for effect in args.effects:
+        print(f"== {effect}: {EFFECTS[effect][0]}", flush=True)
+        fleet = perflab_ratio(lab, plan_for(effect, "fleet", args))
+        serial = perflab_ratio(lab, plan_for(effect, "serial", args))
+        ref = reference(lab, plan_for(effect, "fleet", args), args,
+                        stored.setdefault("reference", {}).setdefault(effect, {}), save)
+        for threads in args.threads:
+            r = change(ref[threads])
+            rows.append((effect, threads, fleet[threads], serial[threads], r))
+    abs_ratios = absolute(lab, plan_for(args.effects[0], "serial", args), args,
+                          stored.setdefault("absolute", {}), save)
+
+    print("\n| effect | threads | fleet | serial | plain sysbench (reference) "
+          "| fleet - reference |")
+    print("|---|---|---|---|---|---|")
+    for effect, threads, fleet, serial, ref in rows:
+        gap = (fleet[0] - ref[0]) * 100
+        print(f"| {effect} | {threads} | {_shown(fleet)} | {_shown(serial)} | "
+              f"{ref[0]:+.1%} [{ref[1]:+.1%}, {ref[2]:+.1%}] | {gap:+.1f} pp |")
+    print("\n| threads | perflab point / plain sysbench, same server |")
+    print("|---|---|")
+    for threads, ratios in sorted(abs_ratios.items()):
+        shown = ratio_interval(ratios) if len(ratios) > 1 else f"{ratios[0]:.3f} (one pair)"
+        print(f"| {threads} | {shown} |")
+
+
+def _shown(found: tuple[float, float, float, str]) -> str:
+    mid, low, high, verdict = found
+    return f"{mid:+.1%} [{low:+.1%}, {high:+.1%}] {verdict}"
+
+
+if __name__ == "__main__":
+    main()
