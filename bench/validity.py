@@ -6,9 +6,11 @@ at a low and a high thread count, each measured four ways:
 - by the fleet (`schedule = "fleet"`: one server per configuration, 250-ms slices);
 - by serial rounds (`schedule = "serial"`: one server, configurations back to back);
 - by plain sysbench, the reference: the workload's own script with no perflab driver, long runs
-  (--pair-seconds) against two servers started alike, in ABBA order, --pairs pairs;
-- on absolute qps: a perflab point (its driver, its counters) against a plain sysbench run of
-  the same length on the same server, at 1 to 128 threads.
+  (--pair-seconds) against two servers started afresh for every pair (a start moves this
+  machine's throughput by several percent), copies of the data swapped, in ABBA order;
+- on absolute qps: a perflab point as a serial study measures it (its driver, its counters,
+  run_seconds long) against a long plain sysbench run (--pair-seconds) on the same server, at 1
+  to 128 threads: what a short window costs (threads still connecting) shows here.
 
 Each ratio is printed as its geometric mean with a 95% interval; a fleet or serial ratio must
 agree with the reference within +-1.5 percentage points (goal of issue 31). Resumable: run again
@@ -105,14 +107,17 @@ def plain_argv(workload, plan: Plan, server, threads: int, seconds: int) -> list
     return [ours[0], workload.spec.script, *ours[2:]]  # the workload's script, no perflab.lua
 
 
-def started(stack: ExitStack, lab: Lab, plan: Plan) -> dict:
-    """One running server per configuration of `plan`, each on its own copy of the data."""
+def started(stack: ExitStack, lab: Lab, plan: Plan, shift: int = 0) -> dict:
+    """One freshly started server per configuration of `plan`, each on its own copy of the data,
+    the copies taken in turn from slot `shift` on (so that over pairs each configuration runs
+    on every copy)."""
     workload = resolve(plan.workload)
     side = ManagedSide(plan, lab, workload, print)
     servers = {}
+    count = len(plan.configs)
     for number, config in enumerate(plan.configs):
         side.ensure_dataset(config)
-        slot = lab.slot(number)
+        slot = lab.slot((number + shift) % count)
         slot.set_state(dirty=True)
         slot.checkout(side.dataset_key(config), print)
         server = slot.server(side.options[config.name],
@@ -123,32 +128,38 @@ def started(stack: ExitStack, lab: Lab, plan: Plan) -> dict:
 
 
 def reference(lab: Lab, plan: Plan, args, stored: dict, save) -> dict[int, list[float]]:
-    """Per thread count, ratios changed/base of plain sysbench runs in ABBA order."""
+    """Per thread count, ratios changed/base of plain sysbench runs. A server start moves this
+    machine's throughput by several percent for as long as the server lives (docs/
+    STATISTICS.md, section 1), so each pair is measured on servers started afresh, their
+    copies of the data swapped from one pair to the next, the order alternating (ABBA)."""
     workload = resolve(plan.workload)
     environment = sysbench.environment(workload)
-    wanted = {t: args.pairs - len(stored.get(str(t), [])) for t in args.threads}
-    if any(n > 0 for n in wanted.values()):
+    for t in args.threads:
+        stored.setdefault(str(t), [])
+    while min(len(stored[str(t)]) for t in args.threads) < args.pairs:
+        number = min(len(stored[str(t)]) for t in args.threads)
         with ExitStack() as stack:
-            servers = started(stack, lab, plan)
-            for threads, missing in wanted.items():
-                pairs = stored.setdefault(str(threads), [])
+            servers = started(stack, lab, plan, shift=number)
+            for threads in args.threads:
+                pairs = stored[str(threads)]
+                if len(pairs) > number:
+                    continue
                 for server in servers.values():  # warm-up, not counted
                     plain_qps(plain_argv(workload, plan, server, threads, args.seconds * 3),
                               environment)
-                for _ in range(missing):
-                    order = ("base", "changed") if len(pairs) % 2 == 0 else ("changed", "base")
-                    qps = {name: plain_qps(plain_argv(workload, plan, servers[name], threads,
-                                                      args.pair_seconds), environment)
-                           for name in order}
-                    pairs.append(qps["changed"] / qps["base"])
-                    save()
-                    print(f"  reference {plan.name} {threads} threads pair {len(pairs)}: "
-                          f"{pairs[-1]:.3f}", flush=True)
+                order = ("base", "changed") if number % 2 == 0 else ("changed", "base")
+                qps = {name: plain_qps(plain_argv(workload, plan, servers[name], threads,
+                                                  args.pair_seconds), environment)
+                       for name in order}
+                pairs.append(qps["changed"] / qps["base"])
+                save()
+                print(f"  reference {plan.name} {threads} threads pair {len(pairs)}: "
+                      f"{pairs[-1]:.3f}", flush=True)
     return {int(t): ratios for t, ratios in stored.items()}
 
 
 def absolute(lab: Lab, plan: Plan, args, stored: dict, save) -> dict[int, list[float]]:
-    """Per thread count, perflab point qps / plain sysbench qps on the same server."""
+    """Per thread count, perflab point qps / long plain sysbench run's qps, same server."""
     workload = resolve(plan.workload)
     environment = sysbench.environment(workload)
     single = replace(plan, configs=plan.configs[:1])
@@ -161,8 +172,8 @@ def absolute(lab: Lab, plan: Plan, args, stored: dict, save) -> dict[int, list[f
             plain_qps(plain_argv(workload, plan, server, threads, args.seconds), environment)
             while len(pairs) < args.absolute_pairs:
                 ours = measure(server, workload, plan.dataset, threads, args.seconds)[0].qps
-                theirs = plain_qps(plain_argv(workload, plan, server, threads, args.seconds),
-                                   environment)
+                theirs = plain_qps(plain_argv(workload, plan, server, threads,
+                                              args.pair_seconds), environment)
                 pairs.append(ours / theirs)
                 save()
                 print(f"  absolute {threads} threads: perflab/plain {pairs[-1]:.3f}", flush=True)
@@ -214,7 +225,8 @@ def main() -> None:
         gap = (fleet[0] - ref[0]) * 100
         print(f"| {effect} | {threads} | {_shown(fleet)} | {_shown(serial)} | "
               f"{ref[0]:+.1%} [{ref[1]:+.1%}, {ref[2]:+.1%}] | {gap:+.1f} pp |")
-    print("\n| threads | perflab point / plain sysbench, same server |")
+    print(f"\n| threads | perflab point ({args.seconds} s) / plain sysbench "
+          f"({args.pair_seconds} s), same server |")
     print("|---|---|")
     for threads, ratios in sorted(abs_ratios.items()):
         shown = ratio_interval(ratios) if len(ratios) > 1 else f"{ratios[0]:.3f} (one pair)"

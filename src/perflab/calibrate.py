@@ -23,7 +23,7 @@ from perflab.output.table import Table
 from perflab.plan import Plan
 from perflab.rounds import comparisons
 from perflab.runner import Runner
-from perflab.stats.decide import half_width
+from perflab.stats.decide import forecast_half_width, half_width
 from perflab.stats.dependence import lag1, skewness
 from perflab.store import load_study
 
@@ -74,7 +74,7 @@ class Calibration:
         rows = []
         for rounds in PROJECTED_ROUNDS:
             single = math.expm1(half_width(sd, rounds, design.alpha))
-            family = math.expm1(half_width(sd, rounds, design.nominal(level)))
+            family = math.expm1(forecast_half_width(sd, rounds, level, cells, design))
             minutes = rounds * self.seconds_per_round * scale / 60
             rows.append([str(rounds), f"±{single:.0%}", f"±{family:.0%}", f"{minutes:.0f} min"])
         projected = Table(

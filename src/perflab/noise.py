@@ -15,7 +15,7 @@ from perflab.load.workloads import ResolvedWorkload
 from perflab.plan import Plan
 from perflab.progress import duration
 from perflab.rounds import comparisons
-from perflab.stats.decide import half_width
+from perflab.stats.decide import forecast_half_width
 from perflab.stats.dependence import lag1, skewness
 from perflab.store import Noise, ResultStore, StoredPoint
 
@@ -59,7 +59,7 @@ def forecast(plan: Plan, design, noise: tuple[float, str]) -> list[str]:
     lines = [f"noise: {sd:.1%} per round ({source}); {cells} comparisons, "
              f"margin ±{design.margin:.0%}"]
     for rounds in sorted({design.first_look, design.last_look}):
-        half = math.expm1(half_width(sd, rounds, design.nominal(level)))
+        half = math.expm1(forecast_half_width(sd, rounds, level, cells, design))
         lines.append(f"  {rounds} rounds: intervals about ±{half:.0%}")
     if plan.run.time:
         lines.append(f"  budget {duration(plan.run.time)}: rounds go on for the undecided "

@@ -375,6 +375,19 @@ def log_ratios(throughput: Mapping[tuple[str, int, int], float], baseline: str,
     return cells
 
 
+def forecast_half_width(sd: float, rounds: int, level: float, cells: int, design: Design
+                        ) -> float:
+    """The half width (log scale) a family's intervals reach after `rounds` rounds whose
+    per-round spread is `sd`, at the family share `level`: as `family_estimates` will judge
+    them, a family of 3 cells or more lending up to LENT_PER_OWN times a cell's own degrees of
+    freedom, and the design's allowance for autocorrelation widening them."""
+    if rounds < 2:
+        return math.inf
+    own = Estimate(0.0, sd / math.sqrt(rounds), rounds - 1, rounds, sd)
+    lent = LENT_PER_OWN * (rounds - 1) if cells >= 3 else 0.0
+    return half_width(widened(own, design.lag1).sd, rounds, design.nominal(level), lent)
+
+
 def detectable_change(sd: float, n: int, level: float, design: Design, df: float | None = None
                       ) -> float:
     """The smallest true change (a ratio - 1) that n rounds with this per-round spread would
