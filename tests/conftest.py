@@ -18,7 +18,13 @@ from pathlib import Path
 
 import pytest
 
-from perflab.lab import Lab
+# The suite runs on two workers (pyproject.toml); numpy's BLAS threads, one per core in every
+# worker and every perflab it starts, would spin against each other on two cores (the additive
+# search's model fits ran 2-3x slower so). Set before numpy loads here or in any child.
+for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_name, "1")
+
+from perflab.lab import Lab  # noqa: E402
 
 PERFLAB = [sys.executable, "-m", "perflab.cli"]
 
