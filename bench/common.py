@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import math
+import re
 import statistics
+import subprocess
 import sys
 from contextlib import contextmanager
 from pathlib import Path
@@ -14,6 +16,7 @@ sys.path.insert(0, str(ROOT.parent / "src"))
 from scipy import stats as scipy_stats  # noqa: E402
 
 from perflab.lab import Lab  # noqa: E402
+from perflab.load import sysbench  # noqa: E402
 from perflab.load.family import LOADER_OPTIONS  # noqa: E402
 from perflab.load.workloads import ResolvedWorkload, resolve  # noqa: E402
 from perflab.plan import Dataset, Workload  # noqa: E402
@@ -42,6 +45,24 @@ def dataset_server(lab: Lab, dataset: Dataset, options: dict[str, str] | None = 
     server: ManagedServer = slot.server(options or {})
     with server:
         yield server
+
+
+def plain_command(workload: ResolvedWorkload, dataset: Dataset, server: ManagedServer,
+                  threads: int, seconds: int) -> list[str]:
+    """perflab's sysbench command line with the workload's own script in place of perflab's
+    driver: plain sysbench, the peer the benchmarks measure against."""
+    ours = sysbench.command(workload, dataset, server.endpoint, threads, seconds)
+    return [ours[0], workload.spec.script, *ours[2:]]
+
+
+def plain_qps(argv: list[str], environment: dict[str, str]) -> float:
+    """queries/s from an unmodified sysbench run (its own summary)."""
+    out = subprocess.run(argv, capture_output=True, text=True, check=True,
+                         env=environment).stdout
+    found = re.search(r"queries:\s+\d+\s+\(([\d.]+) per sec\.\)", out)
+    if not found:
+        raise SystemExit(f"cannot read sysbench's summary:\n{out}")
+    return float(found.group(1))
 
 
 def spread(values: list[float]) -> str:

@@ -21,25 +21,15 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import re
 import statistics
 import subprocess
 
-from common import bench_lab, dataset_server, ratio_interval
+from common import bench_lab, dataset_server, plain_command, plain_qps, ratio_interval
 from perflab.load import sysbench
 from perflab.load.workloads import resolve
 from perflab.runner import measure
 from perflab.side import check_configs
 from perflab.studies import builtin_names, resolve_plan
-
-
-def plain_qps(argv: list[str], env: dict[str, str]) -> float:
-    """queries/s from an unmodified sysbench run (its own summary; this is the peer)."""
-    out = subprocess.run(argv, capture_output=True, text=True, check=True, env=env).stdout
-    match = re.search(r"queries:\s+\d+\s+\(([\d.]+) per sec\.\)", out)
-    if not match:
-        raise SystemExit(f"cannot read sysbench's summary:\n{out}")
-    return float(match.group(1))
 
 
 def studies_workloads() -> list[tuple[str, object, object, object]]:
@@ -96,8 +86,7 @@ def main() -> None:
               f"({names}), {args.threads} threads, {args.seconds:g} s runs")
         with dataset_server(lab, dataset, options, workload) as server:
             seconds = max(1, round(args.seconds))
-            ours = sysbench.command(workload, dataset, server.endpoint, args.threads, seconds)
-            peer = [ours[0], workload.spec.script, *ours[2:]]  # the script without perflab.lua
+            peer = plain_command(workload, dataset, server, args.threads, seconds)
             env = sysbench.environment(workload)
             measure(server, workload, dataset, args.threads, seconds)  # warm-up, not counted
             ratios = []

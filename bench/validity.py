@@ -24,13 +24,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
-import subprocess
 import time
 from contextlib import ExitStack
 from dataclasses import replace
 
-from common import ROOT, ratio_bounds, ratio_interval
+from common import ROOT, plain_command, plain_qps, ratio_bounds, ratio_interval
 from perflab import run as perflab_run
 from perflab.analysis.verdicts import judge
 from perflab.lab import Lab
@@ -93,18 +91,10 @@ def perflab_ratio(lab: Lab, plan: Plan) -> dict[int, tuple[float, float, float, 
             for (_, threads), v in judged.verdicts.items()}
 
 
-def plain_qps(argv: list[str], environment: dict[str, str]) -> float:
-    out = subprocess.run(argv, capture_output=True, text=True, check=True,
-                         env=environment).stdout
-    found = re.search(r"queries:\s+\d+\s+\(([\d.]+) per sec\.\)", out)
-    if not found:
-        raise SystemExit(f"cannot read sysbench's summary:\n{out}")
-    return float(found.group(1))
-
-
-def plain_argv(workload, plan: Plan, server, threads: int, seconds: int) -> list[str]:
-    ours = sysbench.command(workload, plan.dataset, server.endpoint, threads, seconds)
-    return [ours[0], workload.spec.script, *ours[2:]]  # the workload's script, no perflab.lua
+def plain(workload, plan: Plan, server, threads: int, seconds: int) -> float:
+    """queries/s of plain sysbench against `server` (the peer)."""
+    return plain_qps(plain_command(workload, plan.dataset, server, threads, seconds),
+                     sysbench.environment(workload))
 
 
 def started(stack: ExitStack, lab: Lab, plan: Plan, shift: int = 0) -> dict:
@@ -133,7 +123,6 @@ def reference(lab: Lab, plan: Plan, args, stored: dict, save) -> dict[int, list[
     STATISTICS.md, section 1), so each pair is measured on servers started afresh, their
     copies of the data swapped from one pair to the next, the order alternating (ABBA)."""
     workload = resolve(plan.workload)
-    environment = sysbench.environment(workload)
     for t in args.threads:
         stored.setdefault(str(t), [])
     while min(len(stored[str(t)]) for t in args.threads) < args.pairs:
@@ -145,11 +134,9 @@ def reference(lab: Lab, plan: Plan, args, stored: dict, save) -> dict[int, list[
                 if len(pairs) > number:
                     continue
                 for server in servers.values():  # warm-up, not counted
-                    plain_qps(plain_argv(workload, plan, server, threads, args.seconds * 3),
-                              environment)
+                    plain(workload, plan, server, threads, args.seconds * 3)
                 order = ("base", "changed") if number % 2 == 0 else ("changed", "base")
-                qps = {name: plain_qps(plain_argv(workload, plan, servers[name], threads,
-                                                  args.pair_seconds), environment)
+                qps = {name: plain(workload, plan, servers[name], threads, args.pair_seconds)
                        for name in order}
                 pairs.append(qps["changed"] / qps["base"])
                 save()
@@ -161,7 +148,6 @@ def reference(lab: Lab, plan: Plan, args, stored: dict, save) -> dict[int, list[
 def absolute(lab: Lab, plan: Plan, args, stored: dict, save) -> dict[int, list[float]]:
     """Per thread count, perflab point qps / long plain sysbench run's qps, same server."""
     workload = resolve(plan.workload)
-    environment = sysbench.environment(workload)
     single = replace(plan, configs=plan.configs[:1])
     with ExitStack() as stack:
         (server,) = started(stack, lab, single).values()
@@ -169,11 +155,10 @@ def absolute(lab: Lab, plan: Plan, args, stored: dict, save) -> dict[int, list[f
             pairs = stored.setdefault(str(threads), [])
             if len(pairs) >= args.absolute_pairs:
                 continue
-            plain_qps(plain_argv(workload, plan, server, threads, args.seconds), environment)
+            plain(workload, plan, server, threads, args.seconds)
             while len(pairs) < args.absolute_pairs:
                 ours = measure(server, workload, plan.dataset, threads, args.seconds)[0].qps
-                theirs = plain_qps(plain_argv(workload, plan, server, threads,
-                                              args.pair_seconds), environment)
+                theirs = plain(workload, plan, server, threads, args.pair_seconds)
                 pairs.append(ours / theirs)
                 save()
                 print(f"  absolute {threads} threads: perflab/plain {pairs[-1]:.3f}", flush=True)

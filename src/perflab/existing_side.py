@@ -34,7 +34,7 @@ from perflab.progress import pairs
 from perflab.server.connection import query
 from perflab.server.existing import ExistingServer, Permissions
 from perflab.server.variables import read_catalog
-from perflab.side import Say, check_configs
+from perflab.side import Say, check_config, check_configs
 
 OWN_SCHEMA_PREFIX = "perflab_"
 STATEMENT_SLACK_SECONDS = 30  # a statement may run this much longer than a point or warm-up
@@ -168,9 +168,7 @@ class ExistingSide:
 
     def add(self, config: ServerConfig) -> None:
         self._check_config(config)
-        single = replace(self.plan, configs=(config,), baseline=config.name)
-        self.options[config.name] = check_configs(single, self.catalog,
-                                                  self.workload)[config.name]
+        self.options[config.name] = check_config(self.plan, config, self.catalog, self.workload)
         self.ensure_dataset(config)
 
     def schedule(self) -> tuple[str, str]:

@@ -103,7 +103,7 @@ class Fleet:
             number += len(configs)
 
     def dataset_key(self, config: ServerConfig) -> str:
-        return self.workload.dataset_key(self.plan.dataset_for(config))
+        return self.workload.config_dataset_key(self.plan, config)
 
     def slot_of(self, config: ServerConfig, round_number: int) -> Slot:
         key = self.dataset_key(config)

@@ -30,7 +30,7 @@ def way_of_measuring(plan: Plan, schedule: str) -> str:
 
 
 def _dataset(plan: Plan, workload: ResolvedWorkload) -> str:
-    return workload.dataset_key(plan.dataset_for(plan.config(plan.baseline)))
+    return workload.config_dataset_key(plan, plan.config(plan.baseline))
 
 
 def lab_noise(store: ResultStore, plan: Plan, workload: ResolvedWorkload, schedule: str

@@ -104,6 +104,13 @@ def check_configs(plan: Plan, catalog: Catalog, workload: ResolvedWorkload
     return checked
 
 
+def check_config(plan: Plan, config: ServerConfig, catalog: Catalog,
+                 workload: ResolvedWorkload) -> dict[str, str]:
+    """One configuration not in the plan (a tuning trial) checked as the plan's are."""
+    single = replace(plan, configs=(config,), baseline=config.name)
+    return check_configs(single, catalog, workload)[config.name]
+
+
 class ManagedSide:
     """mariadbd started by perflab in the lab's first slot, for one configuration at a time."""
 
@@ -122,13 +129,11 @@ class ManagedSide:
         self.slot = lab.slot(0)
 
     def add(self, config: ServerConfig) -> None:
-        single = replace(self.plan, configs=(config,), baseline=config.name)
-        self.options[config.name] = check_configs(single, self.catalog,
-                                                  self.workload)[config.name]
+        self.options[config.name] = check_config(self.plan, config, self.catalog, self.workload)
         self.ensure_dataset(config)
 
     def dataset_key(self, config: ServerConfig) -> str:
-        return self.workload.dataset_key(self.plan.dataset_for(config))
+        return self.workload.config_dataset_key(self.plan, config)
 
     def schedule(self) -> tuple[str, str]:
         plan = self.plan

@@ -34,6 +34,6 @@ class ServerStates:
                          f"{asked} as asked (MariaDB overrides it; the lab records what it runs)")
         process = server.facts()
         process["environment"] = config.environment.describe()
-        process["dataset"] = self.workload.dataset_key(self.plan.dataset_for(config))
+        process["dataset"] = self.workload.config_dataset_key(self.plan, config)
         return self.store.save_server_state(session, config.name, how, self.catalog.version,
                                             variables, process)

@@ -107,7 +107,6 @@ local executed, measured, latency_sum, latency_min, latency_max = 0, 0, 0, -1, 0
 local first_ms = -1
 local per_slice = {}
 local expected_ms = 0  -- this thread's running mean event latency (sliced runs)
-local spilled = 0  -- events' shares run on into another process's slice, not counted
 
 -- Sleep until this process's next slice, with time in it for an event of this thread's usual
 -- length; nil once the measured window is over.
@@ -168,7 +167,6 @@ function event(thread_id)
    end
    if at >= lead then
       measured = measured + share
-      spilled = spilled + 1 - share
       if timing then
          if not sliced then ended = now_ms() end
          local elapsed = ended - started
@@ -214,10 +212,9 @@ function thread_done(...)
       slices[#slices + 1] = string.format('"%d":%.4f', s, n)
    end
    emit(string.format('{"type":"window","thread":%d,"executed":%d,"measured":%.4f,' ..
-                      '"spilled":%.4f,' ..
                       '"latency_sum_ms":%.6f,"latency_min_ms":%.6f,"latency_max_ms":%.6f,' ..
                       '"first_ms":%.3f,"slices":{%s}}',
-                      sysbench.tid, executed, measured, spilled, latency_sum, math.max(latency_min, 0),
+                      sysbench.tid, executed, measured, latency_sum, math.max(latency_min, 0),
                       latency_max, first_ms, table.concat(slices, ",")))
 end
 
