@@ -265,3 +265,25 @@ def test_a_fleet_slice_counts_only_its_own_work(shared_lab, tmp_path):
             else:
                 assert p["status"] == "failed"
                 assert "too long for 250 ms slices" in p["error"], p["error"]
+
+
+def test_a_serial_point_counts_its_window_and_nothing_else(shared_lab, tmp_path):
+    """Events of 0.3 s at 2 threads do 6.67 a second, 13.3 in a 2-s window (stored as 13
+    whole events). A serial point is measured after a lead of its own in the same sysbench
+    run, events across the window's edges counted for their share inside, so sysbench
+    starting its threads is not in the window and the edges neither lose nor gain an event;
+    its series is counted per quarter second."""
+    statements = tmp_path / "sleep.toml"
+    statements.write_text(SLEEPS.format(seconds=0.3))
+    plan = write_plan(tmp_path / "serial-window.toml", "serial-window", configs=ONE_CONFIG,
+                      threads=(2,), repeats=2, run_seconds=2, warmup_seconds=0,
+                      workload=f'name = "sql"\noptions = {{ file = "{statements}" }}')
+    plan.write_text(plan.read_text().replace("[run]", '[run]\nschedule = "serial"'))
+    out = run_cli("run", str(plan), "--lab", str(shared_lab.root))
+    assert out.returncode == 0, out.stderr
+    points = stored_points(shared_lab, "serial-window")
+    assert len(points) == 2
+    for p in points:
+        assert p["status"] == "ok", p["error"]
+        assert 6.45 < p["qps"] < 6.85, p["qps"]
+        assert len(json.loads(p["series_json"])) == 8  # quarter seconds

@@ -203,3 +203,36 @@ def test_a_results_database_of_the_first_release_opens_and_reports(tmp_path):
     document = json.loads(render_json(study))
     assert [p["qps"] for p in document["points"]] == [100.0, 150.0]
     assert document["points"][0]["profile"] == []
+
+
+def test_the_dependence_a_lab_measured_is_frozen_into_a_study_at_its_first_run(tmp_path):
+    """calibrate's lag-1 of rounds becomes the least the study's intervals allow for when it
+    is more than the design's floor and measured over enough rounds; once the study has run,
+    later figures (which may include its own rounds) change nothing."""
+    from perflab.load.workloads import resolve
+    from perflab.noise import _dataset, frozen_dependence, way_of_measuring
+    from perflab.store import Noise
+
+    workload = resolve(PLAN.workload)
+
+    def noise(threads: int, rounds: int, lag1: float) -> Noise:
+        return Noise(workload.workload.label, _dataset(PLAN, workload),
+                     way_of_measuring(PLAN, "fleet"), PLAN.run.run_seconds, threads, rounds,
+                     0.05, "calibrate", "aa", lag1=lag1)
+
+    with ResultStore(tmp_path / "perflab.sqlite") as store:
+        assert frozen_dependence(store, PLAN, workload, "fleet").run.lag1 == 0.2  # none yet
+        store.save_noise([noise(1, 12, 0.5), noise(2, 4, 0.9)])  # 2 threads: too few rounds
+        assert frozen_dependence(store, PLAN, workload, "serial") == PLAN  # another way
+        store.save_noise([noise(2, 12, 0.3), noise(4, 12, 0.4)])
+        frozen = frozen_dependence(store, PLAN, workload, "fleet")
+        assert frozen.run.lag1 == 0.4  # the median of 0.5, 0.3, 0.4
+        assert frozen.run.design().lag1 == 0.4
+        store.save_plan(frozen)
+        store.save_noise([noise(1, 20, 0.7), noise(2, 20, 0.7), noise(4, 20, 0.7)])
+        assert frozen_dependence(store, PLAN, workload, "fleet") == PLAN  # run before
+        store.save_plan(PLAN)  # a later run's plan: the first run's dependence holds
+        assert store.design(PLAN.name).lag1 == 0.4
+    with ResultStore(tmp_path / "low.sqlite") as store:
+        store.save_noise([noise(1, 12, 0.1), noise(2, 12, -0.2)])
+        assert frozen_dependence(store, PLAN, workload, "fleet") == PLAN  # below the floor

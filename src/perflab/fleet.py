@@ -43,8 +43,6 @@ from perflab.store import PointRecord, Symbol
 
 Say = Callable[[str], None]
 MEMORY_SHARE = 0.5  # the fleet's servers may take up to half the RAM, worst case
-START_ALLOWANCE_MS = 200  # sysbench's start, before the slices begin ...
-PER_THREAD_MS = 3  # ... plus this per client thread of all processes
 PERF_ATTACH_SECONDS = 1.0  # perf's own start, before the slices' clock starts
 PROFILE_SLACK_SECONDS = 30  # a recording's upper bound past the sliced run (stopped at its end)
 
@@ -168,9 +166,9 @@ class Fleet:
             for member, _ in live}
         if self.profiler is not None:
             time.sleep(PERF_ATTACH_SECONDS)
-        now = time.clock_gettime(time.CLOCK_MONOTONIC) * 1000
-        epoch = now + START_ALLOWANCE_MS + PER_THREAD_MS * threads * count
-        slicing = sysbench.Slicing(epoch, slice_ms, count, lead_ms, measure_ms)
+        now = sysbench.monotonic_ms()
+        slicing = sysbench.Slicing(sysbench.Slicing.epoch(now, threads * count), slice_ms, count,
+                                   lead_ms, measure_ms)
         before = {}
         jobs = []
         for member, _ in live:

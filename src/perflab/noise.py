@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from dataclasses import replace
 
 from perflab.load.workloads import ResolvedWorkload
 from perflab.plan import Plan
@@ -17,6 +18,7 @@ from perflab.progress import duration
 from perflab.rounds import comparisons
 from perflab.stats.decide import forecast_half_width
 from perflab.stats.dependence import lag1, skewness
+from perflab.stats.design import Design
 from perflab.store import Noise, ResultStore, StoredPoint
 
 ASSUMED_NOISE = 0.10  # per-round sd of a log ratio, before this lab has measured any
@@ -49,6 +51,32 @@ def lab_noise(store: ResultStore, plan: Plan, workload: ResolvedWorkload, schedu
     return sd, f"measured in this lab over {rounds} rounds"
 
 
+LAG1_ROUNDS = 8  # a lag-1 measured over fewer rounds of a thread count is not used
+
+
+def frozen_dependence(store: ResultStore, plan: Plan, workload: ResolvedWorkload,
+                      schedule: str) -> Plan:
+    """The plan with the dependence of rounds its intervals allow for, at the study's first
+    run: the lag-1 autocorrelation this lab measured for the plan's way of measuring (the
+    median over thread counts of the latest figures; calibrate measures it), when more than
+    the design's floor. Later runs keep the first run's (stats/design.spanning), so that it is
+    never chosen after seeing the study's own rounds."""
+    if store.design_of(plan.name) is not None:
+        return plan
+    found = store.noise(workload.workload.label, _dataset(plan, workload),
+                        way_of_measuring(plan, schedule), plan.run.run_seconds)
+    per_threads: dict[int, float] = {}
+    for noise in found:
+        if noise.rounds >= LAG1_ROUNDS and math.isfinite(noise.lag1):
+            per_threads.setdefault(noise.threads, noise.lag1)
+    if not per_threads:
+        return plan
+    measured = round(statistics.median(per_threads.values()), 2)
+    if measured <= plan.run.lag1:
+        return plan
+    return replace(plan, run=replace(plan.run, lag1=measured))
+
+
 def forecast(plan: Plan, design, noise: tuple[float, str]) -> list[str]:
     """Before the first point: the interval the plan's rounds and budget can reach."""
     cells = (len(plan.configs) - 1) * len(plan.run.threads)
@@ -57,7 +85,10 @@ def forecast(plan: Plan, design, noise: tuple[float, str]) -> list[str]:
     sd, source = noise
     level = design.alpha / cells
     lines = [f"noise: {sd:.1%} per round ({source}); {cells} comparisons, "
-             f"margin ±{design.margin:.0%}"]
+             f"margin ±{design.margin:.0%}",
+             f"  lag-1 autocorrelation of rounds allowed for: {design.lag1:.2f} " +
+             ("(this lab's, frozen at the study's first run)" if design.lag1 > Design.lag1
+              else "(the least perflab allows for)")]
     for rounds in sorted({design.first_look, design.last_look}):
         half = math.expm1(forecast_half_width(sd, rounds, level, cells, design))
         lines.append(f"  {rounds} rounds: intervals about ±{half:.0%}")

@@ -129,6 +129,9 @@ class RunSettings:
     # the servers fit in memory and disk).
     schedule: str = "auto"
     slice_seconds: float = 0.25
+    # Not a plan key: the least lag-1 autocorrelation of rounds the intervals allow for, set
+    # at a study's first run from what the lab measured (noise.frozen_dependence).
+    lag1: float = Design.lag1
 
     @property
     def effective_slice_seconds(self) -> float:
@@ -144,7 +147,8 @@ class RunSettings:
         """How the verdicts are judged: one look after `repeats` rounds, or with a time budget
         a look after every round up to max_rounds."""
         last = self.max_rounds if self.time else self.repeats
-        return Design(self.alpha, self.margin, self.repeats, max(last, self.repeats))
+        return Design(self.alpha, self.margin, self.repeats, max(last, self.repeats),
+                      self.lag1)
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from perflab.fleet import Fleet
 from perflab.lab import Lab
 from perflab.load import sysbench
 from perflab.load.workloads import ResolvedWorkload, resolve
-from perflab.noise import forecast, lab_noise, save_noise
+from perflab.noise import forecast, frozen_dependence, lab_noise, save_noise
 from perflab.plan import Dataset, Plan, Point, ServerConfig
 from perflab.probes.profile import Profiler
 from perflab.probes.status import delta, global_status
@@ -61,15 +61,22 @@ def measure(
     server: Server, workload: ResolvedWorkload, dataset: Dataset, threads: int,
     seconds: int, client: list[str] | None = None,
 ) -> tuple[sysbench.LoadResult, dict[str, float]]:
-    """One measured sysbench run on a running server, with the status counters' delta.
+    """One measured point on a running server, with the status counters' delta.
 
-    The status snapshots are taken outside sysbench's timed window, so they cost the figures
-    nothing. `client` prefixes sysbench's command (taskset for a pinned client). Raises
-    LoadFailed or a connection error when the run fails.
+    Its `seconds` are measured after a lead of their own in the same sysbench run
+    (sysbench.Slicing.alone), so that sysbench starting its threads, connecting them and
+    preparing their statements costs the figures nothing; the status snapshots are taken
+    outside the run. `client` prefixes sysbench's command (taskset for a pinned client).
+    Raises LoadFailed or a connection error when the run fails.
     """
     with server.connect() as conn:
         before = global_status(conn)
-    result = run_load(server, workload, dataset, threads, seconds, client)
+    now = sysbench.monotonic_ms()
+    window = sysbench.Slicing.alone(now, threads, seconds)
+    argv = sysbench.command(workload, dataset, server.endpoint, threads, window.run_seconds(now))
+    result = sysbench.run_window([*(client or []), *argv],
+                                 sysbench.environment(workload, server.endpoint), window,
+                                 threads, server.endpoint.sysbench_input())
     with server.connect() as conn:
         after = global_status(conn)
     return result, delta(before, after)
@@ -79,7 +86,8 @@ def run_load(
     server: Server, workload: ResolvedWorkload, dataset: Dataset, threads: int,
     seconds: int, client: list[str] | None = None,
 ) -> sysbench.LoadResult:
-    """sysbench against a running server: the one way perflab drives load (warm-up or point)."""
+    """sysbench against a running server for `seconds`, from its first second: the load
+    health measures with status snapshots around it, start-up included."""
     argv = sysbench.command(workload, dataset, server.endpoint, threads, seconds)
     return sysbench.run([*(client or []), *argv], sysbench.environment(workload, server.endpoint),
                         seconds, threads, server.endpoint.sysbench_input())
@@ -125,7 +133,7 @@ class Runner:
                                  else ManagedSide(plan, lab, self.workload, say))
         self.catalog = self.side.catalog
         self.states = ServerStates(store, plan, self.workload, self.catalog, say)
-        self.plan_id = store.save_plan(plan)
+        self.plan_id: int | None = None  # saved with the first session (open_session)
         self.server_state_id: int | None = None
         self.profiler = Profiler(say)
         self.schedule: str | None = None  # decided by run(), or on first need (noise)
@@ -134,13 +142,15 @@ class Runner:
     def run(self) -> RunSummary:
         """Every round not stored yet; with a time budget, the rounds that decide."""
         run, started = self.plan.run, time.monotonic()
-        design = self.store.design(self.plan.name)  # this plan's looks and earlier runs'
         deadline = started + run.time if run.time else None
         for config in self.plan.configs:
             self.side.ensure_dataset(config)
         schedule, why = self.side.schedule()
         self.schedule = schedule
         self.say(f"schedule: {schedule} ({why})")
+        self.plan = frozen_dependence(self.store, self.plan, self.workload, schedule)
+        self.plan_id = self.store.save_plan(self.plan)
+        design = self.store.design(self.plan.name)  # this plan's looks and earlier runs'
         for line in forecast(self.plan, design, self.noise()):
             self.say(line)
         summary = RunSummary(self.plan.name, schedule, 0, len(self._ok()), 0, 0, 0.0)
@@ -204,6 +214,8 @@ class Runner:
         self.side.add(config)
 
     def open_session(self) -> int:
+        if self.plan_id is None:
+            self.plan_id = self.store.save_plan(self.plan)
         return self.store.begin_session(self.plan.name, self.plan_id, host_facts(self.lab.root))
 
     def measure_point(self, session: int, point: Point) -> PointRecord:

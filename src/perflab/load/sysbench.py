@@ -130,17 +130,44 @@ def environment(workload: ResolvedWorkload, endpoint: Endpoint | None = None
     return env
 
 
+START_ALLOWANCE_MS = 200  # sysbench's start, before a sliced run's clock begins ...
+PER_THREAD_MS = 3  # ... plus this per client thread of all its processes
+POINT_LEAD_MS = 1000  # a point's own warm-up: its threads connected, statements prepared
+POINT_SLICE_MS = 250  # a point's series: events counted per quarter second
+
+
+def monotonic_ms() -> float:
+    """Now on the clock the Lua driver's slices are counted on (CLOCK_MONOTONIC)."""
+    return time.clock_gettime(time.CLOCK_MONOTONIC) * 1000
+
+
 @dataclass(frozen=True)
 class Slicing:
     """Several sysbench processes, one per server, taking turns on one clock: slice s (of
     slice_ms, counted from epoch_ms on CLOCK_MONOTONIC) belongs to process s mod count. The
-    first lead_ms warm up, the next measure_ms are measured (see lua/perflab.lua)."""
+    first lead_ms warm up, the next measure_ms are measured (see lua/perflab.lua).
+
+    With count 1 (`Slicing.alone`) one process has every slice: a point measured on its own,
+    whose window leaves out sysbench starting its threads and their first events, and whose
+    slices only count its series."""
 
     epoch_ms: float
     slice_ms: float
     count: int
     lead_ms: float
     measure_ms: float
+
+    @staticmethod
+    def epoch(now_ms: float, threads: int) -> float:
+        """When the slices' clock may begin for processes started at now_ms with `threads`
+        client threads in all."""
+        return now_ms + START_ALLOWANCE_MS + PER_THREAD_MS * threads
+
+    @classmethod
+    def alone(cls, now_ms: float, threads: int, seconds: float) -> Slicing:
+        """One process measured for `seconds` after a lead of its own."""
+        return cls(cls.epoch(now_ms, threads), POINT_SLICE_MS, 1, POINT_LEAD_MS,
+                   seconds * 1000)
 
     def variable(self, index: int) -> str:
         return (f"{self.epoch_ms:.3f} {self.slice_ms:.3f} {self.count} {index} "
@@ -260,15 +287,26 @@ def steady(rates: list[float]) -> bool:
     return last <= before * (1 + STEADY_RISE)
 
 
+def run_window(argv: list[str], env: dict[str, str], window: Slicing, threads: int,
+               stdin: str | None = None) -> LoadResult:
+    """One sysbench measured in `window` (Slicing.alone). Raises LoadFailed."""
+    (result,) = run_sliced([(argv, env)], window, threads, stdin)
+    if isinstance(result, LoadFailed):
+        raise result
+    return result
+
+
 def run_sliced(jobs: list[tuple[list[str], dict[str, str]]], slicing: Slicing,
-               threads: int) -> list[LoadResult | LoadFailed]:
+               threads: int, stdin: str | None = None) -> list[LoadResult | LoadFailed]:
     """Start one sysbench per job (each with its place in the slicing), wait for all, and give
-    each job's result or its failure: one server failing does not fail the others."""
+    each job's result or its failure: one server failing does not fail the others. `stdin`:
+    as for `start`, to every job."""
     processes = []
     results: list[LoadResult | LoadFailed] = []
     with ClientCpu() as cpu:  # the jobs together: they share the client machine
         for index, (argv, env) in enumerate(jobs):
-            processes.append(start(argv, {**env, "PERFLAB_SLICES": slicing.variable(index)}))
+            processes.append(start(argv, {**env, "PERFLAB_SLICES": slicing.variable(index)},
+                                   stdin))
         timeout = (slicing.lead_ms + slicing.measure_ms) / 1000 + 60 + threads // 4
         for index, process in enumerate(processes):
             try:
@@ -343,7 +381,7 @@ def _sliced_result(total: dict, windows: list[dict], histogram: dict[int, int],
     measured = sum(w["measured"] for w in windows)
     timed = sum(histogram.values())
     latency_avg = sum(w["latency_sum_ms"] for w in windows) / timed if timed else 0.0
-    if latency_avg > slicing.slice_ms * MAX_LATENCY_SHARE_OF_SLICE:
+    if slicing.count > 1 and latency_avg > slicing.slice_ms * MAX_LATENCY_SHARE_OF_SLICE:
         raise LoadFailed(
             f"events took {latency_avg:.1f} ms on average, too long for "
             f"{slicing.slice_ms:g} ms slices: the servers' turns would overlap",

@@ -278,8 +278,17 @@ class ResultStore:
 
     def design(self, study: str) -> Design:
         """How the study's verdicts are judged, over every plan it was run with (spanning)."""
+        found = self.design_of(study)
+        if found is None:
+            raise KeyError(study)
+        return found
+
+    def design_of(self, study: str) -> Design | None:
+        """The study's design (see `design`), None before its first run."""
         rows = self.db.execute("SELECT plan_json FROM plans WHERE study = ? ORDER BY id",
                                (study,)).fetchall()
+        if not rows:
+            return None
         return spanning([Plan.from_json(json.loads(r["plan_json"])).run.design() for r in rows])
 
     def points(self, study: str, definitions: list[str] | None = None,

@@ -20,6 +20,9 @@
 -- than its events take (a running mean of its own latencies), so that its work does not run
 -- on into the next process's slice and take that server's time; an event that still does is
 -- counted for the share of its time inside its own slice (a fraction of an event).
+--
+-- A process alone (count 1: a point measured on its own) has every slice, so it starts events
+-- until the window ends; events across the window's start or end count for their share inside.
 
 local workload = os.getenv("PERFLAB_WORKLOAD")
 if workload == nil or workload == "" then
@@ -120,7 +123,7 @@ local function my_turn(t)
       else
          local s = floor(at / SLICE)
          local left = (s + 1) * SLICE - at
-         if s % TURNS == MINE and left > expected_ms then
+         if s % TURNS == MINE and (TURNS == 1 or left > expected_ms) then
             return t
          end
          ffi.C.usleep(floor(left * 1000) + 20)
@@ -160,9 +163,16 @@ function event(thread_id)
       ended = now_ms()
       local elapsed = ended - started
       expected_ms = expected_ms == 0 and elapsed or 0.9 * expected_ms + 0.1 * elapsed
-      local over = ended - EPOCH - (floor(at / SLICE) + 1) * SLICE
+      local stop = TURNS == 1 and finish or (floor(at / SLICE) + 1) * SLICE
+      local over = ended - EPOCH - stop
       if over > 0 and elapsed > 0 then
          share = 1 - over / elapsed
+      end
+      if TURNS == 1 and at < lead and ended - EPOCH > lead and elapsed > 0 then
+         -- begun in the lead, ended in the window (a fleet's lead ends where a turn begins)
+         local inside = (ended - EPOCH - lead) / elapsed
+         measured = measured + inside
+         per_slice[0] = (per_slice[0] or 0) + inside
       end
    end
    if at >= lead then
