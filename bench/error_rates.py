@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import math
+from dataclasses import replace
 
 from perflab.stats.design import Design
 from perflab.stats.simulate import Noise, simulate
@@ -49,6 +50,9 @@ def main() -> None:
     parser.add_argument("--families", type=int, default=2000)
     parser.add_argument("--rho", type=float, nargs="*", default=[0.0, 0.2, 0.4])
     parser.add_argument("--seed", type=int, default=11)
+    parser.add_argument("--allowance", type=float, nargs="*", default=[],
+                        help="also, for each: the A/A rows at --rho judged by a design that "
+                             "allows for this lag-1 (what a lab's own measurement freezes)")
     args = parser.parse_args()
     families = args.families
     aa = {cell: 0.0 for cell in TABLE}
@@ -58,6 +62,12 @@ def main() -> None:
     for rho in args.rho:
         row(f"A/A, 16 cells, demo noise, rho {rho:g}", aa, Noise(POINT_SD, rho=rho),
             BUDGET, families, args.seed)
+    for allowance in args.allowance:
+        for rho in args.rho:
+            row(f"A/A, rho {rho:g}, design allowing {allowance:g}", aa,
+                Noise(POINT_SD, rho=rho), replace(BUDGET, lag1=allowance), families, args.seed)
+    if args.allowance:
+        return
     row("A/A, rho 0.2, skew -1", aa, Noise(POINT_SD, rho=0.2, skew=-1.0), BUDGET, families,
         args.seed)
     row("A/A, rho 0.2, t(4) tails", aa, Noise(POINT_SD, rho=0.2, tails=4), BUDGET, families,

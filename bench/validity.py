@@ -1,7 +1,8 @@
 """bench/validity: are perflab's ratios the ones plain sysbench measures?
 
-Known effects of server settings on InnoDB oltp_read_only (4 tables x 25,000 rows, in memory),
-at a low and a high thread count, each measured four ways:
+Known effects of server settings on InnoDB (4 tables x 25,000 rows, in memory), small and large,
+read-only and read-write, with a read-write A/A, at a low and a high thread count (by default
+those of the built-in innodb-small-effects study), each measured four ways:
 
 - by the fleet (`schedule = "fleet"`: one server per configuration, 250-ms slices);
 - by serial rounds (`schedule = "serial"`: one server, configurations back to back);
@@ -17,7 +18,7 @@ agree with the reference within +-1.5 percentage points (goal of issue 31). Resu
 with the same --stamp and what is stored (perflab's points, the reference pairs in
 bench/out/validity-STAMP.json) is kept.
 
-    .venv/bin/python bench/validity.py --stamp 2026-11-25
+    .venv/bin/python bench/validity.py --stamp 2026-11-25b
 """
 
 from __future__ import annotations
@@ -40,12 +41,18 @@ from perflab.server import environment as env
 from perflab.side import ManagedSide
 from perflab.studies import resolve_plan
 
-EFFECTS = {  # name: (what, the changed configuration's variables)
-    "ahi": ("adaptive hash index on (MariaDB 10.11: off by default)",
+EFFECTS = {  # name: (what, workload, the changed configuration's variables)
+    "ahi": ("adaptive hash index on (MariaDB 10.11: off by default)", "oltp_read_only",
             'innodb_adaptive_hash_index = "ON"'),
-    "pfs": ("performance schema on", 'performance_schema = "ON"'),
-    "pool": ("buffer pool 8 MiB, smaller than the data (large)",
+    "pfs": ("performance schema on", "oltp_read_only", 'performance_schema = "ON"'),
+    "pool": ("buffer pool 8 MiB, smaller than the data (large)", "oltp_read_only",
              'innodb_buffer_pool_size = "8M"'),
+    # read-write: each server's flushing and purge go on in the background, also in the other
+    # servers' slices. An A/A, and an effect that lies mostly in that background work.
+    "rw-aa": ("read-write A/A: both sides write, and flush in the background", "oltp_read_write",
+              ""),
+    "doublewrite": ("read-write, doublewrite buffer off: the page flushes write half as much",
+                    "oltp_read_write", 'innodb_doublewrite = "OFF"'),
 }
 PLAN = """
 [study]
@@ -56,7 +63,7 @@ engine = "InnoDB"
 tables = 4
 rows = 25000
 [workload]
-name = "oltp_read_only"
+name = "{workload}"
 [run]
 threads = {threads}
 warmup_seconds = 3
@@ -76,9 +83,10 @@ ABSOLUTE_THREADS = (1, 4, 16, 64, 128)
 def plan_for(effect: str, schedule: str, args) -> Plan:
     path = ROOT / "out" / f"validity-{args.stamp}" / f"{effect}-{schedule}.toml"
     path.parent.mkdir(parents=True, exist_ok=True)
+    what, workload, variables = EFFECTS[effect]
     path.write_text(PLAN.format(name=f"v-{effect}-{schedule}", threads=list(args.threads),
                                 seconds=args.seconds, rounds=args.rounds, schedule=schedule,
-                                variables=EFFECTS[effect][1]))
+                                workload=workload, variables=variables))
     return resolve_plan(str(path))
 
 
@@ -176,9 +184,9 @@ def main() -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--stamp", default=time.strftime("%Y-%m-%d"))
     parser.add_argument("--effects", nargs="*", default=list(EFFECTS), choices=list(EFFECTS))
-    parser.add_argument("--threads", type=int, nargs="*", default=[4, 32])
+    parser.add_argument("--threads", type=int, nargs="*", default=[8, 32])
     parser.add_argument("--rounds", type=int, default=10)
-    parser.add_argument("--seconds", type=int, default=2)
+    parser.add_argument("--seconds", type=int, default=3)
     parser.add_argument("--pairs", type=int, default=6)
     parser.add_argument("--pair-seconds", type=int, default=10)
     parser.add_argument("--absolute-pairs", type=int, default=3)
@@ -192,7 +200,7 @@ def main() -> None:
 
     rows = []
     for effect in args.effects:
-        print(f"== {effect}: {EFFECTS[effect][0]}", flush=True)
+        print(f"== {effect}: {EFFECTS[effect][0]} ({EFFECTS[effect][1]})", flush=True)
         fleet = perflab_ratio(lab, plan_for(effect, "fleet", args))
         serial = perflab_ratio(lab, plan_for(effect, "serial", args))
         ref = reference(lab, plan_for(effect, "fleet", args), args,

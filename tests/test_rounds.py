@@ -59,8 +59,11 @@ def test_the_planned_rounds_measure_everything_and_resume_where_they_stopped(tmp
     first = next_round(study, [], design, 1)
     assert names(first) == {1: ["base", "fast", "same"], 4: ["base", "fast", "same"]}
     stored = [point("base", 1, 2, 1.0), point("fast", 1, 2, 1.0)]  # round 2 cut short
-    assert names(next_round(study, stored, design, 2)) == {1: ["same"],
+    # a thread count is measured whole: its ratios never pair points of two runs
+    assert names(next_round(study, stored, design, 2)) == {1: ["base", "fast", "same"],
                                                            4: ["base", "fast", "same"]}
+    stored += [point(c, 1, 2, 1.0) for c in ("same",)]
+    assert names(next_round(study, stored, design, 2)) == {4: ["base", "fast", "same"]}
     done = measured(range(1, 3), 0.0)
     assert next_round(study, done, design, 2).points == {}  # stored by an earlier run
     assert next_round(study, done, design, 3) == Stop(3)
@@ -80,10 +83,13 @@ def test_a_budget_measures_only_the_undecided_comparisons_with_their_baseline(tm
     assert isinstance(step, Measure)
     assert names(step) == {1: ["base", "same"], 4: ["base", "same"]}
     assert "after round 3: 2 of 4 comparisons decided" == step.note
-    # a round's comparisons come from the rounds before it: a half-stored round 4 changes nothing
+    # a round's comparisons come from the rounds before it: a half-stored round 4 changes
+    # nothing, and its thread count is measured again whole
     half = [point("base", 1, 4, 1000.0)]
-    assert names(next_round(study, stored + half, design, 4)) == {1: ["same"],
+    assert names(next_round(study, stored + half, design, 4)) == {1: ["base", "same"],
                                                                   4: ["base", "same"]}
+    whole = half + [point("same", 1, 4, 1000.0)]
+    assert names(next_round(study, stored + whole, design, 4)) == {4: ["base", "same"]}
 
 
 def test_when_everything_is_decided_or_the_looks_are_spent_the_study_stops(tmp_path):

@@ -118,7 +118,7 @@ def test_written_records_read_back_typed_after_a_reopen(tmp_path):
     assert study.health[0].report.failing() == {"hot": ["tmp_disk"]}
 
 
-def test_a_failed_point_is_replaced_by_its_retry_and_an_ok_one_never(tmp_path):
+def test_a_failed_point_is_replaced_by_its_retry_and_an_ok_one_only_when_asked(tmp_path):
     point: Point = expand(PLAN)[0]
     with ResultStore(tmp_path / "db.sqlite") as store:
         session = store.begin_session(PLAN.name, store.save_plan(PLAN), {})
@@ -129,7 +129,12 @@ def test_a_failed_point_is_replaced_by_its_retry_and_an_ok_one_never(tmp_path):
         store.save_point(session, PLAN.name, PointRecord(point, "ok", 5, 6, None, metrics(9.0)))
         assert store.done(PLAN.name, point.definition, point.threads, point.repeat)
         stored = store.points(PLAN.name)
+        # a round's thread count measured again whole (rounds.py) replaces what it measured
+        store.save_point(session, PLAN.name, PointRecord(point, "ok", 7, 8, None, metrics(7.0)),
+                         replace=True)
+        again = store.points(PLAN.name)
     assert [(p.status, p.metrics.qps) for p in stored] == [("ok", 5.0)]
+    assert [(p.status, p.metrics.qps) for p in again] == [("ok", 7.0)]
 
 
 # What the first release (6aed42a) stored: its plan JSON and its points table, verbatim.
@@ -206,9 +211,9 @@ def test_a_results_database_of_the_first_release_opens_and_reports(tmp_path):
 
 
 def test_the_dependence_a_lab_measured_is_frozen_into_a_study_at_its_first_run(tmp_path):
-    """calibrate's lag-1 of rounds becomes the least the study's intervals allow for when it
-    is more than the design's floor and measured over enough rounds; once the study has run,
-    later figures (which may include its own rounds) change nothing."""
+    """The intervals allow for the largest lag-1 of rounds the lab's measured rounds do not
+    rule out (pooled lag-1 + 2 / sqrt(rounds), at least 0), once the lab has measured enough;
+    once the study has run, later figures (which may include its own rounds) change nothing."""
     from perflab.load.workloads import resolve
     from perflab.noise import _dataset, frozen_dependence, way_of_measuring
     from perflab.store import Noise
@@ -223,16 +228,18 @@ def test_the_dependence_a_lab_measured_is_frozen_into_a_study_at_its_first_run(t
     with ResultStore(tmp_path / "perflab.sqlite") as store:
         assert frozen_dependence(store, PLAN, workload, "fleet").run.lag1 == 0.2  # none yet
         store.save_noise([noise(1, 12, 0.5), noise(2, 4, 0.9)])  # 2 threads: too few rounds
-        assert frozen_dependence(store, PLAN, workload, "serial") == PLAN  # another way
+        assert frozen_dependence(store, PLAN, workload, "fleet") == PLAN  # 12 rounds in all
         store.save_noise([noise(2, 12, 0.3), noise(4, 12, 0.4)])
+        assert frozen_dependence(store, PLAN, workload, "serial") == PLAN  # another way
         frozen = frozen_dependence(store, PLAN, workload, "fleet")
-        assert frozen.run.lag1 == 0.4  # the median of 0.5, 0.3, 0.4
-        assert frozen.run.design().lag1 == 0.4
+        assert frozen.run.lag1 == 0.74  # 0.4 pooled over 36 rounds, + 2 / 6
+        assert frozen.run.design().lag1 == 0.74
         store.save_plan(frozen)
-        store.save_noise([noise(1, 20, 0.7), noise(2, 20, 0.7), noise(4, 20, 0.7)])
+        store.save_noise([noise(1, 20, 0.0), noise(2, 20, 0.0), noise(4, 20, 0.0)])
         assert frozen_dependence(store, PLAN, workload, "fleet") == PLAN  # run before
         store.save_plan(PLAN)  # a later run's plan: the first run's dependence holds
-        assert store.design(PLAN.name).lag1 == 0.4
-    with ResultStore(tmp_path / "low.sqlite") as store:
-        store.save_noise([noise(1, 12, 0.1), noise(2, 12, -0.2)])
-        assert frozen_dependence(store, PLAN, workload, "fleet") == PLAN  # below the floor
+        assert store.design(PLAN.name).lag1 == 0.74
+    with ResultStore(tmp_path / "rotated.sqlite") as store:
+        # rounds that alternate (copies of the data rotating between servers): no allowance
+        store.save_noise([noise(1, 50, -0.5), noise(2, 50, -0.3)])
+        assert frozen_dependence(store, PLAN, workload, "fleet").run.lag1 == 0.0

@@ -51,30 +51,33 @@ def lab_noise(store: ResultStore, plan: Plan, workload: ResolvedWorkload, schedu
     return sd, f"measured in this lab over {rounds} rounds"
 
 
-LAG1_ROUNDS = 8  # a lag-1 measured over fewer rounds of a thread count is not used
+LAG1_ROUNDS = 8  # a thread count's lag-1 measured over fewer rounds is not used ...
+LAG1_TOTAL = 24  # ... nor a lab's over fewer rounds in all (its standard error ~ 0.2)
 
 
 def frozen_dependence(store: ResultStore, plan: Plan, workload: ResolvedWorkload,
                       schedule: str) -> Plan:
-    """The plan with the dependence of rounds its intervals allow for, at the study's first
-    run: the lag-1 autocorrelation this lab measured for the plan's way of measuring (the
-    median over thread counts of the latest figures; calibrate measures it), when more than
-    the design's floor. Later runs keep the first run's (stats/design.spanning), so that it is
-    never chosen after seeing the study's own rounds."""
+    """The plan with the dependence of rounds its intervals allow for, set at the study's
+    first run from what this lab measured for the plan's way of measuring (calibrate and
+    earlier runs; the latest figure of each thread count): the largest lag-1
+    autocorrelation those rounds do not rule out (their pooled lag-1 plus two standard
+    errors, 1 / sqrt(rounds) each), not less than 0. Before the lab has measured enough, the
+    design's default allowance holds. Later runs keep the first run's (stats/design.spanning),
+    so it is never chosen after seeing the study's own rounds."""
     if store.design_of(plan.name) is not None:
         return plan
     found = store.noise(workload.workload.label, _dataset(plan, workload),
                         way_of_measuring(plan, schedule), plan.run.run_seconds)
-    per_threads: dict[int, float] = {}
+    per_threads: dict[int, Noise] = {}
     for noise in found:
         if noise.rounds >= LAG1_ROUNDS and math.isfinite(noise.lag1):
-            per_threads.setdefault(noise.threads, noise.lag1)
-    if not per_threads:
+            per_threads.setdefault(noise.threads, noise)
+    rounds = sum(n.rounds for n in per_threads.values())
+    if rounds < LAG1_TOTAL:
         return plan
-    measured = round(statistics.median(per_threads.values()), 2)
-    if measured <= plan.run.lag1:
-        return plan
-    return replace(plan, run=replace(plan.run, lag1=measured))
+    pooled = sum(n.lag1 * n.rounds for n in per_threads.values()) / rounds
+    allowed = max(0.0, pooled + 2 / math.sqrt(rounds))
+    return replace(plan, run=replace(plan.run, lag1=math.ceil(allowed * 100) / 100))
 
 
 def forecast(plan: Plan, design, noise: tuple[float, str]) -> list[str]:
@@ -87,8 +90,9 @@ def forecast(plan: Plan, design, noise: tuple[float, str]) -> list[str]:
     lines = [f"noise: {sd:.1%} per round ({source}); {cells} comparisons, "
              f"margin ±{design.margin:.0%}",
              f"  lag-1 autocorrelation of rounds allowed for: {design.lag1:.2f} " +
-             ("(this lab's, frozen at the study's first run)" if design.lag1 > Design.lag1
-              else "(the least perflab allows for)")]
+             ("(perflab's default, until this lab has measured it)"
+              if design.lag1 == Design.lag1 else
+              "(from this lab's rounds, frozen at the study's first run)")]
     for rounds in sorted({design.first_look, design.last_look}):
         half = math.expm1(forecast_half_width(sd, rounds, level, cells, design))
         lines.append(f"  {rounds} rounds: intervals about ±{half:.0%}")

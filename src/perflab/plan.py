@@ -129,8 +129,8 @@ class RunSettings:
     # the servers fit in memory and disk).
     schedule: str = "auto"
     slice_seconds: float = 0.25
-    # Not a plan key: the least lag-1 autocorrelation of rounds the intervals allow for, set
-    # at a study's first run from what the lab measured (noise.frozen_dependence).
+    # Not a plan key: the lag-1 autocorrelation of rounds the intervals allow for, set at a
+    # study's first run from what the lab measured (noise.frozen_dependence).
     lag1: float = Design.lag1
 
     @property

@@ -5,9 +5,11 @@ and can be tested without a server.
 
 Rounds 1..repeats measure every configuration at every thread count. After them, a plan that
 decides (a look after every round, within a budget) measures again the comparisons still
-undecided, with their baseline, up to the design's last look. A point already stored for that
-round is not measured again: an interrupted run resumes where it stopped. A round is atomic in
-what it asks: its comparisons are chosen from the rounds before it only.
+undecided, with their baseline, up to the design's last look. A thread count of a round already
+stored is not measured again: an interrupted run resumes where it stopped. A round is atomic:
+its comparisons are chosen from the rounds before it only, and a thread count of it is measured
+whole, in one run (one that an interrupted run left half stored is measured again, replacing
+what was stored), so that every ratio pairs points measured together.
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ from perflab.store import StoredPoint, throughput
 @dataclass(frozen=True)
 class Measure:
     """Round `number` measures these configurations per thread count (empty when an earlier
-    run stored all of them); `note` says why a round beyond the planned ones is run."""
+    run stored all of them), replacing any of them an interrupted run stored; `note` says why
+    a round beyond the planned ones is run."""
 
     number: int
     points: dict[int, list[ServerConfig]]
@@ -60,8 +63,8 @@ def next_round(plan: Plan, ok: list[StoredPoint], design: Design, number: int
     else:
         return Stop(number)
     stored = {(p.config, p.threads) for p in ok if p.repeat == number}
-    needed = {t: [c for c in cs if (c.name, t) not in stored] for t, cs in wanted.items()}
-    return Measure(number, {t: cs for t, cs in needed.items() if cs}, note)
+    return Measure(number, {t: cs for t, cs in wanted.items()
+                            if any((c.name, t) not in stored for c in cs)}, note)
 
 
 def comparisons(plan: Plan, points: list[StoredPoint]) -> dict[tuple[str, int], dict[int, float]]:

@@ -218,11 +218,12 @@ class Runner:
             self.plan_id = self.store.save_plan(self.plan)
         return self.store.begin_session(self.plan.name, self.plan_id, host_facts(self.lab.root))
 
-    def measure_point(self, session: int, point: Point) -> PointRecord:
-        """Run one point (starting or reconfiguring the server as needed) and store it."""
+    def measure_point(self, session: int, point: Point, replace: bool = False) -> PointRecord:
+        """Run one point (starting or reconfiguring the server as needed) and store it,
+        replacing a stored one if `replace` (ResultStore.save_point)."""
         check_stop()
         record = self._point(session, point)
-        self.store.save_point(session, self.plan.name, record)
+        self.store.save_point(session, self.plan.name, record, replace)
         return record
 
     def side_by_side_fits(self, configs: list[ServerConfig]) -> str | None:
@@ -279,7 +280,7 @@ class Runner:
             batch = fleet.measure(round_number, threads, rotated(needed[threads], round_number),
                                   lead)
             for record in batch:
-                self.store.save_point(session, self.plan.name, record)
+                self.store.save_point(session, self.plan.name, record, replace=True)
                 if progress is not None:
                     progress.done(record)
             records += batch
@@ -298,7 +299,7 @@ class Runner:
                 begun = time.monotonic()
                 point = Point(config, self.plan.workload, threads, round_number,
                               self.plan.definition(config))
-                record = self.measure_point(session, point)
+                record = self.measure_point(session, point, replace=True)
                 progress.done(record)
                 records.append(record)
                 step = time.monotonic() - begun

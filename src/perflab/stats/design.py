@@ -19,8 +19,9 @@ class Design:
     margin: float = 0.05  # equivalence: the true ratio lies within 1 ± margin
     first_look: int = 3
     last_look: int = 3
-    # the least lag-1 autocorrelation of rounds an interval allows for (stats/dependence.py):
-    # what this kind of machine showed, since a study's own first rounds cannot tell it
+    # the least lag-1 autocorrelation of rounds an interval allows for (stats/dependence.py),
+    # since a study's own first rounds cannot tell it: by default what this kind of machine
+    # showed, until the lab has measured its own (noise.frozen_dependence)
     lag1: float = 0.2
 
     @property

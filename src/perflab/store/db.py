@@ -188,7 +188,11 @@ class ResultStore:
         )
         return cur.lastrowid
 
-    def save_point(self, session_id: int, study: str, record: PointRecord) -> None:
+    def save_point(self, session_id: int, study: str, record: PointRecord,
+                   replace: bool = False) -> None:
+        """Store a measured point. A stored 'ok' point is kept, unless `replace` (a round's
+        thread count measured again whole, rounds.py); a 'failed' one is replaced by its
+        retry."""
         point = record.point
         metrics = record.metrics.as_dict() if record.metrics else {}
         histogram = ({str(k): v for k, v in sorted(record.histogram.items())}
@@ -215,11 +219,11 @@ class ResultStore:
         names = ", ".join(columns)
         marks = ", ".join("?" for _ in columns)
         updates = ", ".join(f"{n} = excluded.{n}" for n in columns)
-        # A stored 'ok' point is never overwritten; a 'failed' one is replaced by its retry.
+        only_failed = "" if replace else " WHERE points.status = 'failed'"
         self.db.execute(
             f"INSERT INTO points ({names}) VALUES ({marks}) "
             "ON CONFLICT (study, definition, threads, repeat) DO UPDATE SET "
-            f"{updates} WHERE points.status = 'failed'",
+            f"{updates}{only_failed}",
             tuple(columns.values()),
         )
 
