@@ -205,10 +205,6 @@ class Runner:
 
     # -- the pieces, also used by tune -----------------------------------------------------------
 
-    def server_options(self, config_name: str) -> dict[str, str]:
-        """A configuration's checked server options, as the command line takes them."""
-        return self.side.options[config_name]
-
     def add_config(self, config: ServerConfig) -> None:
         """A configuration not in the plan (a tuning trial): checked, its dataset ready."""
         self.side.add(config)
@@ -225,10 +221,6 @@ class Runner:
         record = self._point(session, point)
         self.store.save_point(session, self.plan.name, record, replace)
         return record
-
-    def side_by_side_fits(self, configs: list[ServerConfig]) -> str | None:
-        """None when `configs` (already added) can run side by side; else why not."""
-        return self.side.side_by_side_fits(configs)
 
     def measure_side_by_side(self, session: int, configs: list[ServerConfig],
                              round_number: int) -> list[PointRecord]:

@@ -14,7 +14,6 @@ from perflab.lab import Lab
 from perflab.plan import Plan
 from perflab.runner import Runner
 from perflab.stats.decide import decide, half_width
-from perflab.stats.design import Design
 from perflab.store import ResultStore
 from perflab.tune.result import TrialOutcome, TuneResult, moved
 from perflab.tune.settings import TuneSettings
@@ -65,8 +64,7 @@ def remeasure(store: ResultStore, result: TuneResult, plan: Plan, settings: Tune
         (trial.number, base): _gains(settings.direction, result.final.get(base, {}),
                                      result.final.get(f"trial-{trial.number}", {}))
         for trial in candidates for base in ("default", "baseline") if base in result.final}
-    verdicts = decide(comparisons, Design(plan.run.alpha, plan.run.margin,
-                                          first_look=rounds, last_look=rounds))
+    verdicts = decide(comparisons, store.design(final_plan.name))  # as the run froze it
     result.candidates = {trial.number: verdicts.get((trial.number, "default"))
                          for trial in candidates}
     measured_gain = {n: v.change for n, v in result.candidates.items()
