@@ -159,6 +159,10 @@ class SimulatedStore:
     def __exit__(self, *exc) -> None:
         pass
 
+    def design(self, study: str):
+        """The re-measure's design as a run stores it: its plan's, frozen at its first run."""
+        return next(p for p in self.runs if p.name == study).run.design()
+
     def points(self, study: str, definitions) -> list:
         plan = next(p for p in self.runs if p.name == study)
         points = []

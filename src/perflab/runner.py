@@ -205,6 +205,10 @@ class Runner:
 
     # -- the pieces, also used by tune -----------------------------------------------------------
 
+    def server_options(self, config_name: str) -> dict[str, str]:
+        """A configuration's checked server options, as the command line takes them."""
+        return self.side.options[config_name]
+
     def add_config(self, config: ServerConfig) -> None:
         """A configuration not in the plan (a tuning trial): checked, its dataset ready."""
         self.side.add(config)
@@ -221,6 +225,10 @@ class Runner:
         record = self._point(session, point)
         self.store.save_point(session, self.plan.name, record, replace)
         return record
+
+    def side_by_side_fits(self, configs: list[ServerConfig]) -> str | None:
+        """None when `configs` (already added) can run side by side; else why not."""
+        return self.side.side_by_side_fits(configs)
 
     def measure_side_by_side(self, session: int, configs: list[ServerConfig],
                              round_number: int) -> list[PointRecord]:
@@ -340,26 +348,27 @@ class Runner:
         if how is None:
             return
         self.server_state_id = self.states.record(session, self.side.server, config, how)
-        self._warm_up(config)
+        warm_up(self.side, self.plan, self.workload, config, self.say)
 
-    def _warm_up(self, config: ServerConfig) -> None:
-        """Caches preloaded, then the workload until its throughput stops rising (at most
-        run.warmup_seconds)."""
-        run = self.plan.run
-        preloaded = self.side.preload()
-        if run.warmup_seconds <= 0:
-            return
-        threads = run.effective_warmup_threads
-        endpoint = self.side.server.endpoint
-        argv = sysbench.command(self.workload, self.plan.dataset_for(config), endpoint, threads,
-                                run.warmup_seconds)
-        took = sysbench.run_until_steady([*env.client_prefix(config.environment), *argv],
-                                         sysbench.environment(self.workload, endpoint),
-                                         run.warmup_seconds, endpoint.sysbench_input())
-        if self.workload.writes:
-            self.side.wrote()
-        self.say(f"warmed up {config.name}: {preloaded}steady after {took:.1f} s at {threads} "
-                 "threads")
+
+def warm_up(side: ServerSide, plan: Plan, workload: ResolvedWorkload, config: ServerConfig,
+            say: Say) -> None:
+    """After `config` became active on `side`: caches preloaded, then the workload until its
+    throughput stops rising (at most run.warmup_seconds)."""
+    run = plan.run
+    preloaded = side.preload()
+    if run.warmup_seconds <= 0:
+        return
+    threads = run.effective_warmup_threads
+    endpoint = side.server.endpoint
+    argv = sysbench.command(workload, plan.dataset_for(config), endpoint, threads,
+                            run.warmup_seconds)
+    took = sysbench.run_until_steady([*env.client_prefix(config.environment), *argv],
+                                     sysbench.environment(workload, endpoint),
+                                     run.warmup_seconds, endpoint.sysbench_input())
+    if workload.writes:
+        side.wrote()
+    say(f"warmed up {config.name}: {preloaded}steady after {took:.1f} s at {threads} threads")
 
 
 def rotated(items: list, round_number: int) -> list:

@@ -224,7 +224,7 @@ class Tuner:
         """Worst-case bytes of a trial's server: the baseline's variables, then its knobs."""
         values = {name: str(value) for name, value in params.items()}
         return memory_estimate(configured_sizes(
-            self.catalog, {**self.runner.side.options[self.baseline.name], **values}))
+            self.catalog, {**self.runner.server_options(self.baseline.name), **values}))
 
     def _variables(self, params: dict) -> tuple[tuple[str, str], ...]:
         return server_variables(self.baseline.as_dict(), params, self._startup())
@@ -252,7 +252,7 @@ class Tuner:
             self._tell(study, trial, Outcome.FAILED, error=exc.message)
             return
         if self.measured is Measured.SIDE_BY_SIDE:
-            why_not = self.runner.side.side_by_side_fits([self.reference, config])
+            why_not = self.runner.side_by_side_fits([self.reference, config])
             if why_not is not None:
                 self.say(f"trial {number}: refused before start (not counted in the budget): "
                          f"{why_not}")
