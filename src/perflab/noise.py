@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Callable
 from dataclasses import replace
 
 from perflab.load.workloads import ResolvedWorkload
@@ -35,15 +36,24 @@ def _dataset(plan: Plan, workload: ResolvedWorkload) -> str:
     return workload.config_dataset_key(plan, plan.config(plan.baseline))
 
 
+def _latest(store: ResultStore, plan: Plan, workload: ResolvedWorkload, schedule: str,
+            usable: Callable[[Noise], bool] = lambda _: True) -> dict[int, Noise]:
+    """Per thread count, the latest `usable` figure this lab measured for the plan's way of
+    measuring."""
+    found = store.noise(workload.workload.label, _dataset(plan, workload),
+                        way_of_measuring(plan, schedule), plan.run.run_seconds)
+    per_threads: dict[int, Noise] = {}
+    for noise in found:  # the latest first
+        if usable(noise):
+            per_threads.setdefault(noise.threads, noise)
+    return per_threads
+
+
 def lab_noise(store: ResultStore, plan: Plan, workload: ResolvedWorkload, schedule: str
               ) -> tuple[float, str]:
     """The per-round sd this lab measured for the plan's way of measuring, with where it comes
     from; ASSUMED_NOISE when it has measured none."""
-    found = store.noise(workload.workload.label, _dataset(plan, workload),
-                        way_of_measuring(plan, schedule), plan.run.run_seconds)
-    per_threads: dict[int, Noise] = {}
-    for noise in found:
-        per_threads.setdefault(noise.threads, noise)
+    per_threads = _latest(store, plan, workload, schedule)
     if not per_threads:
         return ASSUMED_NOISE, "assumed: this lab has not measured it yet (perflab calibrate)"
     sd = statistics.median(n.sd for n in per_threads.values())
@@ -66,12 +76,8 @@ def frozen_dependence(store: ResultStore, plan: Plan, workload: ResolvedWorkload
     so it is never chosen after seeing the study's own rounds."""
     if store.design_of(plan.name) is not None:
         return plan
-    found = store.noise(workload.workload.label, _dataset(plan, workload),
-                        way_of_measuring(plan, schedule), plan.run.run_seconds)
-    per_threads: dict[int, Noise] = {}
-    for noise in found:
-        if noise.rounds >= LAG1_ROUNDS and math.isfinite(noise.lag1):
-            per_threads.setdefault(noise.threads, noise)
+    per_threads = _latest(store, plan, workload, schedule,
+                          lambda n: n.rounds >= LAG1_ROUNDS and math.isfinite(n.lag1))
     rounds = sum(n.rounds for n in per_threads.values())
     if rounds < LAG1_TOTAL:
         return plan
