@@ -16,6 +16,7 @@ from perflab.stats.decide import (
     log_ratios,
     moderated,
     paired,
+    resolved,
     variance_prior,
     welch,
 )
@@ -118,6 +119,20 @@ def test_a_verdict_once_given_is_final():
     assert decide({"x": early}, design)["x"].verdict == FASTER
     verdict = decide({"x": late}, design)["x"]
     assert verdict.verdict == FASTER and verdict.look == 3
+    # the rounds after it no longer support it: the decision's own figures stay, disputed
+    assert verdict.disputed and verdict.n == 3 and verdict.low > 0
+
+
+def test_a_difference_measured_on_shows_all_its_rounds_at_its_decisions_level():
+    rounds = {r: 0.10 + z * 0.03 for r, z in enumerate(ZS + ZS, start=1)}
+    design = Design(first_look=3, last_look=20, margin=0.05, lag1=0.0)
+    early = decide({"x": {r: v for r, v in rounds.items() if r <= 5}}, design)["x"]
+    late = decide({"x": rounds}, design)["x"]
+    assert early.verdict == late.verdict == FASTER and late.look == early.look
+    assert late.n == 10 and not late.disputed and late.level == early.level
+    assert late.high - late.low < early.high - early.low
+    # measured on until it could detect the margin: not at 5 rounds, by 10
+    assert not resolved(early, design) and resolved(late, design)
 
 
 def test_log_ratios_pair_each_configuration_with_the_baseline_of_its_round():

@@ -4,9 +4,13 @@ time budget and the rounds for undecided comparisons are decided the same way wh
 and can be tested without a server.
 
 Rounds 1..repeats measure every configuration at every thread count. After them, a plan that
-decides (a look after every round, within a budget) measures again the comparisons still
-undecided, with their baseline, up to the design's last look. A thread count of a round already
-stored is not measured again: an interrupted run resumes where it stopped. A round is atomic:
+decides (a look after every round, within a budget) measures again the comparisons not yet
+resolved, with their baseline, up to the design's last look: those still undecided, and the
+differences found whose rounds could not yet detect a change the size of the margin (so that
+"+25% [+4%, +52%]" goes on to tell its size, not only its sign; stats/decide.py `resolved`).
+
+A thread count of a round already stored is not measured again: an interrupted run resumes
+where it stopped. A round is atomic:
 its comparisons are chosen from the rounds before it only, and a thread count of it is measured
 whole, in one run (one that an interrupted run left half stored is measured again, replacing
 what was stored), so that every ratio pairs points measured together.
@@ -17,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from perflab.plan import Plan, ServerConfig
-from perflab.stats.decide import decide, log_ratios
+from perflab.stats.decide import decide, log_ratios, resolved
 from perflab.stats.design import Design
 from perflab.store import StoredPoint, throughput
 
@@ -35,7 +39,8 @@ class Measure:
 
 @dataclass(frozen=True)
 class Stop:
-    """The study needs no round `number`: complete, or everything decided (`decided`)."""
+    """The study needs no round `number`: complete, or every comparison decided and resolved
+    (`decided`)."""
 
     number: int
     decided: bool = False
@@ -52,9 +57,13 @@ def next_round(plan: Plan, ok: list[StoredPoint], design: Design, number: int
         wanted = {t: configs for t in threads}
     elif design.sequential and number <= design.last_look:
         verdicts = decide(comparisons(plan, [p for p in ok if p.repeat < number]), design)
-        open_cells = {key for key, v in verdicts.items() if not v.decided}
-        note = (f"after round {number - 1}: {len(verdicts) - len(open_cells)} of "
+        undecided = sum(not v.decided for v in verdicts.values())
+        open_cells = {key for key, v in verdicts.items() if not resolved(v, design)}
+        note = (f"after round {number - 1}: {len(verdicts) - undecided} of "
                 f"{len(verdicts)} comparisons decided")
+        if len(open_cells) > undecided:
+            note += (f", {len(open_cells) - undecided} of them measured on until they could "
+                     f"detect ±{design.margin:.0%}")
         if not open_cells:
             return Stop(number, decided=True, note=note)
         wanted = {t: [c for c in configs if c.name == plan.baseline

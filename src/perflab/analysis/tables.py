@@ -100,6 +100,8 @@ def verdict_table(plan: Plan, judgement: Judgement) -> Table:
     for (config, threads), v in judgement.verdicts.items():
         if v.decided:
             note = f"decided after round {v.look}" if v.look else ""
+            if v.disputed:
+                note += "; the rounds since no longer support it"
         elif v.verdict == INCONCLUSIVE:
             note = (f"~{v.more_rounds} more rounds" if v.more_rounds is not None
                     else "more rounds than the plan allows")

@@ -173,7 +173,8 @@ def analysis(study: Study, options: ReportOptions) -> dict:
     compared = [
         {"config": config, "threads": threads, "rounds": v.n, "change": _finite(v.change),
          "interval": [_finite(v.low), _finite(v.high)], "level": v.level,
-         "verdict": v.verdict, "decided_after_round": v.look, "more_rounds": v.more_rounds}
+         "verdict": v.verdict, "decided_after_round": v.look, "disputed": v.disputed,
+         "more_rounds": v.more_rounds}
         for (config, threads), v in judged.verdicts.items()
     ]
     return {

@@ -28,6 +28,13 @@ as cells are decided. "No difference" is judged on the two-sided interval at tha
 on the interval of twice the level, which an equivalent verdict shows. Looks after every round
 use the nominal levels of sequential.py, and a verdict, once given, is final: the data of later
 rounds cannot undo it.
+
+A difference, once found, may still be measured on (rounds.py: until its rounds could detect a
+change the size of the margin), so that its size is known and not only its sign. Its verdict
+stays the one given; its estimate and interval are then those of all its rounds, at the level
+it was decided at: the nominal level is the same at every look, so that interval is as valid as
+the one at the decision. Should that interval no longer support the verdict, the decision's own
+figures stay and the verdict is marked disputed.
 """
 
 from __future__ import annotations
@@ -225,10 +232,21 @@ class Verdict:
     look: int | None = None  # the round of the look that decided it
     more_rounds: int | None = None  # inconclusive: rounds more for 80% power, as measured
     df: float = math.nan  # degrees of freedom of the interval (own rounds and the prior's)
+    disputed: bool = False  # with the rounds after its decision, its interval no longer supports it
 
     @property
     def decided(self) -> bool:
         return self.verdict in DECIDED
+
+    def supported_by(self, low: float, high: float, margin: float) -> bool:
+        """Whether an interval of the same change still says what this verdict says."""
+        if self.verdict == FASTER:
+            return low > 0
+        if self.verdict == SLOWER:
+            return high < 0
+        if self.verdict == EQUIVALENT:
+            return -margin < low and high < margin
+        return True
 
     def interval_text(self) -> str:
         if math.isnan(self.low):
@@ -285,7 +303,7 @@ class Judge:
         out = {}
         for key, estimate in estimates.items():
             if key in self.final:
-                out[key] = self.final[key]
+                out[key] = self._measured_on(self.final[key], estimate)
             elif estimate.n < 2:
                 out[key] = self._verdict(TOO_FEW, estimate, level)
             else:
@@ -306,6 +324,17 @@ class Judge:
         return Verdict(name, estimate.n, change, math.expm1(estimate.mean - half),
                        math.expm1(estimate.mean + half), level, estimate.sd, look,
                        df=estimate.df)
+
+    def _measured_on(self, verdict: Verdict, estimate: Estimate) -> Verdict:
+        """A decided cell with rounds after its decision: its verdict with the estimate of all
+        its rounds at its decision's level, or, if those no longer support it, as decided and
+        disputed."""
+        if estimate.n <= verdict.n:
+            return verdict
+        latest = self._verdict(verdict.verdict, estimate, verdict.level, verdict.look)
+        if not verdict.supported_by(latest.low, latest.high, self.design.margin):
+            return replace(verdict, disputed=True)
+        return latest
 
     def _projected(self, verdict: Verdict, estimate: Estimate) -> Verdict:
         """How many more rounds, if the change and spread are as measured, until the interval
@@ -398,3 +427,12 @@ def detectable_change(sd: float, n: int, level: float, design: Design, df: float
     df = n - 1 if df is None or not math.isfinite(df) else df
     shift = critical_t(design.nominal(level), df) + POWER_Z
     return math.expm1(shift * sd / math.sqrt(n))
+
+
+def resolved(verdict: Verdict, design: Design) -> bool:
+    """Whether a comparison needs no more rounds: equivalent, or a difference whose rounds
+    could detect a change the size of the margin (its size known, not only its sign)."""
+    if verdict.verdict == EQUIVALENT:
+        return True
+    return verdict.decided and detectable_change(verdict.sd, verdict.n, verdict.level, design,
+                                                 verdict.df) <= design.margin
