@@ -13,6 +13,7 @@ from perflab.stats.decide import (
     SLOWER,
     Judge,
     decide,
+    detectable_change,
     log_ratios,
     moderated,
     paired,
@@ -133,6 +134,11 @@ def test_a_difference_measured_on_shows_all_its_rounds_at_its_decisions_level():
     assert late.high - late.low < early.high - early.low
     # measured on until it could detect the margin: not at 5 rounds, by 10
     assert not resolved(early, design) and resolved(late, design)
+    # a noisy fourfold gain: it matters whatever its exact size, nothing to measure on for
+    huge = decide({"x": {r: math.log(4) + z * 0.3 for r, z in enumerate(ZS, start=1)}},
+                  design)["x"]
+    assert huge.low > design.margin and resolved(huge, design)
+    assert detectable_change(huge.sd, huge.n, huge.level, design, huge.df) > design.margin
 
 
 def test_log_ratios_pair_each_configuration_with_the_baseline_of_its_round():

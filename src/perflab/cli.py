@@ -95,7 +95,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--threads", type=_thread_list, help="override run.threads, e.g. 1,4,16")
     run.add_argument("--time", metavar="DURATION",
                      help="decide within this budget (e.g. 10m): rounds go on for the "
-                     "comparisons still undecided (overrides run.time)")
+                     "comparisons still undecided, and the differences found until they are "
+                     "measured to the margin (overrides run.time)")
     run.add_argument("--margin", type=float, metavar="FRACTION",
                      help="'equivalent' means within ±FRACTION (default: the plan's, or 0.05)")
     run.add_argument("--quiet", action="store_true", help="no progress lines")

@@ -104,7 +104,8 @@ def forecast(plan: Plan, design, noise: tuple[float, str]) -> list[str]:
         lines.append(f"  {rounds} rounds: intervals about ±{half:.0%}")
     if plan.run.time:
         lines.append(f"  budget {duration(plan.run.time)}: rounds go on for the undecided "
-                     "comparisons only, up to the last above")
+                     "comparisons, and the differences found until measured to the margin, "
+                     "up to the last above")
     return lines
 
 

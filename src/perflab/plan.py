@@ -119,7 +119,8 @@ class RunSettings:
     warmup_threads: int = 0  # 0: the largest thread count of the plan, capped at 16
     profile: bool = False  # perf record mariadbd during every point, when perf works here
     # Deciding within a budget: with `time` (seconds), rounds go on after `repeats` only for the
-    # comparisons still undecided, until all are decided, the time is spent or max_rounds.
+    # comparisons not yet resolved (undecided, or a difference not yet measured to the margin),
+    # until all are resolved, the time is spent or max_rounds.
     time: float = 0.0
     margin: float = 0.05  # "equivalent" means within ±margin
     alpha: float = 0.05  # the chance of any false verdict in a table

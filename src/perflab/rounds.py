@@ -6,8 +6,9 @@ and can be tested without a server.
 Rounds 1..repeats measure every configuration at every thread count. After them, a plan that
 decides (a look after every round, within a budget) measures again the comparisons not yet
 resolved, with their baseline, up to the design's last look: those still undecided, and the
-differences found whose rounds could not yet detect a change the size of the margin (so that
-"+25% [+4%, +52%]" goes on to tell its size, not only its sign; stats/decide.py `resolved`).
+differences found whose size is not yet known against the margin, neither wholly beyond it
+nor measured finely enough to detect a change of its size (so that "+25% [+4%, +52%]" goes on
+to tell whether the gain matters, not only its sign; stats/decide.py `resolved`).
 
 A thread count of a round already stored is not measured again: an interrupted run resumes
 where it stopped. A round is atomic:
@@ -62,8 +63,8 @@ def next_round(plan: Plan, ok: list[StoredPoint], design: Design, number: int
         note = (f"after round {number - 1}: {len(verdicts) - undecided} of "
                 f"{len(verdicts)} comparisons decided")
         if len(open_cells) > undecided:
-            note += (f", {len(open_cells) - undecided} of them measured on until they could "
-                     f"detect ±{design.margin:.0%}")
+            note += (f", {len(open_cells) - undecided} of them measured on until their size "
+                     f"is known against ±{design.margin:.0%}")
         if not open_cells:
             return Stop(number, decided=True, note=note)
         wanted = {t: [c for c in configs if c.name == plan.baseline

@@ -430,9 +430,14 @@ def detectable_change(sd: float, n: int, level: float, design: Design, df: float
 
 
 def resolved(verdict: Verdict, design: Design) -> bool:
-    """Whether a comparison needs no more rounds: equivalent, or a difference whose rounds
-    could detect a change the size of the margin (its size known, not only its sign)."""
+    """Whether a comparison needs no more rounds: its size is known against the margin. It is
+    equivalent; or a difference whose interval lies wholly beyond the margin (it matters); or
+    one whose rounds could detect a change the size of the margin (it is small and real)."""
     if verdict.verdict == EQUIVALENT:
         return True
-    return verdict.decided and detectable_change(verdict.sd, verdict.n, verdict.level, design,
-                                                 verdict.df) <= design.margin
+    if not verdict.decided:
+        return False
+    if verdict.low > design.margin or verdict.high < -design.margin:
+        return True
+    return detectable_change(verdict.sd, verdict.n, verdict.level, design,
+                             verdict.df) <= design.margin
