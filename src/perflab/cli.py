@@ -15,6 +15,7 @@ import os
 import signal
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import perflab
@@ -180,6 +181,12 @@ def build_parser() -> argparse.ArgumentParser:
                       "own --lab, e.g. mysql+pymysql://tuner@dbhost/optuna?read_default_file="
                       "/home/me/.my.cnf (the password from that file, not the command line); "
                       "default: the lab's SQLite")
+    tune.add_argument("--knobs", type=_name_list, metavar="A,B,...",
+                      help="search exactly these server variables (overrides tune.knobs; "
+                      "default: the curated knobs of the study's engines)")
+    tune.add_argument("--exclude", type=_name_list, metavar="A,B,...",
+                      help="leave these curated knobs out, e.g. "
+                      "query_cache_type,query_cache_size (overrides tune.exclude)")
     tune.add_argument("--seed", type=int, default=0)
     tune.add_argument("--allow-unsafe", action="store_true",
                       help="also search knobs that trade durability for speed")
@@ -385,6 +392,10 @@ def cmd_tune(args: argparse.Namespace) -> int:
         _check_output("--html", args.html)
     plan = resolve_plan(args.study)
     settings = TuneSettings.from_plan(dict(plan.tune))
+    if args.knobs is not None:
+        settings = replace(settings, knobs=args.knobs)
+    if args.exclude is not None:
+        settings = replace(settings, exclude=args.exclude)
     tuner = Tuner(plan, Lab(args.lab), settings, args.method, budget=args.budget,
                   seconds=args.time, storage=args.storage, sampler=args.sampler,
                   seed=args.seed, allow_unsafe=args.allow_unsafe, say=_say)
@@ -508,6 +519,13 @@ def _thread_list(text: str) -> tuple[int, ...]:
         return tuple(int(part) for part in text.split(",") if part.strip())
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a list of thread counts: {text!r}") from None
+
+
+def _name_list(text: str) -> tuple[str, ...]:
+    names = tuple(part.strip() for part in text.split(",") if part.strip())
+    if not all(name.replace("_", "").isalnum() for name in names):
+        raise argparse.ArgumentTypeError(f"not a list of server variable names: {text!r}")
+    return names
 
 
 def _say(message: str) -> None:

@@ -2,7 +2,13 @@
 are measured again, interleaved with the server defaults and the plan's baseline, for as many
 rounds as the lab's measured noise needs to resolve the plan's margin. The winner is the best
 re-measured one, and every gain is a paired interval with a verdict (one error rate across the
-comparisons), instead of the lucky trial's figure."""
+comparisons), instead of the lucky trial's figure.
+
+Then the answer is made clean and explained. Every knob the winner moves is put back to its
+default, one at a time, each measured side by side with the winner (`put_back`): only a knob
+whose absence is shown slower stays in the my.cnf, so a knob that rode along with the one that
+matters does not. And the status counters of the re-measure say what the server did
+differently under the winner (tune/why.py)."""
 
 from __future__ import annotations
 
@@ -13,11 +19,12 @@ from dataclasses import replace
 from perflab.lab import Lab
 from perflab.plan import Plan
 from perflab.runner import Runner
-from perflab.stats.decide import decide, half_width
-from perflab.store import ResultStore
+from perflab.stats.decide import FASTER, SLOWER, decide, half_width
+from perflab.store import ResultStore, StoredPoint
 from perflab.tune.result import TrialOutcome, TuneResult, moved
 from perflab.tune.settings import TuneSettings
 from perflab.tune.space import setting_key
+from perflab.tune.why import explain, summed
 
 CANDIDATES = 3  # the best trials re-measured at the end
 Say = Callable[[str], None]
@@ -50,16 +57,8 @@ def remeasure(store: ResultStore, result: TuneResult, plan: Plan, settings: Tune
         f"{' and the baseline' if baseline.variables else ''}, side by side: "
         f"{rounds} rounds ({why})")
     Runner(final_plan, lab, store, say).run()
-    by_round: dict[str, dict[int, list]] = {}  # config -> round -> its points' metrics
-    definitions = [final_plan.definition(c) for c in final_plan.configs]
-    for point in store.points(final_plan.name, definitions):
-        if point.ok:
-            by_round.setdefault(point.config, {}).setdefault(point.repeat, []).append(
-                point.metrics)
-    threads = len(plan.run.threads)
-    for config, measured in by_round.items():
-        result.final[config] = {r: settings.score(metrics) for r, metrics in measured.items()
-                                if len(metrics) == threads}
+    by_round = _measured(store, final_plan)
+    result.final = _scores(by_round, plan, settings)
     comparisons = {
         (trial.number, base): _gains(settings.direction, result.final.get(base, {}),
                                      result.final.get(f"trial-{trial.number}", {}))
@@ -75,6 +74,69 @@ def remeasure(store: ResultStore, result: TuneResult, plan: Plan, settings: Tune
         result.best = next(t for t in candidates if t.number == winner)
         result.gain_vs_default = verdicts.get((winner, "default"))
         result.gain_vs_baseline = verdicts.get((winner, "baseline"))
+        counters = {config: summed(p.status_delta for rounds in measured.values()
+                                   for p in rounds)
+                    for config, measured in by_round.items()}
+        result.why = explain(counters.get("default", {}),
+                             counters.get(f"trial-{winner}", {})).lines()
+
+
+def put_back(store: ResultStore, result: TuneResult, plan: Plan, settings: TuneSettings,
+             variables: Callable[[dict], Variables], lab: Lab, say: Say) -> None:
+    """Keep in the winner only the knobs whose own effect is shown: each moved knob put back
+    to its default alone, measured side by side with the winner in one family; a knob stays
+    when the winner without it is slower. A lone moved knob's effect is the winner's own gain
+    over the defaults."""
+    if result.best is None or result.gain_vs_default is None:
+        return
+    knobs = sorted(moved(result.best.params, result.defaults))
+    if result.gain_vs_default.verdict != FASTER:
+        result.kept = []  # not shown better than the defaults: nothing to recommend
+        return
+    if len(knobs) < 2:
+        result.kept = knobs
+        return
+    baseline = plan.config(plan.baseline)
+    params = result.best.params
+    configs = [replace(baseline, name="winner", variables=variables(params))]
+    configs += [replace(baseline, name=f"without-{name}",
+                        variables=variables({k: v for k, v in params.items() if k != name}))
+                for name in knobs]
+    check_plan = replace(plan, name=f"{plan.name}:{result.method}:put-back@{len(result.trials)}",
+                         configs=tuple(configs), baseline="winner",
+                         run=replace(plan.run, time=0.0))
+    rounds, why = _rounds(store, check_plan, len(knobs), plan, settings, lab)
+    check_plan = replace(check_plan, run=replace(check_plan.run, repeats=rounds))
+    say(f"putting back each of the winner's {len(knobs)} moved knobs alone, side by side with "
+        f"the winner: {rounds} rounds ({why})")
+    Runner(check_plan, lab, store, say).run()
+    scores = _scores(_measured(store, check_plan), plan, settings)
+    comparisons = {name: _gains(settings.direction, scores.get("winner", {}),
+                                scores.get(f"without-{name}", {})) for name in knobs}
+    result.knob_effects = decide(comparisons, store.design(check_plan.name))
+    result.kept = [name for name in knobs if result.knob_effects[name].verdict == SLOWER]
+    dropped = [name for name in knobs if name not in result.kept]
+    if dropped:
+        say(f"left out of the my.cnf, no effect of their own shown: {', '.join(dropped)}")
+
+
+def _measured(store: ResultStore, measured_plan: Plan) -> dict[str, dict[int, list[StoredPoint]]]:
+    """A re-measure's successful points: config -> round -> its points."""
+    by_round: dict[str, dict[int, list[StoredPoint]]] = {}
+    definitions = [measured_plan.definition(c) for c in measured_plan.configs]
+    for point in store.points(measured_plan.name, definitions):
+        if point.ok:
+            by_round.setdefault(point.config, {}).setdefault(point.repeat, []).append(point)
+    return by_round
+
+
+def _scores(by_round: dict[str, dict[int, list[StoredPoint]]], plan: Plan,
+            settings: TuneSettings) -> dict[str, dict[int, float]]:
+    """Each config's objective per round, from rounds with every thread count measured."""
+    threads = len(plan.run.threads)
+    return {config: {r: settings.score([p.metrics for p in points])
+                     for r, points in measured.items() if len(points) == threads}
+            for config, measured in by_round.items()}
 
 
 def best_candidates(result: TuneResult) -> list[TrialOutcome]:

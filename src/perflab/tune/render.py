@@ -50,6 +50,15 @@ def tables(result: TuneResult, objective: str) -> list[Table]:
         out.append(Table("Gain of the best configuration (paired by round; every gain of the "
                          "re-measure keeps one 5% error rate together)",
                          ["Comparison", "Rounds", "Gain", "Interval", "Verdict"], gains))
+    if result.knob_effects:
+        out.append(Table(
+            "Each moved knob put back alone (the winner without it, against the winner; a knob "
+            "stays in the my.cnf when the winner without it is slower)",
+            ["Knob", "Winner's value", "Rounds", "Change without it", "Interval", "Verdict",
+             "my.cnf"],
+            [[name, str(result.best.params.get(name, "-")) if result.best else "-",
+              *_gain_cells(v), "kept" if name in (result.kept or ()) else "left out"]
+             for name, v in result.knob_effects.items()]))
     if result.final_by is not None:
         out.append(Table("Re-measure", ["Done by", "Lab"],
                          [[f"the worker on {result.final_by['host']} (pid "
@@ -70,6 +79,9 @@ def render_text(result: TuneResult, objective: str) -> str:
     unsafe = [k.name for k in result.knobs if k.durability]
     if unsafe:
         parts.append("Durability knobs were searched (--allow-unsafe): " + ", ".join(unsafe))
+    if result.why:
+        parts.append("Why the winner wins (the server's counters over the re-measure, the "
+                     "defaults → the winner):\n" + "\n".join(f"  {line}" for line in result.why))
     verdict = result.gain_vs_default
     if result.best is not None and verdict is not None and verdict.verdict != "faster":
         parts.append(f"No re-measured trial was shown better than the defaults ({verdict.verdict}"
@@ -112,6 +124,9 @@ def render_html(result: TuneResult, objective: str, direction: str) -> str:
             f"<figure><img alt='convergence chart' src='{image}'>"
             "<figcaption>best so far against trials</figcaption></figure>"]
     body += [t.html() for t in tables(result, objective)]
+    if result.why:
+        body.append("<h2>Why the winner wins</h2><ul>" + "".join(
+            f"<li>{html.escape(line)}</li>" for line in result.why) + "</ul>")
     body.append(f"<h2>my.cnf</h2><pre>{html.escape(result.mycnf() or 'none')}</pre>")
     return page(f"perflab tune: {result.study}", "\n".join(body))
 

@@ -122,6 +122,10 @@ class TuneResult:
     measured: Measured = Measured.ALONE  # or SIDE_BY_SIDE: values are ratios to the reference
     ranked: list[TrialOutcome] = field(default_factory=list)  # ok trials, the search's best first
     ranked_by: Ranking = Ranking.FIGURE
+    why: list[str] = field(default_factory=list)  # what the counters did under the winner
+    # each moved knob put back alone: the winner without it, against the winner
+    knob_effects: dict[str, Verdict] = field(default_factory=dict)
+    kept: list[str] | None = None  # the moved knobs with a shown effect (None: not checked)
 
     @property
     def relative(self) -> bool:
@@ -129,17 +133,21 @@ class TuneResult:
         return self.measured is Measured.SIDE_BY_SIDE
 
     def mycnf(self) -> str:
-        """The best trial's knobs that differ from the server's startup values: what its
-        server was measured with, over the baseline's."""
+        """The best trial's knobs that differ from the server's startup values, over the
+        baseline's; once the knobs were put back one at a time, only those with a shown effect,
+        and nothing when the winner was not shown better than the defaults."""
         if self.best is None:
             return ""
         durability = {k.name for k in self.knobs if k.durability}
         lines = ["[mariadbd]"]
-        for name, value in sorted(moved(self.best.params, self.defaults).items()):
+        changed = moved(self.best.params, self.defaults)
+        if self.kept is not None:
+            changed = {name: value for name, value in changed.items() if name in self.kept}
+        for name, value in sorted(changed.items()):
             unsafe = "  # trades durability for speed" if name in durability else ""
             lines.append(f"{name} = {value}{unsafe}")
         if len(lines) == 1:
-            lines.append("# the defaults were best: nothing to change")
+            lines.append("# no change was shown better than the defaults: nothing to change")
         return "\n".join(lines)
 
 

@@ -39,7 +39,7 @@ from perflab.server.memory import configured_sizes, memory_estimate
 from perflab.store import ResultStore
 from perflab.tune import workers
 from perflab.tune.additive import AdditiveSearch
-from perflab.tune.final import remeasure
+from perflab.tune.final import put_back, remeasure
 from perflab.tune.methods import (
     SAMPLER_NEEDS,
     Method,
@@ -117,7 +117,8 @@ class Tuner:
         if self.storage is None:
             self.storage = workers.open_storage(f"sqlite:///{self.lab.db_path}")
         self.catalog = self.lab.catalog()
-        self.knobs = knob_space(self.catalog, list(self.settings.knobs), self.allow_unsafe)
+        self.knobs = knob_space(self.catalog, list(self.settings.knobs), self.allow_unsafe,
+                                self._engines(), self.say, list(self.settings.exclude))
         # the knob space as the methods read it
         self.space = Space(tuple(self.knobs), startup_values(self.knobs, self.catalog),
                            self._memory, memory_budget(self.settings.memory_share))
@@ -139,6 +140,8 @@ class Tuner:
             if taken is None:
                 remeasure(store, result, self.plan, self.settings, self._variables, self.lab,
                           self.say)
+                put_back(store, result, self.plan, self.settings, self._variables, self.lab,
+                         self.say)
                 workers.done(study, key)
             else:
                 result.final_by = taken
@@ -146,6 +149,11 @@ class Tuner:
                          f"(lab {taken['lab']})")
         result.seconds = time.monotonic() - started
         return result
+
+    def _engines(self) -> set[str] | None:
+        """The engines of the tables the trials measure (None: unknown, an existing schema)."""
+        dataset = self.plan.dataset_for(self.baseline)
+        return None if dataset.existing else {dataset.engine}
 
     def _study(self) -> optuna.Study:
         """The study, created or resumed; a resumed one keeps how it measures and searches."""

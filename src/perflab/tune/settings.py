@@ -19,29 +19,34 @@ class TuneSettings:
     objective: str = "throughput"
     min_qps: float = 0.0  # trials below this throughput fail (a floor for latency objectives)
     knobs: tuple[str, ...] = ()  # empty: the curated set
+    exclude: tuple[str, ...] = ()  # curated knobs left out (e.g. the query cache's)
     memory_share: float = 0.5  # of this machine's RAM
     final_repeats: int = 3  # the re-measure's rounds: at least these, more if the noise
     final_max_repeats: int = 12  # needs them to resolve run.margin, up to these
 
     @classmethod
     def from_plan(cls, raw: dict) -> TuneSettings:
-        allowed = {"objective", "min_qps", "knobs", "memory_share", "final_repeats",
+        allowed = {"objective", "min_qps", "knobs", "exclude", "memory_share", "final_repeats",
                    "final_max_repeats"}
         unknown = set(raw) - allowed
         if unknown:
             raise PerflabError(f"tune: unknown key tune.{sorted(unknown)[0]} "
                                f"(allowed: {', '.join(sorted(allowed))})")
-        knobs = raw.get("knobs", ())
-        if not isinstance(knobs, list | tuple) or not all(isinstance(k, str) for k in knobs):
-            raise PerflabError(f"tune.knobs must be a list of server variable names, got {knobs!r}",
-                               hint='e.g. knobs = ["key_buffer_size", "table_open_cache"]')
+        names = {}
+        for key in ("knobs", "exclude"):
+            value = raw.get(key, ())
+            if not isinstance(value, list | tuple) or not all(isinstance(k, str) for k in value):
+                raise PerflabError(f"tune.{key} must be a list of server variable names, got "
+                                   f"{value!r}",
+                                   hint=f'e.g. {key} = ["key_buffer_size", "table_open_cache"]')
+            names[key] = tuple(value)
         for key, kinds in (("min_qps", int | float), ("memory_share", int | float),
                            ("final_repeats", int), ("final_max_repeats", int)):
             value = raw.get(key, 0)
             if isinstance(value, bool) or not isinstance(value, kinds):
                 kind = "an integer" if kinds is int else "a number"
                 raise PerflabError(f"tune.{key} must be {kind}, got {value!r}")
-        settings = cls(**{**raw, "knobs": tuple(knobs)})
+        settings = cls(**{**raw, **names})
         if settings.objective not in OBJECTIVES:
             raise PerflabError(f"tune.objective = {settings.objective!r} is not allowed "
                                f"(allowed: {', '.join(OBJECTIVES)})")

@@ -3,10 +3,12 @@
 Types, limits, enum values and whether a knob needs a restart come from
 information_schema.SYSTEM_VARIABLES (server/variables.py). perflab adds only what the server
 cannot say: a sensible search range for the curated knobs (the MySQL 5.5 sysbench tuning study's
-list and the STAR notes' buffers, in their MariaDB 10.11 form), which sizes are searched on a
-log scale, and which knobs trade durability for speed. `Space` is the knobs as every method
-reads them: their values left unset (the startup values), their Optuna distributions, and the
-memory rule a proposal must keep.
+list, the STAR notes' buffers, and the MyISAM key cache of the key-buffer contention and
+segmented key cache pages, in their MariaDB 10.11 form), which sizes are searched on a log
+scale, which knobs trade durability for speed, and which storage engine a knob belongs to: the
+curated knobs of engines with no tables in the study are left out. `Space` is the knobs as
+every method reads them: their values left unset (the startup values), their Optuna
+distributions, and the memory rule a proposal must keep.
 """
 
 from __future__ import annotations
@@ -24,6 +26,12 @@ from perflab.server.variables import INTEGER_TYPES, Catalog
 K, M, G = 1 << 10, 1 << 20, 1 << 30
 
 # name: (low, high, log scale) for numbers; None for ENUM/BOOLEAN (choices from the server).
+# A knob the server does not have is left out. Of the sysbench tuning study's list,
+# innodb_buffer_pool_instances and innodb_thread_concurrency are gone from MariaDB 10.11,
+# innodb_max_dirty_pages_pct is a fraction (perflab tunes integers and choices), and
+# transaction isolation changes what the application sees, so it is not a speed knob. The STAR
+# notes' maintenance buffers (myisam_sort_buffer_size, preload_buffer_size,
+# bulk_insert_buffer_size) serve REPAIR and ALTER, LOAD INDEX and bulk inserts, not queries.
 CURATED: dict[str, tuple[int, int, bool] | None] = {
     "innodb_buffer_pool_size": (32 * M, 4 * G, True),
     "innodb_log_file_size": (16 * M, 2 * G, True),
@@ -36,13 +44,28 @@ CURATED: dict[str, tuple[int, int, bool] | None] = {
     "innodb_change_buffering": None,
     "innodb_spin_wait_delay": (0, 100, False),
     "innodb_purge_threads": (1, 32, False),
+    "innodb_old_blocks_pct": (5, 95, False),
+    "innodb_max_purge_lag": (0, 1_000_000, False),
+    "innodb_read_ahead_threshold": (0, 64, False),
+    "innodb_random_read_ahead": None,
+    "innodb_stats_on_metadata": None,
+    "performance_schema": None,
     "table_open_cache": (64, 16384, True),
     "table_definition_cache": (400, 16384, True),
     "thread_cache_size": (0, 1024, False),
     "thread_handling": None,
+    "thread_pool_size": (1, 64, False),
+    "thread_pool_stall_limit": (10, 1000, True),
     "query_cache_type": None,
     "query_cache_size": (0, 256 * M, False),
-    "key_buffer_size": (8 * M, 1 * G, True),
+    "key_buffer_size": (8 * M, 1 * G, True),  # and 0, "off" (ZERO_OFF)
+    "key_cache_segments": (0, 64, False),
+    "key_cache_division_limit": (1, 100, False),
+    "key_cache_age_threshold": (100, 30000, True),
+    "key_cache_block_size": (512, 16 * K, True),
+    "aria_pagecache_buffer_size": (8 * M, 1 * G, True),
+    "aria_pagecache_division_limit": (1, 100, False),
+    "aria_pagecache_age_threshold": (100, 30000, True),
     "sort_buffer_size": (32 * K, 16 * M, True),
     "join_buffer_size": (128 * K, 16 * M, True),
     "read_buffer_size": (8 * K, 8 * M, True),
@@ -50,6 +73,27 @@ CURATED: dict[str, tuple[int, int, bool] | None] = {
     "tmp_table_size": (1 * M, 256 * M, True),
     "max_heap_table_size": (1 * M, 256 * M, True),
 }
+
+# Numbers whose 0 switches a feature off, below their searched range: the lowest positions
+# of the range (ZERO_BAND of it) mean 0. MyISAM with key_buffer_size = 0 reads index blocks
+# through the OS cache and takes no key cache lock: +54% to +69% at 2-16 threads on the
+# key-buffer contention page's join.
+ZERO_OFF = {"key_buffer_size"}
+ZERO_BAND = 0.15
+
+# The storage engine a knob belongs to, by name (else: the server's, whatever the engine).
+ENGINE_PREFIXES = (("innodb_", "InnoDB"), ("key_buffer_size", "MyISAM"), ("key_cache_", "MyISAM"),
+                   ("myisam_", "MyISAM"), ("aria_", "Aria"), ("rocksdb_", "RocksDB"))
+# Knobs that matter only when another knob may take a value: the thread pool's, when
+# thread_handling is searched and may be pool-of-threads.
+NEEDS = {"thread_pool_size": ("thread_handling", "pool-of-threads"),
+         "thread_pool_stall_limit": ("thread_handling", "pool-of-threads")}
+
+
+def engine_of(name: str) -> str | None:
+    """The storage engine whose knob `name` is, or None for a knob of the whole server."""
+    return next((engine for prefix, engine in ENGINE_PREFIXES if name.startswith(prefix)), None)
+
 
 # Knobs that buy speed with the safety of committed data: excluded unless allowed explicitly.
 DURABILITY = {
@@ -70,18 +114,22 @@ class Knob:
     choices: tuple[str, ...] = ()
     dynamic: bool = False
     durability: bool = False
+    zero_off: bool = False  # 0 switches it off: the lowest ZERO_BAND of the positions
 
     def describe(self) -> str:
         if self.kind == "choice":
             return f"{self.name} in {{{', '.join(self.choices)}}}"
         scale = "log" if self.log else "linear"
-        return f"{self.name} in [{self.low}, {self.high}] ({scale})"
+        off = "0 (off) or " if self.zero_off else ""
+        return f"{self.name} in {off}[{self.low}, {self.high}] ({scale})"
 
     def within(self, value, otherwise):
         """`value` inside this knob's range: a number clamped into it, a choice it does not
         offer replaced by `otherwise`."""
         if self.kind == "choice":
             return value if str(value) in self.choices else otherwise
+        if self.zero_off and int(value) == 0:
+            return 0
         return min(max(int(value), self.low), self.high)
 
     def same(self, a, b) -> bool:
@@ -91,6 +139,11 @@ class Knob:
     def position(self, value) -> float:
         """A number's place in the search range, 0..1, on the knob's scale (log or linear)."""
         v = int(value)
+        if self.zero_off:
+            return 0.0 if v == 0 else ZERO_BAND + (1 - ZERO_BAND) * self._on_position(v)
+        return self._on_position(v)
+
+    def _on_position(self, v: int) -> float:
         if self.high == self.low:
             return 0.0
         if self.log:
@@ -100,6 +153,10 @@ class Knob:
     def value_at(self, position: float) -> int:
         """The number at a place of the search range, 0..1 (clipped into it), on its scale."""
         u = min(max(position, 0.0), 1.0)
+        if self.zero_off:
+            if u < ZERO_BAND:
+                return 0
+            u = (u - ZERO_BAND) / (1 - ZERO_BAND)
         if self.log:
             value = math.exp(math.log(self.low) + u * (math.log(self.high) - math.log(self.low)))
         else:
@@ -107,10 +164,25 @@ class Knob:
         return min(max(round(value), self.low), self.high)
 
 
-def knob_space(catalog: Catalog, names: list[str] | None = None,
-               allow_unsafe: bool = False) -> list[Knob]:
-    """The knobs to search: the user's names, or the curated set the server has."""
-    wanted = names or [n for n in CURATED if n in catalog.variables]
+def knob_space(catalog: Catalog, names: list[str] | None = None, allow_unsafe: bool = False,
+               engines: set[str] | None = None, say: Callable[[str], None] | None = None,
+               exclude: list[str] | None = None) -> list[Knob]:
+    """The knobs to search: the user's names (all of them), or the curated set the server has,
+    less `exclude` and the knobs of engines that hold none of the study's tables (`engines`;
+    None: every engine), saying in a line to `say` which were left out for their engine."""
+    for name in exclude or ():
+        catalog.spec(name, "tune.exclude")  # a misspelt name is an error, not a no-op
+    wanted = names or [n for n in CURATED if n in catalog.variables and n not in (exclude or ())]
+    if not names and engines is not None:
+        foreign = [n for n in wanted if engine_of(n) not in (None, *engines)]
+        if foreign and say is not None:
+            by_engine: dict[str, list[str]] = {}
+            for name in foreign:
+                by_engine.setdefault(engine_of(name), []).append(name)
+            say("knobs left out, their engine holds none of the study's tables: " + "; ".join(
+                f"{engine} ({len(found)}: {', '.join(found)})" for engine, found in
+                by_engine.items()) + "; name them in [tune] knobs or --knobs to search them")
+        wanted = [n for n in wanted if n not in foreign]
     knobs = []
     for name in wanted:
         spec = catalog.spec(name, "tune.knobs")
@@ -124,10 +196,20 @@ def knob_space(catalog: Catalog, names: list[str] | None = None,
                 )
             continue
         knobs.append(_knob(name, spec, CURATED.get(name), allow_unsafe, durability))
+    if not names:
+        knobs = [k for k in knobs if _needed(k, knobs)]
     if not knobs:
         raise PerflabError("tune: no knob to search",
                            hint='name the knobs in the plan: [tune] knobs = ["key_buffer_size"]')
     return knobs
+
+
+def _needed(knob: Knob, knobs: list[Knob]) -> bool:
+    """A curated knob that matters only when another may take a value: whether it may."""
+    if knob.name not in NEEDS:
+        return True
+    other, value = NEEDS[knob.name]
+    return any(k.name == other and value in k.choices for k in knobs)
 
 
 def _knob(name, spec, curated, allow_unsafe: bool, durability: bool) -> Knob:
@@ -150,7 +232,8 @@ def _knob(name, spec, curated, allow_unsafe: bool, durability: bool) -> Knob:
                            "without a curated range",
                            hint=f"remove {name} from tune.knobs; without tune.knobs, perflab "
                            "searches its curated knobs")
-    return Knob(name, "int", low, high, log and low > 0, (), dynamic, durability)
+    zero_off = name in ZERO_OFF and int(spec.minimum) <= 0 < low
+    return Knob(name, "int", low, high, log and low > 0, (), dynamic, durability, zero_off)
 
 
 def memory_budget(share: float = 0.5) -> int:
@@ -181,6 +264,7 @@ class Space:
 
     def distributions(self) -> dict[str, BaseDistribution]:
         return {k.name: CategoricalDistribution(k.choices) if k.kind == "choice"
+                else IntDistribution(0, k.high) if k.zero_off  # Optuna's: no 0 on a log scale
                 else IntDistribution(k.low, k.high, log=k.log) for k in self.knobs}
 
     def fits(self, params: dict) -> bool:

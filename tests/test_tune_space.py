@@ -1,0 +1,63 @@
+"""The knob space for the data at hand (tune/space.py), on a recorded MariaDB 10.11 catalog: no
+server, milliseconds."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from perflab.errors import PerflabError
+from perflab.server.variables import Catalog
+from perflab.tune.space import ZERO_BAND, knob_space
+
+pytestmark = pytest.mark.fast
+
+CATALOG = Catalog.from_json(json.loads(
+    (Path(__file__).parent / "data" / "tune_catalog.json").read_text()))
+
+
+def names(engines=None, said=None, **kwargs) -> set[str]:
+    return {k.name for k in knob_space(CATALOG, engines=engines, say=said, **kwargs)}
+
+
+def test_knobs_of_engines_without_tables_are_left_out_and_said():
+    said: list[str] = []
+    myisam = names({"MyISAM"}, said.append)
+    assert not any(n.startswith(("innodb_", "aria_")) for n in myisam)
+    assert {"key_buffer_size", "key_cache_segments", "key_cache_division_limit",
+            "key_cache_age_threshold", "key_cache_block_size"} <= myisam
+    assert {"table_open_cache", "query_cache_size", "sort_buffer_size"} <= myisam  # the server's
+    assert len(said) == 1 and "InnoDB (" in said[0] and "innodb_buffer_pool_size" in said[0]
+    assert "Aria (1: aria_pagecache_buffer_size)" in said[0] and "--knobs" in said[0]
+    innodb = names({"InnoDB"})
+    assert "innodb_buffer_pool_size" in innodb
+    assert not {"key_buffer_size", "key_cache_segments"} & innodb
+    # named knobs are searched whatever their engine; an unknown engine set keeps everything
+    assert names({"MyISAM"}, names=["innodb_buffer_pool_size"]) == {"innodb_buffer_pool_size"}
+    assert {"innodb_buffer_pool_size", "key_cache_segments"} <= names(None)
+
+
+def test_the_thread_pools_knobs_come_with_pool_of_threads():
+    every = names({"InnoDB"})
+    assert {"thread_handling", "thread_pool_size", "thread_pool_stall_limit"} <= every
+    without = names({"InnoDB"}, exclude=["thread_handling"])
+    assert not {"thread_handling", "thread_pool_size", "thread_pool_stall_limit"} & without
+
+
+def test_excluded_knobs_are_left_out_and_a_misspelt_one_is_an_error():
+    kept = names({"MyISAM"}, exclude=["query_cache_type", "query_cache_size"])
+    assert not {"query_cache_type", "query_cache_size"} & kept and "key_buffer_size" in kept
+    with pytest.raises(PerflabError, match="unknown server variable"):
+        names({"MyISAM"}, exclude=["query_cache_sise"])
+
+
+def test_key_buffer_size_0_switches_the_key_cache_off():
+    (knob,) = knob_space(CATALOG, ["key_buffer_size"])
+    assert knob.zero_off and knob.low == 8 << 20 and knob.log
+    assert "0 (off)" in knob.describe()
+    assert knob.value_at(0.0) == 0 and knob.value_at(ZERO_BAND / 2) == 0
+    assert knob.value_at(ZERO_BAND) == knob.low and knob.value_at(1.0) == knob.high
+    assert knob.position(0) == 0.0 and knob.position(knob.low) == pytest.approx(ZERO_BAND)
+    assert knob.within(0, None) == 0 and knob.within(1 << 20, None) == knob.low
+    for value in (knob.low, 128 << 20, knob.high):  # positions and values agree
+        assert knob.value_at(knob.position(value)) == pytest.approx(value, rel=1e-6)
