@@ -171,7 +171,8 @@ class SimulatedStore:
                 for threads in plan.run.threads:
                     record = measured(config, threads, repeat)
                     points.append(SimpleNamespace(ok=record.status == "ok", config=config.name,
-                                                  repeat=repeat, metrics=record.metrics))
+                                                  repeat=repeat, metrics=record.metrics,
+                                                  status_delta={}))
         return points
 
 
@@ -209,6 +210,7 @@ def proposals(tmp_path: Path, monkeypatch, name: str, say=lambda _: None) -> dic
         "candidates": sorted(result.candidates),
         "final": {config: {str(r): figure(v) for r, v in rounds.items()}
                   for config, rounds in sorted(result.final.items())},
+        "kept": result.kept,  # the winner's knobs with an effect of their own shown
     }
 
 
