@@ -1,10 +1,18 @@
 """bench/tune: does the default search method find a known large gain sooner than random search
 and the MySQL 5.5 sysbench tuning study's one-factor-at-a-time, at equal budgets?
 
-The known answer: a read-only workload with uniformly drawn rows over an InnoDB dataset larger
-than the default 128 MiB buffer pool, so that a larger innodb_buffer_pool_size gives a large
-gain. The knobs searched are those `perflab tune` searches when a plan names none (--space
-curated, 24 on MariaDB 10.11), whose other effects are not known in advance; --space six
+The known answers (--answer):
+- pool: a read-only workload with uniformly drawn rows over an InnoDB dataset larger than the
+  default 128 MiB buffer pool, so that a larger innodb_buffer_pool_size gives a large gain;
+- myisam-join: the MyISAM key-buffer contention page's join (260,000 rows, LIMIT 1206,18) at 8
+  threads, the query cache left out of the space (one repeated statement: it would answer
+  everything); the page's answer is the key cache off (key_buffer_size = 0, +54% to +69%) or
+  segmented (key_cache_segments);
+- innodb-write: sysbench's oltp_write_only on InnoDB, where the redo log's size and the
+  flushing settings are what a tuner can move (durability knobs stay out).
+The knobs searched are those `perflab tune` searches when a plan names none (--space
+curated: the curated knobs of the answer's engine, as this server has them), whose other
+effects are not known in advance; --space six (pool only)
 searches the pool size and five knobs of little effect, where half the pool's range is a
 plateau that random search finds as easily as any model. Every method gets the same budget (by
 default one-factor's first round over the space: the budget it needs), proposals refused before
@@ -72,27 +80,56 @@ SIX = ["innodb_buffer_pool_size", "innodb_adaptive_hash_index", "table_open_cach
 METHODS = ("bayes", "random", "ofat")  # bayes is `perflab tune`'s default
 
 
-def search_space(lab: Lab, space: str) -> tuple[list[str], int]:
+@dataclass(frozen=True)
+class Answer:
+    """A known answer: the dataset and workload whose best settings are known in advance."""
+
+    described: str
+    engine: str
+    tables: int
+    rows: int
+    threads: int
+    workload: str  # the plan's [workload] lines
+    exclude: tuple[str, ...] = ()  # curated knobs left out of the space
+
+
+ANSWERS = {
+    "pool": Answer("oltp_read_only (uniform rows), InnoDB, data twice the default pool",
+                   "InnoDB", 4, 250_000, 4,
+                   'name = "oltp_read_only"\noptions = { rand_type = "uniform" }'),
+    "myisam-join": Answer("the key-buffer contention page's join (LIMIT 1206,18), MyISAM, "
+                          "query cache out of the space", "MyISAM", 1, 260_000, 8,
+                          'name = "join-limit"\n'
+                          'options = { offset = 1206, limit = 18, t2_rows = 4000 }',
+                          ("query_cache_type", "query_cache_size")),
+    "innodb-write": Answer("oltp_write_only, InnoDB, in memory", "InnoDB", 4, 100_000, 8,
+                           'name = "oltp_write_only"'),
+}
+
+
+def search_space(lab: Lab, space: str, answer: Answer) -> tuple[list[str], int]:
     """The knobs searched (--space curated: what `perflab tune` searches when the plan names
-    none, as this server has them) and the trials of one-factor's first round over them."""
+    none, as this server has them, for the answer's engine) and the trials of one-factor's
+    first round over them."""
     catalog = lab.catalog()
-    knobs = knob_space(catalog, SIX if space == "six" else None)
+    knobs = knob_space(catalog, SIX if space == "six" else None, engines={answer.engine},
+                       exclude=list(answer.exclude))
     return [k.name for k in knobs], ofat_first_round(knobs, startup_values(knobs, catalog))
 
 
 def plan_for(name: str, args: argparse.Namespace, body: str, repeats: int = 3,
              baseline: str = "default"):
+    answer = ANSWERS[args.answer]
     return parse_plan(f"""
 [study]
 name = "{name}"
 baseline = "{baseline}"
 [dataset]
-engine = "InnoDB"
+engine = "{answer.engine}"
 tables = {args.tables}
 rows = {args.rows}
 [workload]
-name = "oltp_read_only"
-options = {{ rand_type = "uniform" }}
+{answer.workload}
 [run]
 threads = [{args.threads}]
 schedule = "{'serial' if args.serial else 'auto'}"
@@ -300,9 +337,11 @@ def main() -> None:
                              "default method, the head-to-head's baseline) must be one")
     parser.add_argument("--budget", type=int,
                         help="trials per run (default: one-factor's first round over the space)")
-    parser.add_argument("--tables", type=int, default=4)
-    parser.add_argument("--rows", type=int, default=250_000)
-    parser.add_argument("--threads", type=int, default=4)
+    parser.add_argument("--answer", choices=tuple(ANSWERS), default="pool",
+                        help="the known answer searched for (see above)")
+    parser.add_argument("--tables", type=int, help="default: the answer's")
+    parser.add_argument("--rows", type=int, help="default: the answer's")
+    parser.add_argument("--threads", type=int, help="default: the answer's")
     parser.add_argument("--seconds", type=int, default=3)
     parser.add_argument("--final-max-repeats", type=int, default=6)
     parser.add_argument("--h2h-rounds", type=int, default=8,
@@ -322,6 +361,12 @@ def main() -> None:
     parser.add_argument("--serial", action="store_true",
                         help="measure each trial alone (the way before side-by-side trials)")
     args = parser.parse_args()
+    answer = ANSWERS[args.answer]
+    args.tables = args.tables or answer.tables
+    args.rows = args.rows or answer.rows
+    args.threads = args.threads or answer.threads
+    if args.space == "six" and args.answer != "pool":
+        parser.error("--space six is the pool answer's (its knobs are InnoDB's)")
     methods = tuple(m for m in METHODS if m in args.methods.split(","))
     if METHODS[0] not in methods or len(methods) < 2 or \
             set(args.methods.split(",")) - set(methods):
@@ -329,7 +374,7 @@ def main() -> None:
                      f"{METHODS[0]} among them")
     stamp = args.stamp
     lab = bench_lab("tune")  # one dataset for every run; each run is its own study
-    space, first_round = search_space(lab, args.space)
+    space, first_round = search_space(lab, args.space, answer)
     args.budget = args.budget or first_round
     print(f"{len(space)} knobs ({args.space}); one-factor's first round takes {first_round} "
           f"trials; budget {args.budget} trials per run; stamp {stamp}", flush=True)
@@ -372,7 +417,7 @@ def main() -> None:
                      if key in decided and decided[key].reached), None)
 
     hows = collections.Counter(r.how for r in decided.values())
-    print(f"\noltp_read_only (uniform rows), InnoDB {args.tables} x {args.rows:,} rows, "
+    print(f"\n{answer.described}: {args.tables} x {args.rows:,} rows, "
           f"{args.threads} threads, {args.seconds} s per trial "
           f"({'alone' if args.serial else 'side by side with the defaults'}), "
           f"budget {args.budget} trials, {len(space)} knobs ({args.space}), {args.seeds} seeds")
