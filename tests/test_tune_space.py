@@ -8,7 +8,8 @@ import pytest
 
 from perflab.errors import PerflabError
 from perflab.server.variables import Catalog
-from perflab.tune.space import ZERO_BAND, knob_space
+from perflab.tune.additive import screening
+from perflab.tune.space import ZERO_BAND, Space, engine_of, knob_space, startup_values
 
 pytestmark = pytest.mark.fast
 
@@ -22,6 +23,9 @@ def names(engines=None, said=None, **kwargs) -> set[str]:
 
 def test_knobs_of_engines_without_tables_are_left_out_and_said():
     said: list[str] = []
+    order = [k.name for k in knob_space(CATALOG, engines={"MyISAM"})]
+    assert order[:5] == ["key_buffer_size", "key_cache_segments", "key_cache_division_limit",
+                         "key_cache_age_threshold", "key_cache_block_size"]  # theirs first
     myisam = names({"MyISAM"}, said.append)
     assert not any(n.startswith(("innodb_", "aria_")) for n in myisam)
     assert {"key_buffer_size", "key_cache_segments", "key_cache_division_limit",
@@ -61,3 +65,17 @@ def test_key_buffer_size_0_switches_the_key_cache_off():
     assert knob.within(0, None) == 0 and knob.within(1 << 20, None) == knob.low
     for value in (knob.low, 128 << 20, knob.high):  # positions and values agree
         assert knob.value_at(knob.position(value)) == pytest.approx(value, rel=1e-6)
+
+
+def test_screening_moves_the_engines_knobs_first_and_switches_the_key_cache_off():
+    knobs = knob_space(CATALOG, engines={"MyISAM"},
+                       exclude=["query_cache_type", "query_cache_size"])
+    space = Space(tuple(knobs), startup_values(knobs, CATALOG), lambda _: 0, 1)
+    for seed in range(5):
+        groups = screening(space, seed)
+        engine_knobs = sum(engine_of(k.name) is not None for k in knobs)
+        first = [name for group in groups[:2] for name in group][:engine_knobs]
+        assert all(engine_of(name) == "MyISAM" for name in first)
+        # the default 128 MiB sits high in the range: its first move is to the low side, off
+        first_move = next(g["key_buffer_size"] for g in groups if "key_buffer_size" in g)
+        assert first_move == 0

@@ -73,7 +73,7 @@ from scipy import stats
 
 from perflab.tune.methods import Next, SearchMethod, Step
 from perflab.tune.result import Ranking, failed_by_setting, uninformative
-from perflab.tune.space import Knob, Space, setting_key
+from perflab.tune.space import Knob, Space, engine_of, setting_key
 
 GRID = 5  # points of each number's piecewise-linear curve
 PASSES = 2  # screening passes over the knobs
@@ -296,7 +296,9 @@ def screening(space: Space, seed: int) -> list[dict]:
     """The screening groups: PASSES passes over the knobs in shuffled groups, each a move of its
     knobs far from their defaults, each number to a side of its default (the longer one first:
     it holds more of the range) and to the other side in the second pass, each choice to another
-    choice."""
+    choice. The storage engine's own knobs come first in each pass (shuffled among themselves):
+    they are where a study's data is, and they then share groups with each other, not with a
+    server-wide knob whose harm could hide their gain."""
     rng = random.Random(seed)
     sides = {k.name: 1 if k.kind == "choice" or k.position(space.defaults[k.name]) <= 0.5
              else -1 for k in space.knobs}
@@ -304,7 +306,9 @@ def screening(space: Space, seed: int) -> list[dict]:
     size = group_size(len(space.knobs))
     design = []
     for flip in (1, -1)[:PASSES]:
-        order = rng.sample(space.knobs, len(space.knobs))
+        engine = [k for k in space.knobs if engine_of(k.name)]
+        server = [k for k in space.knobs if not engine_of(k.name)]
+        order = rng.sample(engine, len(engine)) + rng.sample(server, len(server))
         for start in range(0, len(order), size):
             moves = {}
             for knob in order[start:start + size]:
@@ -317,8 +321,9 @@ def screening(space: Space, seed: int) -> list[dict]:
 
 def _far(space: Space, knob: Knob, side: int, rng: random.Random, first=None):
     """A value far on one side of the knob's default: a number in the outer half of the range
-    on that side (the other side when the default sits at that end); another choice, a different
-    one from `first` when there is one."""
+    on that side (the other side when the default sits at that end), 0 on the low side of a
+    number whose 0 switches its feature off (the farthest move there is); another choice, a
+    different one from `first` when there is one."""
     default = space.defaults[knob.name]
     if knob.kind == "choice":
         others = [c for c in knob.choices if c != str(default)] or [str(default)]
@@ -327,6 +332,8 @@ def _far(space: Space, knob: Knob, side: int, rng: random.Random, first=None):
     u0 = knob.position(default)
     if (side > 0 and u0 < 0.95) or u0 <= 0.05:
         return knob.value_at(u0 + (1 - u0) * rng.uniform(0.5, 1.0))
+    if knob.zero_off:
+        return 0
     return knob.value_at(u0 * rng.uniform(0.0, 0.5))
 
 

@@ -169,7 +169,8 @@ def knob_space(catalog: Catalog, names: list[str] | None = None, allow_unsafe: b
                exclude: list[str] | None = None) -> list[Knob]:
     """The knobs to search: the user's names (all of them), or the curated set the server has,
     less `exclude` and the knobs of engines that hold none of the study's tables (`engines`;
-    None: every engine), saying in a line to `say` which were left out for their engine."""
+    None: every engine), saying in a line to `say` which were left out for their engine, the
+    engines' own knobs first."""
     for name in exclude or ():
         catalog.spec(name, "tune.exclude")  # a misspelt name is an error, not a no-op
     wanted = names or [n for n in CURATED if n in catalog.variables and n not in (exclude or ())]
@@ -183,6 +184,8 @@ def knob_space(catalog: Catalog, names: list[str] | None = None, allow_unsafe: b
                 f"{engine} ({len(found)}: {', '.join(found)})" for engine, found in
                 by_engine.items()) + "; name them in [tune] knobs or --knobs to search them")
         wanted = [n for n in wanted if n not in foreign]
+    if not names:  # the engine's own knobs first: one-factor tries them first
+        wanted.sort(key=lambda name: engine_of(name) is None)
     knobs = []
     for name in wanted:
         spec = catalog.spec(name, "tune.knobs")
