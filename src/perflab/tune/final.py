@@ -19,7 +19,7 @@ from dataclasses import replace
 from perflab.lab import Lab
 from perflab.plan import Plan
 from perflab.runner import Runner
-from perflab.stats.decide import FASTER, SLOWER, decide, half_width
+from perflab.stats.decide import FASTER, INCONCLUSIVE, SLOWER, decide, half_width
 from perflab.store import ResultStore, StoredPoint
 from perflab.tune.result import TrialOutcome, TuneResult, moved
 from perflab.tune.settings import TuneSettings
@@ -85,8 +85,9 @@ def put_back(store: ResultStore, result: TuneResult, plan: Plan, settings: TuneS
              variables: Callable[[dict], Variables], lab: Lab, say: Say) -> None:
     """Keep in the winner only the knobs whose own effect is shown: each moved knob put back
     to its default alone, measured side by side with the winner in one family; a knob stays
-    when the winner without it is slower. A lone moved knob's effect is the winner's own gain
-    over the defaults."""
+    when the winner without it is slower. The winner's gain over the defaults is shown, so some
+    knob carries it: when no absence is shown slower, the knob whose absence cost most (and was
+    not shown harmless) stays. A lone moved knob's effect is the winner's own gain."""
     if result.best is None or result.gain_vs_default is None:
         return
     knobs = sorted(moved(result.best.params, result.defaults))
@@ -114,7 +115,12 @@ def put_back(store: ResultStore, result: TuneResult, plan: Plan, settings: TuneS
     comparisons = {name: _gains(settings.direction, scores.get("winner", {}),
                                 scores.get(f"without-{name}", {})) for name in knobs}
     result.knob_effects = decide(comparisons, store.design(check_plan.name))
-    result.kept = [name for name in knobs if result.knob_effects[name].verdict == SLOWER]
+    effects = result.knob_effects
+    result.kept = [name for name in knobs if effects[name].verdict == SLOWER]
+    if not result.kept:
+        open_ones = [name for name in knobs if effects[name].verdict == INCONCLUSIVE]
+        if open_ones:
+            result.kept = [min(open_ones, key=lambda name: effects[name].change)]
     dropped = [name for name in knobs if name not in result.kept]
     if dropped:
         say(f"left out of the my.cnf, no effect of their own shown: {', '.join(dropped)}")

@@ -53,7 +53,8 @@ def tables(result: TuneResult, objective: str) -> list[Table]:
     if result.knob_effects:
         out.append(Table(
             "Each moved knob put back alone (the winner without it, against the winner; a knob "
-            "stays in the my.cnf when the winner without it is slower)",
+            "stays in the my.cnf when the winner without it is slower, or, when none is, the "
+            "one whose absence cost most: the winner's gain is shown, some knob carries it)",
             ["Knob", "Winner's value", "Rounds", "Change without it", "Interval", "Verdict",
              "my.cnf"],
             [[name, str(result.best.params.get(name, "-")) if result.best else "-",

@@ -17,6 +17,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 MOVED = 2.0  # an indicator named when it moved by this factor or more ...
+NOTHING_COUNTED = ("no counter perflab reads moved by a factor of two: the difference lies in "
+                   "what the server does not count, such as CPU spent waiting on a lock (a "
+                   "segmented key cache's gain is one); profile = true in [run] shows where "
+                   "the server's CPU goes")
 QUERY_CACHE_ANSWERS = 0.5  # the query cache "answers" when it serves this share of SELECTs
 
 
@@ -79,7 +83,7 @@ class Explanation:
         out = [change.text() for change in self.changes]
         if self.query_cache:
             out.append(self.query_cache)
-        return out
+        return out or [NOTHING_COUNTED]
 
 
 def summed(deltas: Iterable[Mapping[str, float]]) -> dict[str, float]:
