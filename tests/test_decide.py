@@ -122,6 +122,7 @@ def test_a_verdict_once_given_is_final():
     assert verdict.verdict == FASTER and verdict.look == 3
     # the rounds after it no longer support it: the decision's own figures stay, disputed
     assert verdict.disputed and verdict.n == 3 and verdict.low > 0
+    assert resolved(verdict, design)  # its figures are frozen: measuring on would not move them
 
 
 def test_a_difference_measured_on_shows_all_its_rounds_at_its_decisions_level():

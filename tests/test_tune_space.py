@@ -53,6 +53,8 @@ def test_excluded_knobs_are_left_out_and_a_misspelt_one_is_an_error():
     assert not {"query_cache_type", "query_cache_size"} & kept and "key_buffer_size" in kept
     with pytest.raises(PerflabError, match="unknown server variable"):
         names({"MyISAM"}, exclude=["query_cache_sise"])
+    with pytest.raises(PerflabError, match="names the knobs to search exactly"):
+        names({"MyISAM"}, names=["key_buffer_size"], exclude=["query_cache_size"])
 
 
 def test_key_buffer_size_0_switches_the_key_cache_off():

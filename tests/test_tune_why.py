@@ -32,3 +32,4 @@ def test_a_key_cache_switched_off_shows_in_its_requests_and_small_moves_are_not_
     assert why.changes[0].text().endswith("18 → 0")
     assert why.query_cache is None
     assert explain(default, default).lines() == [NOTHING_COUNTED]
+    assert "no status counters" in explain({}, winner).lines()[0]  # an older lab's points

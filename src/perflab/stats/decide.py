@@ -433,7 +433,7 @@ def resolved(verdict: Verdict, design: Design) -> bool:
     """Whether a comparison needs no more rounds: its size is known against the margin. It is
     equivalent; or a difference whose interval lies wholly beyond the margin (it matters); or
     one whose rounds could detect a change the size of the margin (it is small and real)."""
-    if verdict.verdict == EQUIVALENT:
+    if verdict.verdict == EQUIVALENT or verdict.disputed:  # disputed: its figures are frozen
         return True
     if not verdict.decided:
         return False

@@ -27,6 +27,7 @@ from perflab.tune.space import setting_key
 from perflab.tune.why import explain, summed
 
 CANDIDATES = 3  # the best trials re-measured at the end
+MAX_PUT_BACK = 8  # more moved knobs than this are not put back one by one (a server each)
 Say = Callable[[str], None]
 Variables = tuple[tuple[str, str], ...]
 
@@ -74,11 +75,12 @@ def remeasure(store: ResultStore, result: TuneResult, plan: Plan, settings: Tune
         result.best = next(t for t in candidates if t.number == winner)
         result.gain_vs_default = verdicts.get((winner, "default"))
         result.gain_vs_baseline = verdicts.get((winner, "baseline"))
-        counters = {config: summed(p.status_delta for rounds in measured.values()
-                                   for p in rounds)
-                    for config, measured in by_round.items()}
-        result.why = explain(counters.get("default", {}),
-                             counters.get(f"trial-{winner}", {})).lines()
+        if result.gain_vs_default is not None and result.gain_vs_default.verdict == FASTER:
+            counters = {config: summed(p.status_delta for rounds in measured.values()
+                                       for p in rounds)
+                        for config, measured in by_round.items()}
+            result.why = explain(counters.get("default", {}),
+                                 counters.get(f"trial-{winner}", {})).lines()
 
 
 def put_back(store: ResultStore, result: TuneResult, plan: Plan, settings: TuneSettings,
@@ -86,8 +88,10 @@ def put_back(store: ResultStore, result: TuneResult, plan: Plan, settings: TuneS
     """Keep in the winner only the knobs whose own effect is shown: each moved knob put back
     to its default alone, measured side by side with the winner in one family; a knob stays
     when the winner without it is slower. The winner's gain over the defaults is shown, so some
-    knob carries it: when no absence is shown slower, the knob whose absence cost most (and was
-    not shown harmless) stays. A lone moved knob's effect is the winner's own gain."""
+    knob carries it: when no absence is shown slower, the knob whose absence cost most (an
+    interval still open, its estimate a loss) stays, and when none did, they all stay (knobs
+    that stand in for each other, or small effects together). A lone moved knob's effect is the
+    winner's own gain; more than MAX_PUT_BACK moved knobs all stay, unchecked."""
     if result.best is None or result.gain_vs_default is None:
         return
     knobs = sorted(moved(result.best.params, result.defaults))
@@ -96,6 +100,10 @@ def put_back(store: ResultStore, result: TuneResult, plan: Plan, settings: TuneS
         return
     if len(knobs) < 2:
         result.kept = knobs
+        return
+    if len(knobs) > MAX_PUT_BACK:
+        say(f"the winner moves {len(knobs)} knobs, more than the {MAX_PUT_BACK} put back one at "
+            "a time (a server each): its my.cnf keeps them all, their own effects not checked")
         return
     baseline = plan.config(plan.baseline)
     params = result.best.params
@@ -118,9 +126,11 @@ def put_back(store: ResultStore, result: TuneResult, plan: Plan, settings: TuneS
     effects = result.knob_effects
     result.kept = [name for name in knobs if effects[name].verdict == SLOWER]
     if not result.kept:
-        open_ones = [name for name in knobs if effects[name].verdict == INCONCLUSIVE]
-        if open_ones:
-            result.kept = [min(open_ones, key=lambda name: effects[name].change)]
+        costly = [name for name in knobs
+                  if effects[name].verdict == INCONCLUSIVE and effects[name].change < 0]
+        # the most costly absence carries the gain; with none, no knob alone does (two that
+        # stand in for each other, or small effects together): all stay
+        result.kept = [min(costly, key=lambda name: effects[name].change)] if costly else knobs
     dropped = [name for name in knobs if name not in result.kept]
     if dropped:
         say(f"left out of the my.cnf, no effect of their own shown: {', '.join(dropped)}")

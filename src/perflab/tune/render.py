@@ -59,7 +59,10 @@ def tables(result: TuneResult, objective: str) -> list[Table]:
              "my.cnf"],
             [[name, str(result.best.params.get(name, "-")) if result.best else "-",
               *_gain_cells(v), "kept" if name in (result.kept or ()) else "left out"]
-             for name, v in result.knob_effects.items()]))
+             for name, v in result.knob_effects.items()],
+            note="The my.cnf below leaves out the knobs marked so; the gains above are the "
+                 "whole winner's, measured with them."
+            if len(result.kept or ()) < len(result.knob_effects) else ""))
     if result.final_by is not None:
         out.append(Table("Re-measure", ["Done by", "Lab"],
                          [[f"the worker on {result.final_by['host']} (pid "

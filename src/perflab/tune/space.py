@@ -171,6 +171,10 @@ def knob_space(catalog: Catalog, names: list[str] | None = None, allow_unsafe: b
     less `exclude` and the knobs of engines that hold none of the study's tables (`engines`;
     None: every engine), saying in a line to `say` which were left out for their engine, the
     engines' own knobs first."""
+    if names and exclude:
+        raise PerflabError("tune.exclude leaves out curated knobs, and tune.knobs (or --knobs) "
+                           "names the knobs to search exactly",
+                           hint="give one of them: the knobs to search, or those to leave out")
     for name in exclude or ():
         catalog.spec(name, "tune.exclude")  # a misspelt name is an error, not a no-op
     wanted = names or [n for n in CURATED if n in catalog.variables and n not in (exclude or ())]
@@ -267,7 +271,9 @@ class Space:
 
     def distributions(self) -> dict[str, BaseDistribution]:
         return {k.name: CategoricalDistribution(k.choices) if k.kind == "choice"
-                else IntDistribution(0, k.high) if k.zero_off  # Optuna's: no 0 on a log scale
+                # Optuna has no 0 on a log scale: its samplers draw a zero-off knob linearly
+                # (perflab's additive search and one-factor move it by position, 0 included)
+                else IntDistribution(0, k.high) if k.zero_off
                 else IntDistribution(k.low, k.high, log=k.log) for k in self.knobs}
 
     def fits(self, params: dict) -> bool:

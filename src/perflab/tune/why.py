@@ -78,8 +78,11 @@ class Change:
 class Explanation:
     changes: list[Change]
     query_cache: str | None  # said when the query cache answers the winner's SELECTs
+    counted: bool = True  # False: the points hold no status counters (an older lab's)
 
     def lines(self) -> list[str]:
+        if not self.counted:
+            return ["the re-measure's points hold no status counters: nothing to explain from"]
         out = [change.text() for change in self.changes]
         if self.query_cache:
             out.append(self.query_cache)
@@ -98,6 +101,8 @@ def summed(deltas: Iterable[Mapping[str, float]]) -> dict[str, float]:
 def explain(default: Mapping[str, float], winner: Mapping[str, float]) -> Explanation:
     """What moved between the defaults' counters and the winner's (each summed over its
     points), the largest moves first."""
+    if not default or not winner:
+        return Explanation([], None, counted=False)
     changes = []
     for indicator in INDICATORS:
         before, after = indicator.value(default), indicator.value(winner)
