@@ -133,7 +133,9 @@ def test_a_companion_of_the_gain_harmful_only_with_it_is_put_back(space):
     and kept it in the answer (bench/tune, 2026-11-25: 5 trials spent elsewhere, the answer
     at +170..+245% instead of +300%); the interaction with the dominant knob puts it back."""
     good = 0
-    seeds = [seed for seed in range(40) if _rides_with_the_pool(space, seed)][:4]
+    # the engines' knobs are screened first, so a server-wide knob shares the pool's group only
+    # in the group where the engines' knobs run out: about one seed in sixty
+    seeds = [seed for seed in range(2000) if _rides_with_the_pool(space, seed)][:4]
     for seed in seeds:
         study = search(space, seed, trials=22)
         best = believed_order(space, study.trials, "maximize")[0].params
