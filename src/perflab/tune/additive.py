@@ -305,9 +305,9 @@ def screening(space: Space, seed: int) -> list[dict]:
     firsts: dict[str, str] = {}
     size = group_size(len(space.knobs))
     design = []
+    engine = [k for k in space.knobs if engine_of(k.name)]
+    server = [k for k in space.knobs if not engine_of(k.name)]
     for flip in (1, -1)[:PASSES]:
-        engine = [k for k in space.knobs if engine_of(k.name)]
-        server = [k for k in space.knobs if not engine_of(k.name)]
         order = rng.sample(engine, len(engine)) + rng.sample(server, len(server))
         for start in range(0, len(order), size):
             moves = {}

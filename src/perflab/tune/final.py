@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from perflab.lab import Lab
-from perflab.plan import Plan
+from perflab.plan import Plan, ServerConfig
 from perflab.runner import Runner
 from perflab.stats.decide import FASTER, INCONCLUSIVE, SLOWER, decide, half_width
 from perflab.store import ResultStore, StoredPoint
@@ -46,25 +46,19 @@ def remeasure(store: ResultStore, result: TuneResult, plan: Plan, settings: Tune
         configs.append(replace(baseline, name=f"trial-{trial.number}",
                                variables=variables(trial.params)))
     cells = len(candidates) * (len(configs) - len(candidates))
-    final_plan = replace(
-        # named after the trial count, so a longer resumed search re-measures afresh
-        plan, name=f"{plan.name}:{result.method}:final@{len(result.trials)}",
-        configs=tuple(configs), baseline="default",
-        run=replace(plan.run, time=0.0),
-    )
-    rounds, why = _rounds(store, final_plan, cells, plan, settings, lab)
-    final_plan = replace(final_plan, run=replace(final_plan.run, repeats=rounds))
-    say(f"re-measuring the {len(candidates)} best trial(s) with the defaults"
+    # named after the trial count, so a longer resumed search re-measures afresh
+    study = f"{plan.name}:{result.method}:final@{len(result.trials)}"
+    by_round = _side_by_side(
+        store, plan, study, configs, "default", cells, settings, lab, say,
+        lambda rounds, why: f"re-measuring the {len(candidates)} best trial(s) with the defaults"
         f"{' and the baseline' if baseline.variables else ''}, side by side: "
         f"{rounds} rounds ({why})")
-    Runner(final_plan, lab, store, say).run()
-    by_round = _measured(store, final_plan)
     result.final = _scores(by_round, plan, settings)
     comparisons = {
         (trial.number, base): _gains(settings.direction, result.final.get(base, {}),
                                      result.final.get(f"trial-{trial.number}", {}))
         for trial in candidates for base in ("default", "baseline") if base in result.final}
-    verdicts = decide(comparisons, store.design(final_plan.name))  # as the run froze it
+    verdicts = decide(comparisons, store.design(study))  # as the run froze it
     result.candidates = {trial.number: verdicts.get((trial.number, "default"))
                          for trial in candidates}
     measured_gain = {n: v.change for n, v in result.candidates.items()
@@ -76,11 +70,12 @@ def remeasure(store: ResultStore, result: TuneResult, plan: Plan, settings: Tune
         result.gain_vs_default = verdicts.get((winner, "default"))
         result.gain_vs_baseline = verdicts.get((winner, "baseline"))
         if result.gain_vs_default is not None and result.gain_vs_default.verdict == FASTER:
-            counters = {config: summed(p.status_delta for rounds in measured.values()
-                                       for p in rounds)
-                        for config, measured in by_round.items()}
-            result.why = explain(counters.get("default", {}),
-                                 counters.get(f"trial-{winner}", {})).lines()
+
+            def counters(config: str) -> dict[str, float]:
+                return summed(p.status_delta for points in by_round.get(config, {}).values()
+                              for p in points)
+
+            result.why = explain(counters("default"), counters(f"trial-{winner}")).lines()
 
 
 def put_back(store: ResultStore, result: TuneResult, plan: Plan, settings: TuneSettings,
@@ -111,18 +106,15 @@ def put_back(store: ResultStore, result: TuneResult, plan: Plan, settings: TuneS
     configs += [replace(baseline, name=f"without-{name}",
                         variables=variables({k: v for k, v in params.items() if k != name}))
                 for name in knobs]
-    check_plan = replace(plan, name=f"{plan.name}:{result.method}:put-back@{len(result.trials)}",
-                         configs=tuple(configs), baseline="winner",
-                         run=replace(plan.run, time=0.0))
-    rounds, why = _rounds(store, check_plan, len(knobs), plan, settings, lab)
-    check_plan = replace(check_plan, run=replace(check_plan.run, repeats=rounds))
-    say(f"putting back each of the winner's {len(knobs)} moved knobs alone, side by side with "
-        f"the winner: {rounds} rounds ({why})")
-    Runner(check_plan, lab, store, say).run()
-    scores = _scores(_measured(store, check_plan), plan, settings)
-    comparisons = {name: _gains(settings.direction, scores.get("winner", {}),
-                                scores.get(f"without-{name}", {})) for name in knobs}
-    result.knob_effects = decide(comparisons, store.design(check_plan.name))
+    study = f"{plan.name}:{result.method}:put-back@{len(result.trials)}"
+    by_round = _side_by_side(
+        store, plan, study, configs, "winner", len(knobs), settings, lab, say,
+        lambda rounds, why: f"putting back each of the winner's {len(knobs)} moved knobs alone, "
+        f"side by side with the winner: {rounds} rounds ({why})")
+    scores = _scores(by_round, plan, settings)
+    comparisons = {knob: _gains(settings.direction, scores.get("winner", {}),
+                                scores.get(f"without-{knob}", {})) for knob in knobs}
+    result.knob_effects = decide(comparisons, store.design(study))  # as the run froze it
     effects = result.knob_effects
     result.kept = [name for name in knobs if effects[name].verdict == SLOWER]
     if not result.kept:
@@ -136,11 +128,21 @@ def put_back(store: ResultStore, result: TuneResult, plan: Plan, settings: TuneS
         say(f"left out of the my.cnf, no effect of their own shown: {', '.join(dropped)}")
 
 
-def _measured(store: ResultStore, measured_plan: Plan) -> dict[str, dict[int, list[StoredPoint]]]:
-    """A re-measure's successful points: config -> round -> its points."""
+def _side_by_side(store: ResultStore, plan: Plan, name: str, configs: list[ServerConfig],
+                  baseline: str, cells: int, settings: TuneSettings, lab: Lab, say: Say,
+                  saying: Callable[[int, str], str]) -> dict[str, dict[int, list[StoredPoint]]]:
+    """`configs` measured in a study of their own, `name`, on the plan's workload, for the
+    rounds the lab's noise needs for `cells` comparisons with `baseline` (announced by
+    `saying`, from the rounds and why); its successful points: config -> round -> points."""
+    measured = replace(plan, name=name, configs=tuple(configs), baseline=baseline,
+                       run=replace(plan.run, time=0.0))
+    rounds, why = _rounds(store, measured, cells, plan, settings, lab)
+    measured = replace(measured, run=replace(measured.run, repeats=rounds))
+    say(saying(rounds, why))
+    Runner(measured, lab, store, say).run()
     by_round: dict[str, dict[int, list[StoredPoint]]] = {}
-    definitions = [measured_plan.definition(c) for c in measured_plan.configs]
-    for point in store.points(measured_plan.name, definitions):
+    definitions = [measured.definition(c) for c in measured.configs]
+    for point in store.points(name, definitions):
         if point.ok:
             by_round.setdefault(point.config, {}).setdefault(point.repeat, []).append(point)
     return by_round

@@ -241,11 +241,9 @@ class Tuner:
         return {k.name: self.catalog.variables[k.name].startup_value for k in self.knobs}
 
     def _trial(self, study: optuna.Study, session: int, trial: optuna.Trial) -> None:
-        knobs = {k.name: k for k in self.knobs}
-        # within the knobs' ranges: an Optuna sampler's draw of a zero-off knob between 0 and
-        # its range is measured as the range's low end, as Space.complete records it
-        values = {name: str(knobs[name].within(value, value) if name in knobs else value)
-                  for name, value in trial.params.items()}
+        # measured as Space.complete records it: an Optuna sampler's draw of a zero-off knob
+        # between 0 and its range at the range's low end
+        values = {name: str(value) for name, value in self.space.within(trial.params).items()}
         number = trial.number
         label = " ".join(f"{k}={v}" for k, v in values.items())
         estimate, limit = self._memory(values), self.space.limit

@@ -282,9 +282,17 @@ class Space:
     def moved(self, params: dict) -> list[Knob]:
         return [k for k in self.knobs if not k.same(params[k.name], self.defaults[k.name])]
 
+    def within(self, params: dict) -> dict:
+        """`params` with each knob's value within today's range: a number clamped into it (an
+        Optuna sampler's draw of a zero-off knob below its range included), a choice no longer
+        offered replaced by the default; a name that is not a knob kept as it is."""
+        knobs = {k.name: k for k in self.knobs}
+        return {name: knobs[name].within(value, self.defaults[name]) if name in knobs else value
+                for name, value in params.items()}
+
     def complete(self, params: dict) -> dict:
         """A trial's params over the defaults, within today's ranges: a trial of a study whose
-        knobs have changed since may lack some, or hold a value out of range (clamped) or a
-        choice no longer offered (the default)."""
-        return {**self.defaults, **{k.name: k.within(params[k.name], self.defaults[k.name])
-                                    for k in self.knobs if k.name in params}}
+        knobs have changed since may lack some, or hold a value out of range or a choice no
+        longer offered (`within`)."""
+        return {**self.defaults, **{name: value for name, value in self.within(params).items()
+                                    if name in self.defaults}}

@@ -39,9 +39,11 @@ class Indicator:
 
 
 STATEMENTS = ("Questions",)
+# MariaDB counts a SELECT the query cache answers in Com_select too (MySQL did not)
+QUERY_CACHE_SHARE = Indicator("query cache hits per SELECT", ("Qcache_hits",), ("Com_select",),
+                              0.05)
 INDICATORS = (
-    # MariaDB counts a SELECT the query cache answers in Com_select too (MySQL did not)
-    Indicator("query cache hits per SELECT", ("Qcache_hits",), ("Com_select",), 0.05),
+    QUERY_CACHE_SHARE,
     Indicator("key read requests per statement (the MyISAM key cache's work)",
               ("Key_read_requests",), STATEMENTS, 0.5),
     Indicator("key cache misses per key read request", ("Key_reads",), ("Key_read_requests",),
@@ -117,8 +119,8 @@ def explain(default: Mapping[str, float], winner: Mapping[str, float]) -> Explan
 
 
 def _query_cache(default: Mapping[str, float], winner: Mapping[str, float]) -> str | None:
-    share = INDICATORS[0].value(winner)
-    before = INDICATORS[0].value(default) or 0.0
+    share = QUERY_CACHE_SHARE.value(winner)
+    before = QUERY_CACHE_SHARE.value(default) or 0.0
     if share is None or share < QUERY_CACHE_ANSWERS or before >= QUERY_CACHE_ANSWERS:
         return None
     hits = winner.get("Qcache_hits", 0.0)
