@@ -30,9 +30,10 @@ def bench_lab(name: str) -> Lab:
 
 @contextmanager
 def dataset_server(lab: Lab, dataset: Dataset, options: dict[str, str] | None = None,
-                   workload: ResolvedWorkload | None = None):
+                   workload: ResolvedWorkload | None = None,
+                   environment: env.ServerEnvironment | None = None):
     """A running managed server on a fresh copy of the workload's prepared dataset (sysbench's
-    sbtest tables by default)."""
+    sbtest tables by default), in `environment` (e.g. listening on TCP)."""
     workload = workload or resolve(Workload("oltp_point_select"))
     key = workload.dataset_key(dataset)
     lab.ensure_dataset(
@@ -42,7 +43,7 @@ def dataset_server(lab: Lab, dataset: Dataset, options: dict[str, str] | None = 
     slot = lab.slot(0)
     slot.set_state(dirty=True)
     slot.checkout(key, print)
-    server: ManagedServer = slot.server(options or {})
+    server: ManagedServer = slot.server(options or {}, environment)
     with server:
         yield server
 

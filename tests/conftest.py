@@ -77,7 +77,7 @@ def shared_lab(session_root) -> Lab:
 
 def write_plan(path: Path, name: str, *, configs: str, threads=(1, 2), repeats=2,
                run_seconds=1, warmup_seconds=1, rows=5000, engine="MyISAM",
-               workload='name = "oltp_point_select"') -> Path:
+               workload='name = "oltp_point_select"', run: str = "") -> Path:
     path.write_text(f"""
 [study]
 name = "{name}"
@@ -91,6 +91,7 @@ threads = {list(threads)}
 warmup_seconds = {warmup_seconds}
 run_seconds = {run_seconds}
 repeats = {repeats}
+{run}
 {configs}
 """)
     return path

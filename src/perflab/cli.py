@@ -100,6 +100,10 @@ def build_parser() -> argparse.ArgumentParser:
                      "measured to the margin (overrides run.time)")
     run.add_argument("--margin", type=float, metavar="FRACTION",
                      help="'equivalent' means within ±FRACTION (default: the plan's, or 0.05)")
+    run.add_argument("--clients", metavar="SCHEDULER",
+                     help="a Dask scheduler's address (tcp://HOST:8786): each point's threads "
+                     "are spread over its workers, one per client machine (overrides "
+                     "run.clients)")
     run.add_argument("--quiet", action="store_true", help="no progress lines")
     target = run.add_argument_group(
         "a server perflab did not start (read-only unless allowed; default: the lab's "
@@ -312,6 +316,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         threads=args.threads,
         time=args.time,
         margin=args.margin,
+        clients=args.clients,
     )
     say = (lambda _msg: None) if args.quiet else _say
     endpoint = _endpoint(args)

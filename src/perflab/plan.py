@@ -28,7 +28,8 @@ SECTION_KEYS: dict[str, tuple[str, ...]] = {
     "dataset": ("engine", "tables", "rows", "existing"),
     "workload": ("name", "options"),
     "run": ("threads", "warmup_seconds", "run_seconds", "repeats", "warmup_threads",
-            "profile", "time", "margin", "max_rounds", "slice_seconds", "schedule", "alpha"),
+            "profile", "time", "margin", "max_rounds", "slice_seconds", "schedule", "alpha",
+            "clients"),
 }
 # Keys a plan once had, with why they went and what does their work now.
 REMOVED_KEYS = {
@@ -130,6 +131,9 @@ class RunSettings:
     # the servers fit in memory and disk).
     schedule: str = "auto"
     slice_seconds: float = 0.25
+    # A Dask scheduler's address: each point's threads spread over its workers, several
+    # client machines (load/clients.py); "" for load from this machine.
+    clients: str = ""
     # Not a plan key: the lag-1 autocorrelation of rounds the intervals allow for, set at a
     # study's first run from what the lab measured (noise.frozen_dependence).
     lag1: float = Design.lag1
@@ -247,6 +251,8 @@ class Plan:
         }
         if config.environment != Environment():
             payload["environment"] = config.environment.describe()
+        if self.run.clients:  # not the address: a scheduler started afresh measures the same
+            payload["load"] = "several client machines"
         text = json.dumps(payload, sort_keys=True, default=str)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
@@ -266,6 +272,7 @@ class Plan:
         threads: tuple[int, ...] | None = None,
         time: float | None = None,
         margin: float | None = None,
+        clients: str | None = None,
     ) -> Plan:
         """The plan with overrides of its keys applied, each checked like its TOML twin; an
         error names the plan key and the argument (the CLI shows its flag)."""
@@ -292,7 +299,37 @@ class Plan:
             run = replace(run, time=_overriding("time", _seconds, "run.time", time))
         if margin is not None:
             run = replace(run, margin=_overriding("margin", _margin, "run.margin", margin))
+        if clients is not None:
+            run = replace(run, clients=_overriding("clients", _clients, clients, "clients"))
+            _overriding("clients", _check_clients, run, self.configs, "clients")
         return replace(self, dataset=dataset, run=run)
+
+
+def _clients(value: Any, where: str) -> str:
+    """A Dask scheduler's address (tcp://HOST:PORT, tls://..., or HOST:PORT), or ""."""
+    if value == "":
+        return ""
+    if not isinstance(value, str) or ":" not in value or any(c.isspace() for c in value):
+        raise PerflabError(f"{where} = {value!r} is not a Dask scheduler's address",
+                           hint="e.g. tcp://10.0.0.5:8786 (`dask scheduler` prints it)")
+    return value
+
+
+def _check_clients(run: RunSettings, configs, where: str) -> None:
+    """Load from several machines is measured serially and never pinned on this machine."""
+    if not run.clients:
+        return
+    if run.schedule == "fleet":
+        raise PerflabError(
+            f"{where}: run.schedule = \"fleet\" cannot take load from several client machines: "
+            "the fleet's servers take turns in quarter-second slices timed on one machine's "
+            "clock", hint='drop run.clients, or set schedule = "serial" (or "auto")')
+    pinned = [c.name for c in configs if c.environment.client_cpus]
+    if pinned:
+        raise PerflabError(
+            f"{where}: configuration(s) {', '.join(pinned)} pin the client (client_cpus), "
+            "which means this machine's CPUs; the load comes from the client workers",
+            hint="drop client_cpus, or run.clients")
 
 
 def _overriding(option: str, check, *args):
@@ -436,7 +473,9 @@ def _build(data: dict[str, Any], origin: str) -> Plan:
                                        run_table.get("slice_seconds", RunSettings.slice_seconds)),
         schedule=_choice(f"{origin}: run.schedule", run_table.get("schedule", "auto"),
                          SCHEDULES),
+        clients=_clients(run_table.get("clients", ""), f"{origin}: run.clients"),
     )
+    _check_clients(run, configs, origin)
     if run.time and run.max_rounds < run.repeats:
         raise PerflabError(f"{origin}: run.max_rounds ({run.max_rounds}) is below run.repeats "
                            f"({run.repeats})", hint="max_rounds caps the rounds a budget adds")

@@ -25,7 +25,8 @@ from perflab.errors import PerflabError, error_text
 from perflab.existing_side import ExistingSide
 from perflab.fleet import Fleet
 from perflab.lab import Lab
-from perflab.load import sysbench
+from perflab.load import clients, sysbench
+from perflab.load.clients import Clients
 from perflab.load.workloads import ResolvedWorkload, resolve
 from perflab.noise import forecast, frozen_dependence, lab_noise, save_noise
 from perflab.plan import Dataset, Plan, Point, ServerConfig
@@ -59,14 +60,15 @@ class RunSummary:
 
 def measure(
     server: Server, workload: ResolvedWorkload, dataset: Dataset, threads: int,
-    seconds: int, client: list[str] | None = None,
+    seconds: int, client: list[str] | None = None, clients: Clients | None = None,
 ) -> tuple[sysbench.LoadResult, dict[str, float]]:
     """One measured point on a running server, with the status counters' delta.
 
     Its `seconds` are measured after a lead of their own in the same sysbench run
     (sysbench.Slicing.alone), so that sysbench starting its threads, connecting them and
     preparing their statements costs the figures nothing; the status snapshots are taken
-    outside the run. `client` prefixes sysbench's command (taskset for a pinned client).
+    outside the run. `client` prefixes sysbench's command (taskset for a pinned client);
+    `clients` spreads the threads over several client machines instead (load/clients.py).
     Raises LoadFailed or a connection error when the run fails.
     """
     with server.connect() as conn:
@@ -74,9 +76,13 @@ def measure(
     now = sysbench.monotonic_ms()
     window = sysbench.Slicing.alone(now, threads, seconds)
     argv = sysbench.command(workload, dataset, server.endpoint, threads, window.run_seconds(now))
-    result = sysbench.run_window([*(client or []), *argv],
-                                 sysbench.environment(workload, server.endpoint), window,
-                                 threads, server.endpoint.sysbench_input())
+    if clients is not None:
+        result = clients.run_window(argv, sysbench.driver_variables(workload, server.endpoint),
+                                    server.endpoint.sysbench_input(), threads, seconds)
+    else:
+        result = sysbench.run_window([*(client or []), *argv],
+                                     sysbench.environment(workload, server.endpoint), window,
+                                     threads, server.endpoint.sysbench_input())
     with server.connect() as conn:
         after = global_status(conn)
     return result, delta(before, after)
@@ -136,6 +142,9 @@ class Runner:
         self.plan_id: int | None = None  # saved with the first session (open_session)
         self.server_state_id: int | None = None
         self.profiler = Profiler(say)
+        # load from several client machines: the scheduler reached before anything runs
+        self.clients = (clients.connect(plan.run.clients, existing, say) if plan.run.clients
+                        else None)
         self.schedule: str | None = None  # decided by run(), or on first need (noise)
         self.noise_source = "run"  # what the noise this run measures is stored as
 
@@ -198,6 +207,8 @@ class Runner:
             summary.seconds = time.monotonic() - started
             save_noise(self.store, self.plan, self.workload, schedule, self._ok(),
                        self.noise_source)
+            if self.clients is not None:
+                self.clients.close()
         if not summary.rounds and summary.already_stored:
             self.say(f"all {summary.already_stored} points of {self.plan.name} are already "
                      "stored")
@@ -328,7 +339,7 @@ class Runner:
         try:
             result, status_delta = measure(
                 server, self.workload, self.plan.dataset_for(config), point.threads,
-                seconds, env.client_prefix(config.environment),
+                seconds, env.client_prefix(config.environment), self.clients,
             )
         except (sysbench.LoadFailed, pymysql.MySQLError) as exc:
             # sysbench failed, or the server went away under it: expected, stored as failed

@@ -138,6 +138,8 @@ class ManagedSide:
     def schedule(self) -> tuple[str, str]:
         plan = self.plan
         requested = plan.run.schedule
+        if plan.run.clients:
+            return "serial", "load from several client machines, one server at a time"
         if requested == "serial" or len(plan.configs) == 1:
             return "serial", ("as the plan asks" if requested == "serial"
                               else "one configuration")
@@ -193,7 +195,10 @@ class ManagedSide:
         self.slot.checkout(self.dataset_key(config), self.say)
         wanted = self.options[config.name]
         self.say(f"configuration {config.name}: starting mariadbd {pairs(wanted)}")
-        self.server = self.slot.server(wanted, env.server_environment(config.environment))
+        environment = config.environment
+        if self.plan.run.clients:  # the client workers connect over the network
+            environment = replace(environment, connection="tcp")
+        self.server = self.slot.server(wanted, env.server_environment(environment))
         self.server.start()
         self.active = config.name
         return self.server

@@ -29,6 +29,7 @@ SYSBENCH = "sysbench"
 SYSBENCH_SCRIPTS = Path("/usr/share/sysbench")
 LUA_DIR = Path(__file__).parent / "lua"
 DRIVER = LUA_DIR / "perflab.lua"
+LUA_PATH = f"{LUA_DIR}/?.lua;{SYSBENCH_SCRIPTS}/?.lua;;"
 
 
 @dataclass
@@ -48,6 +49,8 @@ class LoadResult:
     series: list[Sample] = field(default_factory=list)
     histogram: dict[int, int] = field(default_factory=dict)
     client_cpu: float | None = None  # share of this machine's usable CPUs sysbench used
+    # load from several client machines (load/clients.py): each worker's part of the point
+    clients: list[dict] | None = None
 
     @property
     def queries(self) -> int:
@@ -121,13 +124,18 @@ def environment(workload: ResolvedWorkload, endpoint: Endpoint | None = None
     """sysbench's environment for `workload`; with an `endpoint` whose sessions have settings
     (read-only, a statement time limit), lua/perflab.lua gives them to every connection of the
     workload's script."""
-    env = dict(os.environ)
-    env["PERFLAB_WORKLOAD"] = workload.spec.script
-    env["LUA_PATH"] = f"{LUA_DIR}/?.lua;{SYSBENCH_SCRIPTS}/?.lua;;"
-    env.update(workload.family.sysbench_environment())
+    return {**os.environ, "LUA_PATH": LUA_PATH, **driver_variables(workload, endpoint)}
+
+
+def driver_variables(workload: ResolvedWorkload, endpoint: Endpoint | None = None
+                     ) -> dict[str, str]:
+    """What lua/perflab.lua and the workload's script read from the environment (no path of
+    this machine: a client worker of load/clients.py runs them with its own)."""
+    variables = {"PERFLAB_WORKLOAD": workload.spec.script,
+                 **workload.family.sysbench_environment()}
     if endpoint is not None:
-        env.update(endpoint.sysbench_environment())
-    return env
+        variables.update(endpoint.sysbench_environment())
+    return variables
 
 
 START_ALLOWANCE_MS = 200  # sysbench's start, before a sliced run's clock begins ...

@@ -211,6 +211,8 @@ def _point_json(p: StoredPoint) -> dict:
         "server_state_id": p.server_state_id, "error": p.error,
         "series": [dataclasses.asdict(s) for s in p.series], "status_delta": p.status_delta,
         "profile": [dataclasses.asdict(s) for s in p.profile],
+        "clients": p.clients,  # load from several client machines: one entry per worker
+        "client_start_skew_ms": p.client_start_skew_ms,
     }
 
 

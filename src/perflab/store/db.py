@@ -105,7 +105,7 @@ CREATE TABLE IF NOT EXISTS health_reports (
 """
 # Columns added to the points table after its first release: a lab made before gets them.
 LATER_COLUMNS = {  # columns added after the first labs were made
-    "points": {"profile_json": "TEXT", "client_cpu": "REAL"},
+    "points": {"profile_json": "TEXT", "client_cpu": "REAL", "clients_json": "TEXT"},
     "noise": {"lag1": "REAL", "skew": "REAL"},
 }
 
@@ -215,6 +215,7 @@ class ResultStore:
             "histogram_json": _encode(histogram),
             "profile_json": _encode(_dicts(record.profile)),
             "error": record.error,
+            "clients_json": _encode(record.clients),
         }
         names = ", ".join(columns)
         marks = ", ".join("?" for _ in columns)
@@ -350,6 +351,7 @@ def _point(row: sqlite3.Row) -> StoredPoint:
         histogram={int(k): v for k, v in _decode(row["histogram_json"], {}).items()},
         profile=[Symbol(**item) for item in _decode(row["profile_json"], [])],
         error=row["error"],
+        clients=_decode(row["clients_json"], []),
     )
 
 

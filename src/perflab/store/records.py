@@ -99,6 +99,7 @@ class PointRecord:
     histogram: dict[int, int] | None = None
     profile: list[Symbol] | None = None
     error: str | None = None
+    clients: list[dict] | None = None  # load from several client machines: each worker's part
 
 
 @dataclass(frozen=True)
@@ -123,6 +124,9 @@ class StoredPoint:
     histogram: dict[int, int] = field(default_factory=dict)  # latency bucket -> events
     profile: list[Symbol] = field(default_factory=list)  # perf's top symbols, when recorded
     error: str | None = None
+    # load from several client machines (load/clients.py): per worker its host, threads,
+    # events, CPU share, start offset, facts and series; empty for a point from this machine
+    clients: list[dict] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -131,6 +135,11 @@ class StoredPoint:
     def value(self, metric: str) -> float | None:
         """A metric of a successful point (None for a failed one or a missing figure)."""
         return getattr(self.metrics, metric) if self.ok else None
+
+    @property
+    def client_start_skew_ms(self) -> float | None:
+        """How far apart the client workers launched sysbench (None: one client machine)."""
+        return max(c["start_offset_ms"] for c in self.clients) if self.clients else None
 
     @property
     def label(self) -> str:

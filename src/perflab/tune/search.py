@@ -92,6 +92,12 @@ class Tuner:
                  storage: str | None = None, sampler: str = Sampler.ADDITIVE, seed: int = 0,
                  allow_unsafe: bool = False, say: Say = print):
         method, sampler = _checked(method, sampler, budget, seconds, seed)
+        if plan.run.clients:
+            raise PerflabError(
+                "tune measures from this machine, not from several client machines "
+                "(run.clients): its trials restart one server and warm it up from here",
+                hint="tune without run.clients, then run the winner's plan with it",
+                option="clients")
         self.plan, self.lab, self.settings, self.method = plan, lab, settings, method
         self.budget, self.seconds, self.seed, self.say = budget, seconds, seed, say
         # the sampler the study records (ofat's proposals fix every knob: it records random)
