@@ -5,10 +5,13 @@ loopback, and measure a real managed mariadbd with real sysbench from both."""
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import signal
 import statistics
+import subprocess
+import sys
 import threading
 import time
 from dataclasses import replace
@@ -235,3 +238,50 @@ def _running(pid: int) -> bool:
     except OSError:
         return False
     return state != "Z"
+
+
+COORDINATOR = """
+import json, sys
+from perflab.load.clients import Clients
+spec = json.loads(sys.argv[1])
+Clients(spec["address"], lambda _: None).run_window(spec["argv"], spec["variables"], None, 8, 30)
+"""
+
+
+def test_a_killed_perflab_leaves_no_sysbench_on_the_workers(cluster, tmp_path):
+    lab = Lab(tmp_path / "lab")
+    plan = write_plan(tmp_path / "plan.toml", "killed-run", configs="[configs.base]",
+                      threads=(2,), repeats=1, run_seconds=1, warmup_seconds=0)
+    perflab.run(plan, lab)  # the dataset
+    loaded = perflab.load_plan(plan)
+    workload, dataset = resolve(loaded.workload), loaded.dataset
+    slot = lab.slot(0)
+    slot.checkout(workload.dataset_key(dataset), lambda _: None)
+    workers = [cluster.processes[name].pid for name in ("w1", "w2")]
+    with slot.server({}, server_environment(Environment(connection="tcp"))) as server:
+        spec = {"address": cluster.address,
+                "argv": sysbench.command(workload, dataset, server.endpoint, 8, 30),
+                "variables": sysbench.driver_variables(workload, server.endpoint)}
+        coordinator = subprocess.Popen([sys.executable, "-c", COORDINATOR, json.dumps(spec)])
+        try:
+            loads = wait_for(lambda: [p for w in workers for p in _children(w, "sysbench")]
+                             if all(_children(w, "sysbench") for w in workers) else None,
+                             120, "both workers' sysbench")
+            coordinator.kill()  # as perflab killed mid-point, its server still up
+            coordinator.wait()
+            # the scheduler drops a client that went away, and each task kills its sysbench
+            wait_for(lambda: not any(_running(pid) for pid in loads), 15,
+                     "the workers' sysbench to stop")
+            assert server.alive()
+        finally:
+            if coordinator.poll() is None:
+                coordinator.kill()
+                coordinator.wait()
+
+
+@pytest.mark.fast
+def test_a_worker_without_perflab_is_named_as_such():
+    from perflab.load.clients import _task_error
+
+    assert "perflab is not installed on that worker" in _task_error(
+        ModuleNotFoundError("No module named 'perflab'"))
