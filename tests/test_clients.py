@@ -175,6 +175,8 @@ def test_a_point_spread_over_two_workers_is_their_merge(cluster, tmp_path):
     # every point says where its load came from, in the JSON export too
     document = perflab.render(perflab.load_study(lab, "two-clients"), "json")
     assert '"clients": [' in document and '"client_start_skew_ms"' in document
+    assert "Load from 2 client worker(s) on 1 host(s)" in perflab.render(
+        perflab.load_study(lab, "two-clients"))
 
     # the same server measured from one client and from two, interleaved: within the noise
     loaded = perflab.load_plan(plan)

@@ -57,7 +57,9 @@ from perflab.store.records import Sample
 CONNECT_SECONDS = 10  # to reach the scheduler
 READY_SECONDS = 60  # every task ready at the barrier (a worker starting, importing perflab)
 START_MARGIN_MS = 500  # from publishing the start time to the start: every worker has heard it
-POLL_SECONDS = 0.25  # how often a waiting side looks at the tasks and the workers
+POLL_SECONDS = 0.25  # how often a waiting side looks at the tasks and the workers ...
+WATCH_SECONDS = 1.0  # ... and perflab at them during the measured window (each look asks the
+# scheduler, on a client machine whose CPUs the load keeps busy)
 # Dask's own monitors, quieted on a client machine the load saturates: a worker samples its
 # threads' stacks 100 times a second and checks its event loop 50 times a second; on 2 cores
 # at 64 threads that cost two workers' points about 10% of their throughput (bench/clients).
@@ -195,7 +197,7 @@ class Clients:
             self._check(futures)
             if time.monotonic() > deadline:
                 raise LoadFailed("the client workers did not finish the point in time")
-            time.sleep(POLL_SECONDS)
+            time.sleep(WATCH_SECONDS)
         returned = {}
         for worker, future in futures.items():
             outcome = future.result()

@@ -114,7 +114,24 @@ def environment_lines(study: Study) -> list[str]:
             f"Server MariaDB {state.version}, allocator {process.get('allocator', '?')}, "
             f"open files {process.get('open_files_limit', {}).get('soft', '?')}"
         )
-    return lines
+    return lines + client_lines(study)
+
+
+def client_lines(study: Study) -> list[str]:
+    """Where the load came from, when several client machines made it (load/clients.py)."""
+    spread = [p for p in study.points if p.clients]
+    if not spread:
+        return []
+    hosts: dict[str, dict] = {}
+    for p in spread:
+        for c in p.clients:
+            hosts[c["host"]] = c["facts"]
+    described = "; ".join(f"{host} ({facts['cpus']} CPUs, kernel {facts['kernel']}, "
+                          f"{facts['sysbench']})" for host, facts in sorted(hosts.items()))
+    workers = max(len(p.clients) for p in spread)
+    skew = max(p.client_start_skew_ms for p in spread)
+    return [f"Load from {workers} client worker(s) on {len(hosts)} host(s): {described}; "
+            f"start skew at most {skew:.1f} ms over {len(spread)} point(s)"]
 
 
 def failures(study: Study) -> list[str]:
