@@ -128,6 +128,13 @@ def test_a_scheduler_that_cannot_be_reached_is_one_error_before_anything_runs():
 
 # -- a scheduler and two workers ------------------------------------------------------------------
 
+def test_a_scheduler_without_workers_is_one_error_before_anything_runs(tmp_path):
+    with LocalCluster(tmp_path, workers=0) as empty, \
+            pytest.raises(PerflabError, match="has no workers") as err:
+        Clients(empty.address, lambda _: None)
+    assert f"dask worker {empty.address}" in err.value.hint
+
+
 @pytest.fixture
 def cluster(tmp_path):
     with LocalCluster(tmp_path, workers=2) as cluster:

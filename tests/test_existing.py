@@ -19,6 +19,7 @@ from conftest import PERFLAB, run_cli, stored_points, wait_for
 from perflab.digest.digest import digest_logs
 from perflab.errors import PerflabError
 from perflab.lab import Lab
+from perflab.load.clients import LocalCluster
 from perflab.server.connection import Endpoint, query
 from perflab.server.existing import Journal, Restarted, identity
 from perflab.server.managed import ManagedServer, ServerEnvironment, install_datadir
@@ -90,6 +91,26 @@ repeats = 1
 {configs}
 """)
     return plan
+
+
+def test_a_read_only_run_from_two_client_workers_with_a_password(site, tmp_path):
+    """--host and --clients: both workers log in with the option file's password, which
+    reaches them on no command line and in no file, and the server still changes nothing."""
+    server, option_file, _ = site
+    before = snapshot(server)
+    plan = app_plan(tmp_path, "app-clients", threads=(8,))
+    lab = tmp_path / "clients-lab"
+    with LocalCluster(tmp_path, workers=2) as cluster:
+        out = run_cli("run", str(plan), "--lab", str(lab), *tcp_args(server, option_file),
+                      "--clients", cluster.address)
+        logs = "".join(path.read_text() for path in tmp_path.glob("*.log"))
+    assert out.returncode == 0, out.stderr
+    (point,) = stored_points(Lab(lab), "app-clients")
+    assert point["status"] == "ok" and point["qps"] > 100
+    assert sorted(c["threads"] for c in json.loads(point["clients_json"])) == [4, 4]
+    assert snapshot(server) == before
+    no_password_in(lab)
+    assert PASSWORD not in logs + out.stdout + out.stderr
 
 
 def snapshot(server: ManagedServer) -> tuple[dict, list]:

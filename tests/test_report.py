@@ -27,7 +27,7 @@ CHROMIUM = shutil.which("chromium")
 def labs(session_root, tmp_path_factory):
     """The same 2-configuration plan run in two labs (as on two hosts)."""
     plan = write_plan(tmp_path_factory.mktemp("plans") / "r.toml", "reported", configs=CONFIGS,
-                      threads=(1, 2), repeats=3, run_seconds=2)
+                      threads=(1, 2), repeats=3, run_seconds=1)
     found = []
     for name in ("lab-a", "lab-b"):
         lab = Lab(session_root / name)

@@ -395,10 +395,12 @@ class LocalCluster:
                 (self.directory / name).mkdir(exist_ok=True)
                 self._start(name, ["worker", self.address, "--name", name, "--nthreads", "1",
                                    "--no-nanny", "--local-directory", str(self.directory / name)])
-            from distributed import Client
+            if self.count:
+                from distributed import Client
 
-            with Client(self.address, timeout=READY_SECONDS, set_as_default=False) as client:
-                client.wait_for_workers(self.count, timeout=READY_SECONDS)
+                with Client(self.address, timeout=READY_SECONDS,
+                            set_as_default=False) as client:
+                    client.wait_for_workers(self.count, timeout=READY_SECONDS)
         except BaseException:
             self.__exit__()
             raise
