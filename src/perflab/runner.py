@@ -78,7 +78,8 @@ def measure(
     argv = sysbench.command(workload, dataset, server.endpoint, threads, window.run_seconds(now))
     if clients is not None:
         result = clients.run_window(argv, sysbench.driver_variables(workload, server.endpoint),
-                                    server.endpoint.sysbench_input(), threads, seconds)
+                                    server.endpoint.sysbench_input(), threads, seconds,
+                                    workload.family.client_files())
     else:
         result = sysbench.run_window([*(client or []), *argv],
                                      sysbench.environment(workload, server.endpoint), window,

@@ -41,6 +41,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import uuid
@@ -94,6 +95,9 @@ class Share:
     threads: int
     seconds: float
     token: str
+    # files the workload's scripts read, by the variable naming them: each worker writes its
+    # own private copy (the user's statements of a `sql` workload)
+    files: dict[str, str] = field(default_factory=dict, repr=False)
 
 
 def split(threads: int, workers: list[Worker]) -> list[tuple[Worker, int]]:
@@ -144,11 +148,13 @@ class Clients:
         self.client.close()
 
     def run_window(self, argv: list[str], variables: dict[str, str], stdin: str | None,
-                   threads: int, seconds: float) -> LoadResult:
+                   threads: int, seconds: float, files: dict[str, str] | None = None
+                   ) -> LoadResult:
         """One measured point: `threads` spread over the workers, each measuring the same
         `seconds` after a common start; the merged result (`merge`). `argv` is sysbench's
         command as perflab would run it here; `variables`, the driver's environment beyond
-        the machine's own. Raises LoadFailed naming the worker that failed or was lost."""
+        the machine's own; `files`, what the workload's scripts read (Family.client_files).
+        Raises LoadFailed naming the worker that failed or was lost."""
         from distributed import Queue, Variable
 
         shares = split(threads, self.workers())
@@ -158,7 +164,7 @@ class Clients:
         ready = Queue(f"perflab-ready-{token}", client=self.client)
         start = Variable(f"perflab-start-{token}", client=self.client)
         futures = {worker: self.client.submit(
-            run_share, Share(options, variables, stdin, n, seconds, token),
+            run_share, Share(options, variables, stdin, n, seconds, token, files or {}),
             key=f"perflab-share-{token}-{i}", workers=[worker.address],
             allow_other_workers=False, pure=False)
             for i, (worker, n) in enumerate(shares)}
@@ -193,11 +199,14 @@ class Clients:
 
     def _collect(self, futures: dict[Worker, object], seconds: float) -> dict[Worker, dict]:
         deadline = time.monotonic() + seconds + 2 * READY_SECONDS
+        checked = time.monotonic()
         while not all(future.done() for future in futures.values()):
-            self._check(futures)
+            if time.monotonic() - checked >= WATCH_SECONDS:
+                self._check(futures)
+                checked = time.monotonic()
             if time.monotonic() > deadline:
                 raise LoadFailed("the client workers did not finish the point in time")
-            time.sleep(WATCH_SECONDS)
+            time.sleep(POLL_SECONDS)
         returned = {}
         for worker, future in futures.items():
             outcome = future.result()
@@ -259,10 +268,16 @@ def run_share(share: Share) -> dict:
                      share.seconds * 1000)
     argv = [sysbench.SYSBENCH, str(sysbench.DRIVER), *share.options, f"--threads={share.threads}",
             f"--time={window.run_seconds(now_ms)}", "run"]
-    env = {**os.environ, "LUA_PATH": sysbench.LUA_PATH, **share.variables,
-           "PERFLAB_SLICES": window.variable(0)}
     timeout = (window.lead_ms + window.measure_ms) / 1000 + 60 + share.threads // 4
-    with sysbench.ClientCpu() as cpu:
+    with tempfile.TemporaryDirectory(prefix="perflab-share-") as private, \
+            sysbench.ClientCpu() as cpu:  # mode 0700, removed at the end
+        written = {}
+        for variable, text in share.files.items():
+            written[variable] = os.path.join(private, variable.lower())
+            with open(written[variable], "w") as out:
+                out.write(text)
+        env = {**os.environ, "LUA_PATH": sysbench.LUA_PATH, **share.variables, **written,
+               "PERFLAB_SLICES": window.variable(0)}
         launched = time.time() + offset
         process = sysbench.start(argv, env, share.stdin)
         stop = _kill_when_abandoned(process, worker, worker.get_current_task())

@@ -96,3 +96,8 @@ class Family(ABC):
     def sysbench_environment(self) -> dict[str, str]:
         """Environment variables the family's Lua scripts read."""
         return {}
+
+    def client_files(self) -> dict[str, str]:
+        """The files of `write_files` by the environment variable that names them, with their
+        text: a client worker on another machine writes its own copy (load/clients.py)."""
+        return {}

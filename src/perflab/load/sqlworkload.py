@@ -127,6 +127,9 @@ class SqlFamily(Family):
             raise RuntimeError("SqlFamily.write_files() was not called before sysbench")
         return {"PERFLAB_SQL_STATEMENTS": str(self.statements_path)}
 
+    def client_files(self) -> dict[str, str]:
+        return {"PERFLAB_SQL_STATEMENTS": self.sql_file.statements_text()}
+
 
 def load_sql_workload(path: str | Path, where: str = "workload.options.file") -> SqlWorkload:
     path = Path(path)
