@@ -62,11 +62,15 @@ POLL_SECONDS = 0.25  # how often a waiting side looks at the tasks and the worke
 WATCH_SECONDS = 1.0  # ... and perflab at them during the measured window (each look asks the
 # scheduler, on a client machine whose CPUs the load keeps busy)
 # Dask's own monitors, quieted on a client machine the load saturates: a worker samples its
-# threads' stacks 100 times a second and checks its event loop 50 times a second; on 2 cores
-# at 64 threads that cost two workers' points about 10% of their throughput (bench/clients).
+# threads' stacks 100 times a second, checks its event loop 50 times a second and its memory
+# 10 times a second, and the scheduler looks for work to steal 10 times a second (perflab's
+# tasks are pinned: there is none); on 2 cores at 64 threads the first two alone cost two
+# workers' points about 10% of their throughput (bench/clients).
 QUIET_DASK = {"DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED": "False",
               "DASK_DISTRIBUTED__ADMIN__TICK__INTERVAL": "1s",
-              "DASK_DISTRIBUTED__ADMIN__SYSTEM_MONITOR__INTERVAL": "2s"}
+              "DASK_DISTRIBUTED__ADMIN__SYSTEM_MONITOR__INTERVAL": "2s",
+              "DASK_DISTRIBUTED__WORKER__MEMORY__MONITOR_INTERVAL": "1s",
+              "DASK_DISTRIBUTED__SCHEDULER__WORK_STEALING": "False"}
 
 
 @dataclass(frozen=True)
