@@ -151,6 +151,13 @@ class Runner:
 
     def run(self) -> RunSummary:
         """Every round not stored yet; with a time budget, the rounds that decide."""
+        try:
+            return self._rounds()
+        finally:
+            if self.clients is not None:
+                self.clients.close()
+
+    def _rounds(self) -> RunSummary:
         run, started = self.plan.run, time.monotonic()
         deadline = started + run.time if run.time else None
         for config in self.plan.configs:
@@ -208,8 +215,6 @@ class Runner:
             summary.seconds = time.monotonic() - started
             save_noise(self.store, self.plan, self.workload, schedule, self._ok(),
                        self.noise_source)
-            if self.clients is not None:
-                self.clients.close()
         if not summary.rounds and summary.already_stored:
             self.say(f"all {summary.already_stored} points of {self.plan.name} are already "
                      "stored")
