@@ -167,6 +167,7 @@ def test_a_point_spread_over_two_workers_is_their_merge(cluster, tmp_path):
     (point,) = perflab.load_study(lab, "two-clients").points
     assert point.ok
     assert sorted(c["threads"] for c in point.clients) == [32, 32]
+    assert sorted(c["worker"] for c in point.clients) == ["w1", "w2"]
     assert all(c["series"] and c["events"] > 0 for c in point.clients)
     # each worker's own driver counted its threads: 32 each, not the point's 64
     assert {s["threads"] for c in point.clients for s in c["series"]} == {32}
@@ -292,5 +293,6 @@ def test_a_killed_perflab_leaves_no_sysbench_on_the_workers(cluster, tmp_path):
 def test_a_worker_without_perflab_is_named_as_such():
     from perflab.load.clients import _task_error
 
-    assert "perflab is not installed on that worker" in _task_error(
+    assert "perflab is not installed there" in _task_error(
         ModuleNotFoundError("No module named 'perflab'"))
+    assert _task_error(RuntimeError("first line\nsecond line")) == "RuntimeError: first line"

@@ -81,3 +81,25 @@ def test_screening_moves_the_engines_knobs_first_and_switches_the_key_cache_off(
         # the default 128 MiB sits high in the range: its first move is to the low side, off
         first_move = next(g["key_buffer_size"] for g in groups if "key_buffer_size" in g)
         assert first_move == 0
+
+
+def test_a_study_drawn_on_another_scale_is_named_before_it_is_resumed():
+    """A tune study made by an earlier perflab searched key_buffer_size on a log scale; Optuna
+    refuses to mix scales, so resuming it is refused first, naming the knob."""
+    import optuna
+    from optuna.distributions import CategoricalDistribution, IntDistribution
+
+    from perflab.tune.search import space_changed
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = optuna.create_study()
+    trial = study.ask({"key_buffer_size": IntDistribution(8 << 20, 1 << 30, log=True),
+                       "query_cache_type": CategoricalDistribution(["OFF", "ON"])})
+    study.tell(trial, 1.0)
+    now = {"key_buffer_size": IntDistribution(0, 1 << 30),
+           "query_cache_type": CategoricalDistribution(["OFF", "ON"])}
+    assert space_changed(study, now) == "key_buffer_size"
+    now["key_buffer_size"] = IntDistribution(1 << 20, 2 << 30, log=True)  # a wider range: fine
+    assert space_changed(study, now) is None
+    now["query_cache_type"] = CategoricalDistribution(["OFF", "ON", "DEMAND"])
+    assert space_changed(study, now) == "query_cache_type"

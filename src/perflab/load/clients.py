@@ -128,12 +128,23 @@ class Clients:
                                hint="start one with `dask scheduler` and give its address, "
                                     "e.g. tcp://HOST:8786", option="clients") from None
         try:
+            self._check_scheduler()
             workers = self.workers()
         except PerflabError:
             self.client.close()
             raise
         say(f"clients: {len(workers)} Dask worker(s) at {address}: "
             + ", ".join(w.name or w.address for w in workers))
+
+    def _check_scheduler(self) -> None:
+        """The scheduler unpacks the tasks perflab submits, so it must import perflab too."""
+        try:
+            self.client.run_on_scheduler(_clock)
+        except Exception as exc:  # noqa: BLE001 (whatever the scheduler's unpacking raised)
+            raise PerflabError(
+                f"the Dask scheduler at {self.address} cannot run perflab's tasks: "
+                f"{_task_error(exc)}", hint="install perflab where the scheduler runs (README "
+                "command 1) and start it from that environment", option="clients") from None
 
     def workers(self) -> list[Worker]:
         """The workers the scheduler knows now, in a stable order; an error without any."""
@@ -188,18 +199,17 @@ class Clients:
     def _barrier(self, ready, futures: dict[Worker, object]) -> None:
         """Wait until every task is ready to start; a task that ended early, or a worker lost,
         fails the point."""
-        waiting, deadline = len(futures), time.monotonic() + READY_SECONDS
+        waiting, deadline = {w.address: w for w in futures}, time.monotonic() + READY_SECONDS
         while waiting:
             try:
-                ready.get(timeout=POLL_SECONDS)
-                waiting -= 1
+                waiting.pop(ready.get(timeout=POLL_SECONDS), None)
                 continue
             except TimeoutError:
                 pass
             self._check(futures, early=True)
             if time.monotonic() > deadline:
-                raise LoadFailed(f"{waiting} client worker(s) not ready within "
-                                 f"{READY_SECONDS} s", hint="see the workers' logs")
+                raise LoadFailed(f"{', '.join(map(str, waiting.values()))}: not ready within "
+                                 f"{READY_SECONDS} s", hint="see that worker's log")
 
     def _collect(self, futures: dict[Worker, object], seconds: float) -> dict[Worker, dict]:
         deadline = time.monotonic() + seconds + 2 * READY_SECONDS
@@ -211,8 +221,11 @@ class Clients:
             if time.monotonic() > deadline:
                 raise LoadFailed("the client workers did not finish the point in time")
             time.sleep(POLL_SECONDS)
+        self._check(futures)
         returned = {}
         for worker, future in futures.items():
+            if future.status != "finished":
+                raise LoadFailed(f"{worker}: its task was {future.status}")
             outcome = future.result()
             if outcome.get("error"):
                 raise LoadFailed(f"{worker} ({outcome['host']}): {outcome['error']}")
@@ -242,9 +255,11 @@ def _clock() -> float:
 
 
 def _task_error(exc: BaseException) -> str:
-    if isinstance(exc, ModuleNotFoundError) and "perflab" in str(exc):
-        return "perflab is not installed on that worker (its Python cannot import perflab)"
-    return f"{type(exc).__name__}: {exc}"
+    """One line for an error a task or the scheduler raised."""
+    if "No module named 'perflab'" in str(exc):
+        return "perflab is not installed there (its Python cannot import perflab)"
+    lines = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {lines[0] if lines else ''}"
 
 
 # -- on the worker -------------------------------------------------------------------------------
@@ -260,11 +275,18 @@ def run_share(share: Share) -> dict:
         return {"host": host, "error": "sysbench is not installed on that worker's host"}
     facts = {"host": host, "cpus": len(os.sched_getaffinity(0)), "kernel": platform.release(),
              "sysbench": sysbench.sysbench_version()}
-    Queue(f"perflab-ready-{share.token}").put(worker.address)
-    try:
-        begin = Variable(f"perflab-start-{share.token}").get(timeout=2 * READY_SECONDS)
-    except TimeoutError:
-        return {"host": host, "error": "no start came from perflab"}
+    key = worker.get_current_task()
+    ready = Queue(f"perflab-ready-{share.token}")
+    ready.put(worker.address)
+    ready.close()  # this worker's reference to the queue; perflab closes its own
+    start, waited = Variable(f"perflab-start-{share.token}"), time.monotonic()
+    while True:  # until the start comes, or the point is given up (the task cancelled)
+        try:
+            begin = start.get(timeout=POLL_SECONDS)
+            break
+        except TimeoutError:
+            if _abandoned(worker, key) or time.monotonic() - waited > 2 * READY_SECONDS:
+                return {"host": host, "error": "no start came from perflab"}
     offset = worker.scheduler_delay  # the scheduler's clock minus this worker's
     now_ms = sysbench.monotonic_ms()
     epoch = now_ms + (begin - offset - time.time()) * 1000
@@ -284,15 +306,21 @@ def run_share(share: Share) -> dict:
                "PERFLAB_SLICES": window.variable(0)}
         launched = time.time() + offset
         process = sysbench.start(argv, env, share.stdin)
-        stop = _kill_when_abandoned(process, worker, worker.get_current_task())
+        stop = _kill_when_abandoned(process, worker, key)
         try:
             result = sysbench.finish(process, timeout, (window, 0))
         except LoadFailed as exc:
             return {"host": host, "error": error_text(exc).splitlines()[0]}
         finally:
             stop.set()
-    return {"host": host, "result": result, "cpu": cpu.share, "threads": share.threads,
-            "launched": launched, "facts": facts}
+    return {"worker": worker.name or worker.address, "host": host, "result": result,
+            "cpu": cpu.share, "threads": share.threads, "launched": launched, "facts": facts}
+
+
+def _abandoned(worker, key) -> bool:
+    """Whether the task `key` running on `worker` was cancelled (its point given up)."""
+    state = worker.state.tasks.get(key)
+    return state is None or state.state in ("cancelled", "released", "forgotten")
 
 
 def _kill_when_abandoned(process, worker, key) -> threading.Event:
@@ -302,8 +330,7 @@ def _kill_when_abandoned(process, worker, key) -> threading.Event:
 
     def watch() -> None:
         while not done.wait(POLL_SECONDS):
-            state = worker.state.tasks.get(key)
-            if state is None or state.state in ("cancelled", "released", "forgotten"):
+            if _abandoned(worker, key):
                 process.kill()
                 return
 
@@ -330,7 +357,8 @@ def merge(outcomes: list[dict]) -> LoadResult:
     for o in outcomes:
         per_host[o["host"]] = per_host.get(o["host"], 0.0) + (o["cpu"] or 0.0)
     first = min(o["launched"] for o in outcomes)
-    clients = [{"host": o["host"], "threads": o["threads"], "events": o["result"].events,
+    clients = [{"worker": o.get("worker", ""), "host": o["host"], "threads": o["threads"],
+                "events": o["result"].events,
                 "queries": o["result"].queries, "client_cpu": o["cpu"],
                 "start_offset_ms": round((o["launched"] - first) * 1000, 3),
                 "facts": o["facts"], "series": [vars(s) for s in o["result"].series],
@@ -372,14 +400,15 @@ def connect(address: str, existing, say: Callable[[str], None]) -> Clients:
                            "address, not its Unix socket",
                            hint="give the server as --host HOST --port PORT", option="clients")
     clients = Clients(address, say)
-    if existing is None:
-        far = [w for w in clients.workers() if not _loopback(w.host)]
-        if far:
-            clients.close()
-            raise PerflabError(
-                f"{far[0]} runs on {far[0].host}, but the servers perflab starts listen on "
-                "127.0.0.1 only", hint="run the workers on this machine, or measure a server "
-                "you started yourself (--host)", option="clients")
+    far = [w for w in clients.workers() if not _loopback(w.host)]
+    if far and (existing is None or _loopback(existing.endpoint.host)):
+        clients.close()
+        where = ("the servers perflab starts listen on 127.0.0.1 only" if existing is None
+                 else f"the server is given as {existing.endpoint.host}, this machine's own")
+        raise PerflabError(
+            f"{far[0]} runs on {far[0].host}, but {where}",
+            hint="run the workers on this machine, or give the server by an address they "
+                 "reach (--host)", option="clients")
     return clients
 
 

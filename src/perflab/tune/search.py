@@ -171,6 +171,12 @@ class Tuner:
                                         direction=self.settings.direction,
                                         sampler=self.search.sampler(0), load_if_exists=True)
             measured, searched = _recorded(study, self.measured, self.sampler)
+        changed = space_changed(study, self.space.distributions())
+        if changed:
+            raise PerflabError(
+                f"tune: the study {name} in this lab searched {changed} over other values, or "
+                "on another scale, than this perflab does: its trials cannot be resumed",
+                hint="tune in a new lab, or give the plan another study.name to start afresh")
         if measured is not self.measured:
             self.say(f"study {study.study_name} measures its trials {measured}: going on so")
         self.measured = measured
@@ -365,6 +371,21 @@ def _checked(method: str, sampler: str, budget: int | None, seconds: float | Non
         raise PerflabError("give the search a budget (trials) or a time limit (seconds)",
                            option="budget")
     return method, sampler
+
+
+def space_changed(study: optuna.Study, distributions: dict) -> str | None:
+    """The first knob whose stored trials were drawn from a distribution Optuna cannot resume
+    with `distributions` (a study made by an earlier perflab: key_buffer_size was searched on a
+    log scale before 0 meant "off"), else None."""
+    for trial in study.get_trials(deepcopy=False):
+        for name, old in trial.distributions.items():
+            if name in distributions:
+                try:
+                    optuna.distributions.check_distribution_compatibility(
+                        old, distributions[name])
+                except ValueError:
+                    return name
+    return None
 
 
 def _recorded(study: optuna.Study, measured: Measured,
