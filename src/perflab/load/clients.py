@@ -125,8 +125,9 @@ class Clients:
             self.client = Client(address, timeout=timeout, set_as_default=False)
         except (OSError, TimeoutError) as exc:
             raise PerflabError(f"cannot reach the Dask scheduler at {address}: {exc}",
-                               hint="start one with `dask scheduler` and give its address, "
-                                    "e.g. tcp://HOST:8786", option="clients") from None
+                               hint="start one with perflab's `.venv/bin/dask scheduler` and "
+                                    "give its address, e.g. tcp://HOST:8786",
+                               option="clients") from None
         try:
             self._check_scheduler()
             workers = self.workers()
