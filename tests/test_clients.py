@@ -57,11 +57,10 @@ def _result(events: int, histogram: dict[int, int], slices: dict[float, float],
 def test_merge_sums_counts_and_takes_percentiles_from_the_summed_histograms():
     fast = _result(900, {100: 890, 400: 10}, {0.25: 1800.0, 0.5: 1800.0}, 1.0)
     slow = _result(100, {300: 60, 600: 40}, {0.25: 200.0, 0.5: 200.0, 0.75: 200.0}, 5.0)
-    outcomes = [{"host": "one", "result": fast, "cpu": 0.5, "threads": 4, "launched": 10.0,
-                 "facts": {}},
-                {"host": "one", "result": slow, "cpu": 0.4, "threads": 4, "launched": 10.02,
-                 "facts": {}},
-                ]
+    outcomes = [{"worker": "w1", "host": "one", "result": fast, "cpu": 0.5, "threads": 4,
+                 "launched": 10.0, "facts": {}},
+                {"worker": "w2", "host": "one", "result": slow, "cpu": 0.4, "threads": 4,
+                 "launched": 10.02, "facts": {}}]
     merged = merge(outcomes)
     assert merged.events == 1000 and merged.queries == 1000
     summed = {100: 890, 300: 60, 400: 10, 600: 40}
@@ -254,7 +253,8 @@ COORDINATOR = """
 import json, sys
 from perflab.load.clients import Clients
 spec = json.loads(sys.argv[1])
-Clients(spec["address"], lambda _: None).run_window(spec["argv"], spec["variables"], None, 8, 30)
+Clients(spec["address"], lambda _: None).run_window(spec["options"], spec["variables"], None, 8,
+                                                   30)
 """
 
 
@@ -270,7 +270,7 @@ def test_a_killed_perflab_leaves_no_sysbench_on_the_workers(cluster, tmp_path):
     workers = [cluster.processes[name].pid for name in ("w1", "w2")]
     with slot.server({}, server_environment(Environment(connection="tcp"))) as server:
         spec = {"address": cluster.address,
-                "argv": sysbench.command(workload, dataset, server.endpoint, 8, 30),
+                "options": sysbench.options(workload, dataset, server.endpoint),
                 "variables": sysbench.driver_variables(workload, server.endpoint)}
         coordinator = subprocess.Popen([sys.executable, "-c", COORDINATOR, json.dumps(spec)])
         try:

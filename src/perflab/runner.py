@@ -25,8 +25,8 @@ from perflab.errors import PerflabError, error_text
 from perflab.existing_side import ExistingSide
 from perflab.fleet import Fleet
 from perflab.lab import Lab
-from perflab.load import clients, sysbench
-from perflab.load.clients import Clients
+from perflab.load import sysbench
+from perflab.load.clients import Clients, connect_clients
 from perflab.load.workloads import ResolvedWorkload, resolve
 from perflab.noise import forecast, frozen_dependence, lab_noise, save_noise
 from perflab.plan import Dataset, Plan, Point, ServerConfig
@@ -73,14 +73,16 @@ def measure(
     """
     with server.connect() as conn:
         before = global_status(conn)
-    now = sysbench.monotonic_ms()
-    window = sysbench.Slicing.alone(now, threads, seconds)
-    argv = sysbench.command(workload, dataset, server.endpoint, threads, window.run_seconds(now))
     if clients is not None:
-        result = clients.run_window(argv, sysbench.driver_variables(workload, server.endpoint),
+        result = clients.run_window(sysbench.options(workload, dataset, server.endpoint),
+                                    sysbench.driver_variables(workload, server.endpoint),
                                     server.endpoint.sysbench_input(), threads, seconds,
                                     workload.family.client_files())
     else:
+        now = sysbench.monotonic_ms()
+        window = sysbench.Slicing.alone(now, threads, seconds)
+        argv = sysbench.command(workload, dataset, server.endpoint, threads,
+                                window.run_seconds(now))
         result = sysbench.run_window([*(client or []), *argv],
                                      sysbench.environment(workload, server.endpoint), window,
                                      threads, server.endpoint.sysbench_input())
@@ -144,7 +146,7 @@ class Runner:
         self.server_state_id: int | None = None
         self.profiler = Profiler(say)
         # load from several client machines: the scheduler reached before anything runs
-        self.clients = (clients.connect(plan.run.clients, existing, say) if plan.run.clients
+        self.clients = (connect_clients(plan.run.clients, existing, say) if plan.run.clients
                         else None)
         self.schedule: str | None = None  # decided by run(), or on first need (noise)
         self.noise_source = "run"  # what the noise this run measures is stored as

@@ -93,7 +93,7 @@ class Share:
     names its own sysbench and perflab driver), the driver's variables, the password for
     sysbench's standard input, and the measured window."""
 
-    options: tuple[str, ...]  # without --threads, --time and the command
+    options: tuple[str, ...]  # sysbench.options: all but the threads and the run's length
     variables: dict[str, str] = field(repr=False)
     stdin: str | None = field(repr=False)
     threads: int
@@ -163,24 +163,22 @@ class Clients:
     def close(self) -> None:
         self.client.close()
 
-    def run_window(self, argv: list[str], variables: dict[str, str], stdin: str | None,
+    def run_window(self, options: list[str], variables: dict[str, str], stdin: str | None,
                    threads: int, seconds: float, files: dict[str, str] | None = None
                    ) -> LoadResult:
         """One measured point: `threads` spread over the workers, each measuring the same
-        `seconds` after a common start; the merged result (`merge`). `argv` is sysbench's
-        command as perflab would run it here; `variables`, the driver's environment beyond
-        the machine's own; `files`, what the workload's scripts read (Family.client_files).
-        Raises LoadFailed naming the worker that failed or was lost."""
+        `seconds` after a common start; the merged result (`merge`). `options`: sysbench's
+        (sysbench.options); `variables`, the driver's environment beyond the machine's own;
+        `files`, what the workload's scripts read (Family.client_files). Raises LoadFailed
+        naming the worker that failed or was lost."""
         from distributed import Queue, Variable
 
         shares = split(threads, self.workers())
         token = uuid.uuid4().hex
-        options = tuple(a for a in argv[2:]
-                        if not a.startswith(("--time=", "--threads=")) and a != "run")
         ready = Queue(f"perflab-ready-{token}", client=self.client)
         start = Variable(f"perflab-start-{token}", client=self.client)
         futures = {worker: self.client.submit(
-            run_share, Share(options, variables, stdin, n, seconds, token, files or {}),
+            run_share, Share(tuple(options), variables, stdin, n, seconds, token, files or {}),
             key=f"perflab-share-{token}-{i}", workers=[worker.address],
             allow_other_workers=False, pure=False)
             for i, (worker, n) in enumerate(shares)}
@@ -274,7 +272,7 @@ def run_share(share: Share) -> dict:
     host = socket.gethostname()
     if shutil.which(sysbench.SYSBENCH) is None:
         return {"host": host, "error": "sysbench is not installed on that worker's host"}
-    facts = {"host": host, "cpus": len(os.sched_getaffinity(0)), "kernel": platform.release(),
+    facts = {"cpus": len(os.sched_getaffinity(0)), "kernel": platform.release(),
              "sysbench": sysbench.sysbench_version()}
     key = worker.get_current_task()
     ready = Queue(f"perflab-ready-{share.token}")
@@ -291,11 +289,8 @@ def run_share(share: Share) -> dict:
     offset = worker.scheduler_delay  # the scheduler's clock minus this worker's
     now_ms = sysbench.monotonic_ms()
     epoch = now_ms + (begin - offset - time.time()) * 1000
-    window = Slicing(epoch, sysbench.POINT_SLICE_MS, 1, sysbench.POINT_LEAD_MS,
-                     share.seconds * 1000)
-    argv = [sysbench.SYSBENCH, str(sysbench.DRIVER), *share.options, f"--threads={share.threads}",
-            f"--time={window.run_seconds(now_ms)}", "run"]
-    timeout = (window.lead_ms + window.measure_ms) / 1000 + 60 + share.threads // 4
+    window = Slicing.starting(epoch, share.seconds)
+    argv = sysbench.run_command(list(share.options), share.threads, window.run_seconds(now_ms))
     with tempfile.TemporaryDirectory(prefix="perflab-share-") as private, \
             sysbench.ClientCpu() as cpu:  # mode 0700, removed at the end
         written = {}
@@ -309,7 +304,7 @@ def run_share(share: Share) -> dict:
         process = sysbench.start(argv, env, share.stdin)
         stop = _kill_when_abandoned(process, worker, key)
         try:
-            result = sysbench.finish(process, timeout, (window, 0))
+            result = sysbench.finish(process, window.timeout(share.threads), (window, 0))
         except LoadFailed as exc:
             return {"host": host, "error": error_text(exc).splitlines()[0]}
         finally:
@@ -348,8 +343,7 @@ def merge(outcomes: list[dict]) -> LoadResult:
     results: list[LoadResult] = [o["result"] for o in outcomes]
     histogram: dict[int, int] = {}
     for r in results:
-        for bucket, count in r.histogram.items():
-            histogram[bucket] = histogram.get(bucket, 0) + count
+        sysbench.add_counts(histogram, r.histogram)
     timed = sum(histogram.values())
     shared = set.intersection(*({s.t for s in r.series} for r in results))
     series = [_summed([s for r in results for s in r.series if s.t == t])
@@ -358,7 +352,7 @@ def merge(outcomes: list[dict]) -> LoadResult:
     for o in outcomes:
         per_host[o["host"]] = per_host.get(o["host"], 0.0) + (o["cpu"] or 0.0)
     first = min(o["launched"] for o in outcomes)
-    clients = [{"worker": o.get("worker", ""), "host": o["host"], "threads": o["threads"],
+    clients = [{"worker": o["worker"], "host": o["host"], "threads": o["threads"],
                 "events": o["result"].events,
                 "queries": o["result"].queries, "client_cpu": o["cpu"],
                 "start_offset_ms": round((o["launched"] - first) * 1000, 3),
@@ -392,7 +386,7 @@ def _summed(samples: list[Sample]) -> Sample:
                    threads=sum(s.threads for s in samples))
 
 
-def connect(address: str, existing, say: Callable[[str], None]) -> Clients:
+def connect_clients(address: str, existing, say: Callable[[str], None]) -> Clients:
     """The scheduler at `address`, checked against the server measured: a server perflab did
     not start (`existing`) must be reached over TCP; managed servers listen on 127.0.0.1 only,
     so every worker must run on this machine."""

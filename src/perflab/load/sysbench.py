@@ -101,22 +101,29 @@ def command(
     seconds: int,
     report_interval: int = 1,
 ) -> list[str]:
-    argv = [
-        SYSBENCH,
-        str(DRIVER),
+    return run_command(options(workload, dataset, endpoint, report_interval), threads, seconds)
+
+
+def options(workload: ResolvedWorkload, dataset: Dataset, endpoint: Endpoint,
+            report_interval: int = 1) -> list[str]:
+    """sysbench's options for `workload` on `endpoint`, all but the threads and the run's
+    length (a client worker of load/clients.py runs them with its own share of the threads)."""
+    return [
         "--db-driver=mysql",
         *endpoint.sysbench_args(),
         f"--mysql-db={dataset.existing or workload.family.schema}",
         *workload.family.sysbench_args(dataset, workload.writes),
-        f"--threads={threads}",
-        f"--time={seconds}",
         "--events=0",
         f"--report-interval={report_interval}",
         "--percentile=95",
+        *(f"--{key.replace('_', '-')}={_option(value)}"
+          for key, value in workload.sysbench_options().items()),
     ]
-    argv += [f"--{key.replace('_', '-')}={_option(value)}"
-             for key, value in workload.sysbench_options().items()]
-    return [*argv, "run"]
+
+
+def run_command(options: list[str], threads: int, seconds: int) -> list[str]:
+    """The command that runs perflab's driver with `options` at `threads` for `seconds`."""
+    return [SYSBENCH, str(DRIVER), *options, f"--threads={threads}", f"--time={seconds}", "run"]
 
 
 def environment(workload: ResolvedWorkload, endpoint: Endpoint | None = None
@@ -174,8 +181,17 @@ class Slicing:
     @classmethod
     def alone(cls, now_ms: float, threads: int, seconds: float) -> Slicing:
         """One process measured for `seconds` after a lead of its own."""
-        return cls(cls.epoch(now_ms, threads), POINT_SLICE_MS, 1, POINT_LEAD_MS,
-                   seconds * 1000)
+        return cls.starting(cls.epoch(now_ms, threads), seconds)
+
+    @classmethod
+    def starting(cls, epoch_ms: float, seconds: float) -> Slicing:
+        """One process measured for `seconds` after a lead of its own, its clock beginning at
+        `epoch_ms` (several client workers given one start: load/clients.py)."""
+        return cls(epoch_ms, POINT_SLICE_MS, 1, POINT_LEAD_MS, seconds * 1000)
+
+    def timeout(self, threads: int) -> float:
+        """How long a process of this slicing with `threads` threads may take to end."""
+        return (self.lead_ms + self.measure_ms) / 1000 + 60 + threads // 4
 
     def variable(self, index: int) -> str:
         return (f"{self.epoch_ms:.3f} {self.slice_ms:.3f} {self.count} {index} "
@@ -315,7 +331,7 @@ def run_sliced(jobs: list[tuple[list[str], dict[str, str]]], slicing: Slicing,
         for index, (argv, env) in enumerate(jobs):
             processes.append(start(argv, {**env, "PERFLAB_SLICES": slicing.variable(index)},
                                    stdin))
-        timeout = (slicing.lead_ms + slicing.measure_ms) / 1000 + 60 + threads // 4
+        timeout = slicing.timeout(threads)
         for index, process in enumerate(processes):
             try:
                 results.append(finish(process, timeout, (slicing, index)))
@@ -337,8 +353,7 @@ def parse(stdout: str, slicing: tuple[Slicing, int] | None = None) -> LoadResult
         if kind == "interval":
             series.append(_interval(record))
         elif kind == "histogram":
-            for bucket, count in record["buckets"].items():
-                histogram[int(bucket)] = histogram.get(int(bucket), 0) + count
+            add_counts(histogram, record["buckets"])
         elif kind == "window":
             windows.append(record)
         elif kind == "total":
@@ -443,6 +458,13 @@ def _part(total: dict, kind: str) -> float:
 BUCKETS = 1024
 LOG_MIN = math.log(0.001)
 MULT = (BUCKETS - 1) / (math.log(100000) - LOG_MIN)
+
+
+def add_counts(histogram: dict[int, int], more: dict) -> None:
+    """Add the latency bucket counts `more` (bucket numbers as ints or JSON's strings) into
+    `histogram`: merged histograms are summed, never their percentiles averaged."""
+    for bucket, count in more.items():
+        histogram[int(bucket)] = histogram.get(int(bucket), 0) + count
 
 
 def percentile(histogram: dict[int, int], pct: float) -> float:
