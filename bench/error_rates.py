@@ -8,6 +8,7 @@ shifted between sessions), and the share of tables with any false verdict is pri
 
     .venv/bin/python bench/error_rates.py [--families 2000] [--rho 0.2 ...]
     .venv/bin/python bench/error_rates.py --rho -0.22 0 0.2 --allowance 0   # a lab's own
+    .venv/bin/python bench/error_rates.py --fitted 10   # looks fitted to a budget of 10 rounds
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import argparse
 import math
 from dataclasses import replace
 
-from perflab.stats.design import Design
+from perflab.stats.design import FITTED_SHAPE, Design
 from perflab.stats.simulate import Noise, simulate
 
 # Per thread count, the sd of one round's log ratio in the key-cache demo's fleet (issue 31's
@@ -54,34 +55,40 @@ def main() -> None:
     parser.add_argument("--allowance", type=float, nargs="*", default=[],
                         help="also, for each: the A/A rows at --rho judged by a design that "
                              "allows for this lag-1 (what a lab's own measurement freezes)")
+    parser.add_argument("--fitted", type=int, default=0, metavar="LAST",
+                        help="judge with looks fitted to a budget of LAST rounds (as a run "
+                             "fits them at its first look) instead of Pocock's over 3..20")
     args = parser.parse_args()
     families = args.families
+    budget, small = BUDGET, Design(alpha=0.05, margin=0.05, first_look=3, last_look=20)
+    if args.fitted:
+        budget = replace(budget, last_look=args.fitted, shape=FITTED_SHAPE)
+        small = replace(small, last_look=args.fitted, shape=FITTED_SHAPE)
     aa = {cell: 0.0 for cell in TABLE}
     print("| scenario | tables with a false faster/slower [95%] | with a false equivalent "
           "| cells decided | rounds (mean) |")
     print("|---|---|---|---|---|")
     for rho in args.rho:
         row(f"A/A, 16 cells, demo noise, rho {rho:g}", aa, Noise(POINT_SD, rho=rho),
-            BUDGET, families, args.seed)
-    small = Design(alpha=0.05, margin=0.05, first_look=3, last_look=20)
+            budget, families, args.seed)
     effects = {("a", 4): 0.05, ("a", 32): -0.05, ("b", 4): 0.0, ("b", 32): 0.03}
     small_sd = {4: 0.04 / math.sqrt(2), 32: 0.04 / math.sqrt(2)}
     for allowance in args.allowance:
         for rho in args.rho:
             row(f"A/A, rho {rho:g}, design allowing {allowance:g}", aa,
-                Noise(POINT_SD, rho=rho), replace(BUDGET, lag1=allowance), families, args.seed)
+                Noise(POINT_SD, rho=rho), replace(budget, lag1=allowance), families, args.seed)
         for rho in args.rho:
             row(f"+5%, -5%, 0, +3%, 4% noise, margin 5%, rho {rho:g}, allowing {allowance:g}",
                 effects, Noise(small_sd, rho=rho), replace(small, lag1=allowance), families,
                 args.seed)
     if args.allowance:
         return
-    row("A/A, rho 0.2, skew -1", aa, Noise(POINT_SD, rho=0.2, skew=-1.0), BUDGET, families,
+    row("A/A, rho 0.2, skew -1", aa, Noise(POINT_SD, rho=0.2, skew=-1.0), budget, families,
         args.seed)
-    row("A/A, rho 0.2, t(4) tails", aa, Noise(POINT_SD, rho=0.2, tails=4), BUDGET, families,
+    row("A/A, rho 0.2, t(4) tails", aa, Noise(POINT_SD, rho=0.2, tails=4), budget, families,
         args.seed)
     row("A/A, session shift sd 1% every 5 rounds", aa,
-        Noise(POINT_SD, session_sd=0.01, session_rounds=5), BUDGET, families, args.seed)
+        Noise(POINT_SD, session_sd=0.01, session_rounds=5), budget, families, args.seed)
     row("+5%, -5%, 0, +3% at 4 and 32 threads, 4% noise, margin 5%", effects,
         Noise(small_sd, rho=0.2), small, families, args.seed)
 

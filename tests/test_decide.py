@@ -165,3 +165,14 @@ def test_more_looks_need_a_stricter_level_per_look():
     assert nominal_level(0.05, 5, 5) == 0.05
     per_look = nominal_level(0.05, 3, 20)
     assert 0.005 < per_look < 0.012  # Pocock's constant for 18 looks is near 0.01
+    assert nominal_level(0.05, 3, 20, 4) == pytest.approx(per_look)  # the same at every look
+
+
+def test_a_boundary_fitted_to_the_looks_asks_more_early_and_less_at_the_end():
+    """Wang-Tsiatis 1/4 over rounds 3..10: each look's level grows with its rounds, the last
+    one lies between Pocock's and the fixed-sample level, and a look past the last is judged
+    as the last."""
+    levels = [nominal_level(0.05, 3, 10, n, 0.25) for n in range(3, 11)]
+    assert levels == sorted(levels) and levels[0] < levels[-1] / 10
+    assert nominal_level(0.05, 3, 10) < levels[-1] < 0.05
+    assert nominal_level(0.05, 3, 10, 12, 0.25) == levels[-1]

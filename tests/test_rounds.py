@@ -9,7 +9,7 @@ import pytest
 
 from perflab.errors import PerflabError
 from perflab.plan import load_plan
-from perflab.rounds import Measure, Stop, next_round
+from perflab.rounds import Measure, Stop, fitted_looks, next_round
 from perflab.store.records import Metrics, StoredPoint
 
 pytestmark = pytest.mark.fast
@@ -121,6 +121,20 @@ def test_when_everything_is_decided_or_the_looks_are_spent_the_study_stops(tmp_p
     assert isinstance(step, Stop) and step.decided and "4 of 4" in step.note
     noisy = measured(range(1, 6), 0.3)
     assert next_round(study, noisy, design, 6) == Stop(6)  # past the last look
+
+
+def test_a_budget_fits_its_looks_to_the_rounds_it_holds_once_and_from_timing_only(tmp_path):
+    """At the first look, 3 rounds of 60 s and 5 minutes left: 5 rounds more at that pace,
+    a quarter more for the shorter rounds of open comparisons; never past max_rounds, never
+    fewer than repeats. The fitted design judges its last looks on the fitted boundary."""
+    study = plan(tmp_path, 'repeats = 3\ntime = "10m"\nmax_rounds = 20')
+    assert study.run.design().last_look == 20 and study.run.design().shape == 0.5
+    fitted = fitted_looks(study, 3, 300.0, [55.0, 60.0, 65.0])
+    assert fitted.run.planned_rounds == 3 + math.ceil(5 * 1.25)
+    design = fitted.run.design()
+    assert (design.first_look, design.last_look, design.shape) == (3, 10, 0.25)
+    assert fitted_looks(study, 3, 3000.0, [60.0]).run.planned_rounds == 20
+    assert fitted_looks(study, 3, -5.0, [60.0]).run.design().sequential is False
 
 
 def test_a_target_interval_is_refused_with_what_does_its_work_now(tmp_path):

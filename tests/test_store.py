@@ -243,3 +243,26 @@ def test_the_dependence_a_lab_measured_is_frozen_into_a_study_at_its_first_run(t
         # rounds that alternate (copies of the data rotating between servers): no allowance
         store.save_noise([noise(1, 50, -0.5), noise(2, 50, -0.3)])
         assert frozen_dependence(store, PLAN, workload, "fleet").run.lag1 == 0.0
+
+
+def test_looks_fitted_at_a_studys_first_look_are_kept_by_every_later_run(tmp_path):
+    """The rounds a budget holds, fitted at the first look, become the last look of the study's
+    design (on the fitted boundary), in the plan rows stored before the fit too; a later run
+    with a larger max_rounds keeps them, so no look is added after the data were seen."""
+    from perflab.rounds import fitted_looks
+
+    budgeted = dataclasses.replace(PLAN, run=dataclasses.replace(PLAN.run, repeats=3,
+                                                                 time=600.0, max_rounds=20))
+    with ResultStore(tmp_path / "perflab.sqlite") as store:
+        store.save_plan(budgeted)
+        assert store.planned_rounds(PLAN.name) == 0
+        assert store.design(PLAN.name).last_look == 20
+        fitted = fitted_looks(budgeted, 3, 240.0, [60.0])
+        store.fit_rounds(PLAN.name, fitted.run.planned_rounds)
+        assert store.planned_rounds(PLAN.name) == 8
+        design = store.design(PLAN.name)
+        assert (design.last_look, design.shape) == (8, 0.25)
+        later = dataclasses.replace(budgeted, run=dataclasses.replace(
+            budgeted.run, max_rounds=40, planned_rounds=store.planned_rounds(PLAN.name)))
+        store.save_plan(later)
+        assert store.design(PLAN.name).last_look == 8

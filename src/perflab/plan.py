@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from perflab.errors import PerflabError
-from perflab.stats.design import Design
+from perflab.stats.design import FITTED_SHAPE, Design
 
 ENGINES = ("InnoDB", "MyISAM", "Aria", "MEMORY", "RocksDB")
 
@@ -137,6 +137,9 @@ class RunSettings:
     # Not a plan key: the lag-1 autocorrelation of rounds the intervals allow for, set at a
     # study's first run from what the lab measured (noise.frozen_dependence).
     lag1: float = Design.lag1
+    # Not a plan key: with a time budget, the rounds it holds, fitted at the study's first look
+    # from how long its first rounds took (rounds.planned_rounds); 0 until then.
+    planned_rounds: int = 0
 
     @property
     def effective_slice_seconds(self) -> float:
@@ -150,7 +153,12 @@ class RunSettings:
 
     def design(self) -> Design:
         """How the verdicts are judged: one look after `repeats` rounds, or with a time budget
-        a look after every round up to max_rounds."""
+        a look after every round up to the rounds the budget holds once they are fitted (on a
+        boundary that judges the last looks nearly at the fixed-sample level), up to
+        max_rounds before (Pocock's constant level: the looks that will happen are unknown)."""
+        if self.time and self.planned_rounds:
+            return Design(self.alpha, self.margin, self.repeats,
+                          max(self.planned_rounds, self.repeats), self.lag1, FITTED_SHAPE)
         last = self.max_rounds if self.time else self.repeats
         return Design(self.alpha, self.margin, self.repeats, max(last, self.repeats),
                       self.lag1)

@@ -15,11 +15,17 @@ where it stopped. A round is atomic:
 its comparisons are chosen from the rounds before it only, and a thread count of it is measured
 whole, in one run (one that an interrupted run left half stored is measured again, replacing
 what was stored), so that every ratio pairs points measured together.
+
+With a budget, the study's looks are fitted once, at its first look, to the rounds the budget
+holds at the pace of the rounds before it (`fitted_looks`): the timing of rounds says nothing
+of the comparisons' values, so the design chosen from it stays a design fixed in advance.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+import statistics
+from dataclasses import dataclass, replace
 
 from perflab.plan import Plan, ServerConfig
 from perflab.stats.decide import decide, log_ratios, resolved
@@ -80,3 +86,20 @@ def next_round(plan: Plan, ok: list[StoredPoint], design: Design, number: int
 def comparisons(plan: Plan, points: list[StoredPoint]) -> dict[tuple[str, int], dict[int, float]]:
     """The plan's comparisons with their per-round log ratios (the family judged)."""
     return log_ratios(throughput(points), plan.baseline, plan.config_names, plan.run.threads)
+
+
+# A budget's looks are fitted to a quarter more rounds than the first rounds' pace allows: the
+# rounds after the first look measure only the comparisons still open, so they are shorter, and
+# a boundary fitted to more looks than happen costs little (stopping at 0.8 of them, the last
+# look's critical value is 6% higher), where fitting too few would leave the budget unused.
+LOOKS_SLACK = 1.25
+
+
+def fitted_looks(plan: Plan, done: int, remaining: float, timed: list[float]) -> Plan:
+    """The plan with the rounds its budget holds (RunSettings.planned_rounds): the `done`
+    rounds, and as many more as `remaining` seconds hold at the mean pace of the `timed`
+    rounds, with LOOKS_SLACK; between repeats and max_rounds."""
+    run = plan.run
+    more = math.ceil(max(remaining, 0.0) / statistics.mean(timed) * LOOKS_SLACK)
+    rounds = max(run.repeats, min(run.max_rounds, done + more))
+    return replace(plan, run=replace(run, planned_rounds=rounds))

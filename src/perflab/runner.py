@@ -14,6 +14,7 @@ max_rounds is reached. A point whose server dies is stored as failed with the er
 
 from __future__ import annotations
 
+import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -35,12 +36,13 @@ from perflab.probes.status import delta, global_status
 from perflab.probes.system import host_facts
 from perflab.procs import check_stop
 from perflab.progress import Progress
-from perflab.rounds import Stop, next_round
+from perflab.rounds import Stop, fitted_looks, next_round
 from perflab.server import environment as env
 from perflab.server.existing import ExistingServer, restore_pending
 from perflab.server.protocol import Server
 from perflab.side import ManagedSide, ServerSide
 from perflab.states import ServerStates
+from perflab.stats.design import Design
 from perflab.store import PointRecord, ResultStore, StoredPoint
 
 Say = Callable[[str], None]
@@ -168,6 +170,8 @@ class Runner:
         self.schedule = schedule
         self.say(f"schedule: {schedule} ({why})")
         self.plan = frozen_dependence(self.store, self.plan, self.workload, schedule)
+        self.plan = replace(self.plan, run=replace(  # looks fitted by an earlier run stay
+            self.plan.run, planned_rounds=self.store.planned_rounds(self.plan.name)))
         self.plan_id = self.store.save_plan(self.plan)
         design = self.store.design(self.plan.name)  # this plan's looks and earlier runs'
         for line in forecast(self.plan, design, self.noise()):
@@ -179,11 +183,15 @@ class Runner:
         progress = Progress(self.plan, self.say, deadline)
         session = self.open_session()
         fleet = self._fleet(session, self.plan) if schedule == "fleet" else None
-        round_number = 0
+        round_number, timed = 0, []
         try:
             while True:
                 check_stop()
                 round_number += 1
+                if (round_number == run.repeats + 1 and timed and deadline is not None
+                        and not self.plan.run.planned_rounds):
+                    self.plan, design = fit_looks(self.store, self.plan, round_number - 1,
+                                                  deadline, timed, self.say)
                 step = next_round(self.plan, self._ok(), design, round_number)
                 if step.note:
                     self.say(step.note)
@@ -197,11 +205,13 @@ class Runner:
                     break
                 summary.rounds += 1
                 progress.round(round_number, step.points)
+                began = time.monotonic()
                 records = (self._fleet_round(fleet, session, round_number, step.points,
                                              deadline, progress)
                            if fleet else
                            self._serial_round(session, round_number, step.points, deadline,
                                               progress))
+                timed.append(time.monotonic() - began)
                 summary.measured += len(records)
                 summary.failed += sum(r.status == "failed" for r in records)
                 if deadline is not None and time.monotonic() >= deadline:
@@ -368,6 +378,18 @@ class Runner:
             return
         self.server_state_id = self.states.record(session, self.side.server, config, how)
         warm_up(self.side, self.plan, self.workload, config, self.say)
+
+
+def fit_looks(store: ResultStore, plan: Plan, done: int, deadline: float, timed: list[float],
+              say: Say) -> tuple[Plan, Design]:
+    """At a budgeted study's first look: its looks fitted to the rounds the budget holds
+    (rounds.fitted_looks), recorded for it, and the design they give."""
+    plan = fitted_looks(plan, done, deadline - time.monotonic(), timed)
+    store.fit_rounds(plan.name, plan.run.planned_rounds)
+    design = store.design(plan.name)
+    say(f"looks: after rounds {design.first_look}..{design.last_look}, what the budget holds "
+        f"at {statistics.mean(timed):.0f} s a round so far")
+    return plan, design
 
 
 def warm_up(side: ServerSide, plan: Plan, workload: ResolvedWorkload, config: ServerConfig,

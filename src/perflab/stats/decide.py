@@ -31,10 +31,11 @@ rounds cannot undo it.
 
 A difference, once found, may still be measured on (rounds.py: until its rounds could detect a
 change the size of the margin), so that its size is known and not only its sign. Its verdict
-stays the one given; its estimate and interval are then those of all its rounds, at the level
-it was decided at: the nominal level is the same at every look, so that interval is as valid as
-the one at the decision. Should that interval no longer support the verdict, the decision's own
-figures stay and the verdict is marked disputed.
+stays the one given; its estimate and interval are then those of all its rounds, at the
+family share it was decided at and on the boundary of the look at that many rounds: a repeated
+confidence interval (Jennison and Turnbull), as valid at any look as the one at the decision.
+Should that interval no longer support the verdict, the decision's own figures stay and the
+verdict is marked disputed.
 """
 
 from __future__ import annotations
@@ -276,11 +277,11 @@ class Judge:
         low_bound, high_bound = self.design.bounds
         while True:
             level = self.level()
-            nominal = self.design.nominal(level)
             newly = False
             for key, estimate in estimates.items():
                 if key in self.final or estimate.n < 2:
                     continue
+                nominal = self.design.nominal(level, estimate.n)
                 mean, half = estimate.mean, estimate.half_width(nominal)
                 tost = estimate.half_width(2 * nominal)  # one-sided tests at the level each
                 found = set()
@@ -314,8 +315,8 @@ class Judge:
     def _verdict(self, name: str, estimate: Estimate, level: float,
                  look: int | None = None) -> Verdict:
         """The verdict with the interval it rests on: TOST's for equivalent, else the
-        two-sided one at the family's level."""
-        nominal = self.design.nominal(level)
+        two-sided one at the family's level, on the boundary of the look at its rounds."""
+        nominal = self.design.nominal(level, estimate.n)
         half = estimate.half_width(2 * nominal if name == EQUIVALENT else nominal)
         change = math.expm1(estimate.mean)
         if not math.isfinite(half):
@@ -343,10 +344,10 @@ class Judge:
         if not math.isfinite(estimate.sd):
             return verdict
         design, mean, n = self.design, abs(estimate.mean), estimate.n
-        nominal = design.nominal(verdict.level)
         prior_df = estimate.df - (n - 1)  # what the family lends stays lent
         limit = design.last_look if design.sequential else n + 100
         for total in range(n + 1, limit + 1):
+            nominal = design.nominal(verdict.level, total)
             se, df = estimate.sd / math.sqrt(total), total - 1 + prior_df
             differs = (critical_t(nominal, df) + POWER_Z) * se < mean
             within = mean + (critical_t(2 * nominal, df) + POWER_Z) * se < design.bounds[1]
@@ -414,7 +415,7 @@ def forecast_half_width(sd: float, rounds: int, level: float, cells: int, design
         return math.inf
     own = Estimate(0.0, sd / math.sqrt(rounds), rounds - 1, rounds, sd)
     lent = LENT_PER_OWN * (rounds - 1) if cells >= 3 else 0.0
-    return half_width(widened(own, design.lag1).sd, rounds, design.nominal(level), lent)
+    return half_width(widened(own, design.lag1).sd, rounds, design.nominal(level, rounds), lent)
 
 
 def detectable_change(sd: float, n: int, level: float, design: Design, df: float | None = None
@@ -425,7 +426,7 @@ def detectable_change(sd: float, n: int, level: float, design: Design, df: float
     if n < 2 or not math.isfinite(sd):
         return math.inf
     df = n - 1 if df is None or not math.isfinite(df) else df
-    shift = critical_t(design.nominal(level), df) + POWER_Z
+    shift = critical_t(design.nominal(level, n), df) + POWER_Z
     return math.expm1(shift * sd / math.sqrt(n))
 
 

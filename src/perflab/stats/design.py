@@ -6,13 +6,18 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+FITTED_SHAPE = 0.25  # between Pocock (1/2) and O'Brien-Fleming (0): see docs/STATISTICS.md §5
+
 
 @dataclass(frozen=True)
 class Design:
     """How a family is judged: error rate, equivalence margin, and the looks.
 
     With first_look == last_look there is one look (a fixed number of rounds); otherwise a look
-    after every round from first_look to last_look, as in a run with a time budget.
+    after every round from first_look to last_look, as in a run with a time budget, on a
+    Wang-Tsiatis boundary of `shape` (stats/sequential.py): Pocock's constant level (1/2) when
+    the last look is only a cap, FITTED_SHAPE when the looks were fitted to what the budget
+    holds, so that the last ones are judged nearly at the fixed-sample level.
     """
 
     alpha: float = 0.05
@@ -23,6 +28,7 @@ class Design:
     # since a study's own first rounds cannot tell it: by default what this kind of machine
     # showed, until the lab has measured its own (noise.frozen_dependence)
     lag1: float = 0.2
+    shape: float = 0.5  # Wang-Tsiatis shape of the looks' boundary
 
     @property
     def sequential(self) -> bool:
@@ -34,11 +40,12 @@ class Design:
         """The equivalence margin on the log-ratio scale."""
         return math.log(1 - self.margin), math.log(1 + self.margin)
 
-    def nominal(self, level: float) -> float:
-        """The per-look level that keeps `level` over all the design's looks."""
+    def nominal(self, level: float, rounds: int | None = None) -> float:
+        """The level of the look at `rounds` rounds (default: the last look) that keeps
+        `level` over all the design's looks."""
         from perflab.stats.sequential import nominal_level  # numpy and scipy: only to decide
 
-        return nominal_level(level, self.first_look, self.last_look)
+        return nominal_level(level, self.first_look, self.last_look, rounds, self.shape)
 
 
 def spanning(designs: list[Design]) -> Design:
@@ -49,4 +56,4 @@ def spanning(designs: list[Design]) -> Design:
     afresh."""
     first = designs[0]
     return Design(first.alpha, first.margin, min(d.first_look for d in designs),
-                  max(d.last_look for d in designs), first.lag1)
+                  max(d.last_look for d in designs), first.lag1, first.shape)

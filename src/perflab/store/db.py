@@ -268,6 +268,25 @@ class ResultStore:
         rows = self.db.execute("SELECT study FROM plans GROUP BY study ORDER BY MAX(id) DESC")
         return [row["study"] for row in rows]
 
+    def planned_rounds(self, study: str) -> int:
+        """The rounds the study's budget was fitted to hold at its first look (0: never
+        fitted): later runs keep them, so that its looks stay those chosen before any look."""
+        rows = self.db.execute("SELECT plan_json FROM plans WHERE study = ?", (study,))
+        return max((json.loads(r["plan_json"])["run"].get("planned_rounds", 0) for r in rows),
+                   default=0)
+
+    def fit_rounds(self, study: str, rounds: int) -> None:
+        """Record the rounds fitted at the study's first look in every budgeted plan it was run
+        with, so that its design (`design`) looks up to them and no further."""
+        rows = self.db.execute("SELECT id, plan_json FROM plans WHERE study = ?",
+                               (study,)).fetchall()
+        for row in rows:
+            data = json.loads(row["plan_json"])
+            if data["run"].get("time") and not data["run"].get("planned_rounds"):
+                data["run"]["planned_rounds"] = rounds
+                self.db.execute("UPDATE plans SET plan_json = ? WHERE id = ?",
+                                (json.dumps(data), row["id"]))
+
     def latest_plan(self, study: str) -> tuple[Plan, list[str]] | None:
         """The study's latest plan and the definitions its configurations' points are stored
         under (as recorded then, so that a later change of the hash cannot hide them)."""
