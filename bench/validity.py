@@ -8,7 +8,9 @@ those of the built-in innodb-small-effects study), each measured four ways:
 - by serial rounds (`schedule = "serial"`: one server, configurations back to back);
 - by plain sysbench, the reference: the workload's own script with no perflab driver, long runs
   (--pair-seconds) against two servers started afresh for every pair (a start moves this
-  machine's throughput by several percent), copies of the data swapped, in ABBA order;
+  machine's throughput by several percent), copies of the data swapped, in ABBA order, the
+  other server stopped (SIGSTOP) while one is measured, so that each is measured alone, as a
+  user's server would run, its own background work included and the other's left out;
 - on absolute qps: a perflab point as a serial study measures it (its driver, its counters,
   run_seconds long) against a long plain sysbench run (--pair-seconds) on the same server, at 1
   to 128 threads: what a short window costs (threads still connecting) shows here.
@@ -25,8 +27,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import signal
 import time
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager
 from dataclasses import replace
 
 from common import ROOT, plain_command, plain_qps, ratio_bounds, ratio_interval
@@ -53,7 +57,19 @@ EFFECTS = {  # name: (what, workload, the changed configuration's variables)
               ""),
     "doublewrite": ("read-write, doublewrite buffer off: the page flushes write half as much",
                     "oltp_read_write", 'innodb_doublewrite = "OFF"'),
+    # The fleet's risk in its plainest form: the changed server also writes in the background
+    # (an event of its own every second), which runs in the other server's slices too. Alone,
+    # that work costs the changed server its share; in the fleet, the part that falls in the
+    # base's slices would be charged to the base, pulling the ratio toward 1.
+    "bg-aa": ("read-only A/A, the changed server also writing in the background (an event "
+              "updating 2,000 rows every second)", "oltp_read_only",
+              'event_scheduler = "ON"\ninit_file = "{init_file}"'),
 }
+# The changed server's background writer for bg-aa, created at its start (init_file).
+BACKGROUND_EVENT = """CREATE EVENT IF NOT EXISTS sbtest.perflab_background
+  ON SCHEDULE EVERY 1 SECOND
+  DO UPDATE sbtest.sbtest1 SET k = k + 1 WHERE id <= 2000;
+"""
 PLAN = """
 [study]
 name = "{name}"
@@ -84,6 +100,9 @@ def plan_for(effect: str, schedule: str, args) -> Plan:
     path = ROOT / "out" / f"validity-{args.stamp}" / f"{effect}-{schedule}.toml"
     path.parent.mkdir(parents=True, exist_ok=True)
     what, workload, variables = EFFECTS[effect]
+    init_file = path.parent / "background.sql"
+    init_file.write_text(BACKGROUND_EVENT)
+    variables = variables.format(init_file=init_file)
     path.write_text(PLAN.format(name=f"v-{effect}-{schedule}", threads=list(args.threads),
                                 seconds=args.seconds, rounds=args.rounds, schedule=schedule,
                                 workload=workload, variables=variables))
@@ -125,6 +144,20 @@ def started(stack: ExitStack, lab: Lab, plan: Plan, shift: int = 0) -> dict:
     return servers
 
 
+@contextmanager
+def alone(servers: dict, name: str):
+    """The servers other than `name` stopped (SIGSTOP, our own processes by their pid) for the
+    duration, and continued afterwards whatever happens."""
+    others = [server.pid for other, server in servers.items() if other != name]
+    for pid in others:
+        os.kill(pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        for pid in others:
+            os.kill(pid, signal.SIGCONT)
+
+
 def reference(lab: Lab, plan: Plan, args, stored: dict, save) -> dict[int, list[float]]:
     """Per thread count, ratios changed/base of plain sysbench runs. A server start moves this
     machine's throughput by several percent for as long as the server lives (docs/
@@ -144,8 +177,11 @@ def reference(lab: Lab, plan: Plan, args, stored: dict, save) -> dict[int, list[
                 for server in servers.values():  # warm-up, not counted
                     plain(workload, plan, server, threads, args.seconds * 3)
                 order = ("base", "changed") if number % 2 == 0 else ("changed", "base")
-                qps = {name: plain(workload, plan, servers[name], threads, args.pair_seconds)
-                       for name in order}
+                qps = {}
+                for name in order:
+                    with alone(servers, name):
+                        qps[name] = plain(workload, plan, servers[name], threads,
+                                          args.pair_seconds)
                 pairs.append(qps["changed"] / qps["base"])
                 save()
                 print(f"  reference {plan.name} {threads} threads pair {len(pairs)}: "
