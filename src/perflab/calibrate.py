@@ -25,6 +25,7 @@ from perflab.rounds import comparisons
 from perflab.runner import Runner
 from perflab.stats.decide import forecast_half_width, half_width
 from perflab.stats.dependence import lag1, skewness
+from perflab.stats.design import FITTED_SHAPE
 from perflab.store import load_study
 
 TWIN = "{}'"  # the baseline's identical copy
@@ -67,19 +68,21 @@ class Calibration:
         sd = statistics.median(noise.values())
         study = self.study_plan
         cells = max(1, (len(study.configs) - 1) * len(study.run.threads))
-        design = replace(study.run.design(), first_look=3, last_look=max(PROJECTED_ROUNDS))
+        design = study.run.design()
         level = design.alpha / cells
         scale = (len(study.run.threads) / len(self.plan.run.threads)
                  * max(1, len(study.configs)) / 2)
         rows = []
         for rounds in PROJECTED_ROUNDS:
             single = math.expm1(half_width(sd, rounds, design.alpha))
-            family = math.expm1(forecast_half_width(sd, rounds, level, cells, design))
+            # a budget that holds this many rounds: its looks fitted to them (rounds.py)
+            fitted = replace(design, first_look=3, last_look=rounds, shape=FITTED_SHAPE)
+            family = math.expm1(forecast_half_width(sd, rounds, level, cells, fitted))
             minutes = rounds * self.seconds_per_round * scale / 60
             rows.append([str(rounds), f"±{single:.0%}", f"±{family:.0%}", f"{minutes:.0f} min"])
         projected = Table(
             f"What {study.name} can resolve with this noise ({sd:.1%} per round, "
-            f"{cells} comparisons, looks after every round)",
+            f"{cells} comparisons, a look after every round of a budget that holds them)",
             ["Rounds", "One comparison, one look", "Whole table, every look", "About"], rows,
             note=f"an interval narrower than ±{design.margin:.0%} around 0 is needed to call a "
                  "comparison equivalent; a change larger than the interval's half width is "
