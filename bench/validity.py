@@ -62,13 +62,13 @@ EFFECTS = {  # name: (what, workload, the changed configuration's variables)
     # that work costs the changed server its share; in the fleet, the part that falls in the
     # base's slices would be charged to the base, pulling the ratio toward 1.
     "bg-aa": ("read-only A/A, the changed server also writing in the background (an event "
-              "updating 2,000 rows every second)", "oltp_read_only",
+              "updating one table's 25,000 rows every second)", "oltp_read_only",
               'event_scheduler = "ON"\ninit_file = "{init_file}"'),
 }
 # The changed server's background writer for bg-aa, created at its start (init_file).
-BACKGROUND_EVENT = """CREATE EVENT IF NOT EXISTS sbtest.perflab_background
+BACKGROUND_EVENT = """CREATE DEFINER = root@localhost EVENT IF NOT EXISTS sbtest.perflab_background
   ON SCHEDULE EVERY 1 SECOND
-  DO UPDATE sbtest.sbtest1 SET k = k + 1 WHERE id <= 2000;
+  DO UPDATE sbtest.sbtest1 SET k = k + 1;
 """
 PLAN = """
 [study]

@@ -54,6 +54,7 @@ def test_tiny_plan_runs_end_to_end_and_every_point_is_stored(shared_lab, tmp_pat
         delta = json.loads(p["status_delta_json"])
         assert delta["Com_select"] >= p["reads"]
         assert len(json.loads(p["series_json"])) >= 1
+        assert 0 <= p["off_turn_cpu"] <= 1  # the fleet saw its server's CPU, turn by turn
 
     report = run_cli("report", str(shared_lab.root), "--study", "e2e", "--format", "json")
     assert report.returncode == 0, report.stderr

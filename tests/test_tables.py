@@ -69,3 +69,24 @@ def test_failed_points_are_left_out_and_missing_cells_show_a_dash():
     absolute = absolute_table(PLAN, points)
     assert absolute.rows[0] == ["off", "100", "-", "-"]
     assert absolute.rows[1] == ["32", "-", "10", "-"]
+
+
+def test_a_server_working_in_the_others_turns_is_flagged_against_the_least_at_its_threads():
+    """A fleet server that spent 12% of its CPU time in the other servers' turns, where the
+    baseline spent 2%, leans the ratio toward itself: flagged, naming both shares; 4% against
+    2% is within what the servers' own wind-down does, and points without the probe (serial,
+    older labs) are never flagged."""
+    from perflab.analysis.quality import off_turn_flags
+
+    def shared(config, threads, share, repeat):
+        p = point(config, threads, 1000.0, repeat=repeat)
+        return dataclasses.replace(p, metrics=dataclasses.replace(p.metrics,
+                                                                   off_turn_cpu=share))
+
+    points = [shared(c, t, share, r) for r in (1, 2, 3)
+              for c, t, share in (("base", 8, 0.02), ("bg", 8, 0.12), ("base", 32, 0.02),
+                                  ("bg", 32, 0.04), ("old", 32, None))]
+    found = off_turn_flags(points)
+    assert len(found) == 1
+    assert found[0].startswith("bg at 8 threads: 12% of its server's CPU time fell in the "
+                               "other servers' turns (the least at 8 threads: 2%)")

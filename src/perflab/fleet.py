@@ -34,6 +34,7 @@ from perflab.plan import Plan, Point, ServerConfig
 from perflab.probes.profile import Profiler
 from perflab.probes.status import delta, global_status
 from perflab.probes.system import ram_bytes
+from perflab.probes.turns import TurnCpu
 from perflab.server import environment as env
 from perflab.server.managed import ManagedServer
 from perflab.server.memory import configured_sizes, memory_estimate
@@ -178,8 +179,11 @@ class Fleet:
                                     member.server.endpoint, threads, slicing.run_seconds(now))
             jobs.append(([*env.client_prefix(member.config.environment), *argv],
                          sysbench.environment(self.workload)))
-        results = sysbench.run_sliced(jobs, slicing, threads)
-        for (member, point), result in zip(live, results, strict=True):
+        with TurnCpu([member.server.pid for member, _ in live], slicing) as turns:
+            results = sysbench.run_sliced(jobs, slicing, threads)
+        for index, ((member, point), result) in enumerate(zip(live, results, strict=True)):
+            if isinstance(result, sysbench.LoadResult):
+                result.off_turn_cpu = turns.off_turn(index)
             recorder, data = recorders[member.config.name]
             profile = Profiler.finish(recorder, data, early=True)
             records.append(self._record(member, point, result, before[member.config.name],

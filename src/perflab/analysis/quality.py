@@ -5,11 +5,16 @@ Each flag is a sentence a reader can act on; nothing is dropped from the data be
 
 from __future__ import annotations
 
+import statistics
+
 from perflab.analysis.tables import groups
 from perflab.stats.summary import summarize, trend
 from perflab.store.records import StoredPoint
 
 DRIFT_THRESHOLD = 0.05  # a fitted change of 5% or more over the measured window
+# A fleet server whose share of CPU time in the other servers' turns exceeds the least such
+# share at its thread count by this much: its background work is charged to the others.
+OFF_TURN_LEAN = 0.03
 
 
 def flags(points: list[StoredPoint], cv_threshold: float) -> list[str]:
@@ -23,6 +28,7 @@ def flags(points: list[StoredPoint], cv_threshold: float) -> list[str]:
             out.append(f"{config} at {threads} threads: repeat value {values[i]:.0f} is an "
                        f"outlier (median {s.median:.0f}); kept in the data")
     out += drift_flags(points)
+    out += off_turn_flags(points)
     failed = [p for p in points if not p.ok]
     if failed:
         out.append(f"{len(failed)} failed point(s); see the failed points list")
@@ -51,4 +57,22 @@ def drift_flags(points: list[StoredPoint]) -> list[str]:
         else:
             out.append(f"{where}: throughput drifts {fitted.drift:+.0%} over the window "
                        f"(p={fitted.p_value:.3f}); not a steady state")
+    return out
+
+
+def off_turn_flags(points: list[StoredPoint]) -> list[str]:
+    """Fleet cells whose server worked in the other servers' turns more than the others at
+    the same thread count (probes/turns.py): that work slows the server whose turn it is, so
+    the fleet's ratios lean toward the server that does it."""
+    shares = {key: statistics.median(values)
+              for key, values in groups(points, "off_turn_cpu").items()}
+    out = []
+    for (config, threads), share in sorted(shares.items(), key=lambda kv: (kv[0][1], kv[0][0])):
+        least = min(v for (_, t), v in shares.items() if t == threads)
+        if share - least >= OFF_TURN_LEAN:
+            out.append(f"{config} at {threads} threads: {share:.0%} of its server's CPU time "
+                       f"fell in the other servers' turns (the least at {threads} threads: "
+                       f"{least:.0%}): background work the others are charged for, so the "
+                       f"fleet's ratios lean toward {config}; schedule = \"serial\" measures "
+                       "each server alone")
     return out

@@ -49,6 +49,8 @@ class LoadResult:
     series: list[Sample] = field(default_factory=list)
     histogram: dict[int, int] = field(default_factory=dict)
     client_cpu: float | None = None  # share of this machine's usable CPUs sysbench used
+    # fleet: the share of its server's CPU time that fell in the other servers' turns
+    off_turn_cpu: float | None = None
     # load from several client machines (load/clients.py): each worker's part of the point
     clients: list[dict] | None = None
 
@@ -76,6 +78,7 @@ class LoadResult:
             latency_avg_ms=self.latency_avg_ms, latency_p95_ms=self.latency_p95_ms,
             latency_p99_ms=self.latency_p99_ms, latency_max_ms=self.latency_max_ms,
             rows_per_query=rows_per_query, client_cpu=self.client_cpu,
+            off_turn_cpu=self.off_turn_cpu,
         )
 
 

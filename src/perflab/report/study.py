@@ -76,8 +76,9 @@ def headline(study: Study) -> list[str]:
     rounds = max((p.repeat for p in points), default=0)
     repeats = f"{rounds} rounds"
     if run.time:
-        repeats += (f" (at least {run.repeats}; a budget of {run.time / 60:g} min, at most "
-                    f"{run.max_rounds})")
+        most = (f"{run.planned_rounds}, what it was fitted to hold" if run.planned_rounds
+                else str(run.max_rounds))
+        repeats += f" (at least {run.repeats}; a budget of {run.time / 60:g} min, at most {most})"
     engines = sorted({plan.dataset_for(c).engine for c in plan.configs})
     engine = engines[0] if len(engines) == 1 else "/".join(engines) + " (per configuration)"
     return [
@@ -93,7 +94,13 @@ def findings(study: Study, options: ReportOptions) -> list[str]:
     """What the study found, one line per configuration (empty for a single one)."""
     if len(study.plan.configs) < 2:
         return []
-    return verdict_headline(study.plan, judgement(study, options))
+    lines = verdict_headline(study.plan, judgement(study, options))
+    leaning = [flag.split(":")[0] for flag in quality.off_turn_flags(study.points)]
+    if leaning:
+        lines.append(f"Caution: {'; '.join(leaning)} did background work in the other servers' "
+                     "turns, so the fleet's ratios there lean toward it (see Flags); "
+                     "schedule = \"serial\" measures each server alone")
+    return lines
 
 
 def environment_lines(study: Study) -> list[str]:

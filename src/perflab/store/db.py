@@ -105,7 +105,8 @@ CREATE TABLE IF NOT EXISTS health_reports (
 """
 # Columns added to the points table after its first release: a lab made before gets them.
 LATER_COLUMNS = {  # columns added after the first labs were made
-    "points": {"profile_json": "TEXT", "client_cpu": "REAL", "clients_json": "TEXT"},
+    "points": {"profile_json": "TEXT", "client_cpu": "REAL", "clients_json": "TEXT",
+               "off_turn_cpu": "REAL"},
     "noise": {"lag1": "REAL", "skew": "REAL"},
 }
 

@@ -43,6 +43,9 @@ class Metrics:
     # Share of the client machine's usable CPUs the load generator used (None: not measured,
     # points stored before it was)
     client_cpu: float | None = None
+    # A fleet point: the share of its server's CPU time that fell in the other servers' turns
+    # (background work they are charged for: probes/turns.py); None otherwise
+    off_turn_cpu: float | None = None
 
     @classmethod
     def names(cls) -> tuple[str, ...]:
