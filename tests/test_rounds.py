@@ -133,7 +133,9 @@ def test_a_budget_fits_its_looks_to_the_rounds_it_holds_once_and_from_timing_onl
     assert fitted.run.planned_rounds == 3 + math.ceil(5 * 1.25)
     design = fitted.run.design()
     assert (design.first_look, design.last_look, design.shape) == (3, 10, 0.25)
-    assert fitted_looks(study, 3, 3000.0, [60.0]).run.planned_rounds == 20
+    capped = fitted_looks(study, 3, 3000.0, [60.0])
+    assert capped.run.planned_rounds == 20
+    assert capped.run.design().shape == 0.5  # the cap, not the budget, ends it: Pocock's
     assert fitted_looks(study, 3, -5.0, [60.0]).run.design().sequential is False
 
 

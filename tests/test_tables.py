@@ -73,9 +73,11 @@ def test_failed_points_are_left_out_and_missing_cells_show_a_dash():
 
 def test_a_server_working_in_the_others_turns_is_flagged_against_the_least_at_its_threads():
     """A fleet server that spent 12% of its CPU time in the other servers' turns, where the
-    baseline spent 2%, leans the ratio toward itself: flagged, naming both shares; 4% against
-    2% is within what the servers' own wind-down does, and points without the probe (serial,
-    older labs) are never flagged."""
+    baseline spent 2% in the same turns, leans the ratio toward itself: flagged. 4% against 2%
+    is within what the servers' own wind-down does; a share compared with its own round's
+    least, not with another round's (fewer servers take turns once comparisons are decided,
+    and each share falls with them); points without the probe (serial, older labs) are never
+    flagged."""
     from perflab.analysis.quality import off_turn_flags
 
     def shared(config, threads, share, repeat):
@@ -86,7 +88,14 @@ def test_a_server_working_in_the_others_turns_is_flagged_against_the_least_at_it
     points = [shared(c, t, share, r) for r in (1, 2, 3)
               for c, t, share in (("base", 8, 0.02), ("bg", 8, 0.12), ("base", 32, 0.02),
                                   ("bg", 32, 0.04), ("old", 32, None))]
+    # rounds 4-6 at 64 threads: three servers, then two; "late" measured only with three
+    points += [shared(c, 64, share, r) for r, c, share in (
+        (1, "base", 0.06), (1, "late", 0.07), (1, "early", 0.06),
+        (2, "base", 0.05), (2, "late", 0.06), (2, "early", 0.05),
+        (3, "base", 0.06), (3, "late", 0.07), (3, "early", 0.06),
+        (4, "base", 0.02), (4, "late", 0.03), (5, "base", 0.02), (5, "late", 0.03))]
     found = off_turn_flags(points)
     assert len(found) == 1
     assert found[0].startswith("bg at 8 threads: 12% of its server's CPU time fell in the "
-                               "other servers' turns (the least at 8 threads: 2%)")
+                               "other servers' turns, 10 points more than the least in the "
+                               "same turns")

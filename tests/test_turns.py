@@ -12,10 +12,10 @@ from perflab.probes.turns import TurnCpu
 
 pytestmark = pytest.mark.fast  # needs no server: scripts/test -m fast
 
-# Spins only in the turns of process `index` (0 of 2, 100-ms slices from EPOCH), sleeps else.
+# Spins only in the turns of process 1 of 2 (100-ms slices from the epoch given), sleeps else.
 IN_TURN = """
 import math, sys, time
-epoch, index = float(sys.argv[1]), int(sys.argv[2])
+index, epoch = 1, float(sys.argv[1])
 while True:
     at = time.clock_gettime(time.CLOCK_MONOTONIC) * 1000 - epoch
     if at >= 0 and math.floor(at / 100) % 2 == index:
@@ -24,20 +24,34 @@ while True:
 """
 
 
-def test_cpu_is_credited_to_the_turn_it_was_spent_in():
-    """Over 1.5 s of 100-ms turns between two processes: one that spins all the time spends
-    about half its CPU in the other's turns, one that spins only in its own turns almost
-    none."""
-    epoch = monotonic_ms() + 100
-    processes = [subprocess.Popen([sys.executable, "-c", "while True: pass"]),
-                 subprocess.Popen([sys.executable, "-c", IN_TURN, str(epoch), "1"])]
-    try:
-        with TurnCpu([p.pid for p in processes], Slicing(epoch, 100, 2, 0, 1500)) as turns:
-            time.sleep(1.8)
-    finally:
-        for process in processes:
+def watched(code: list[str]) -> TurnCpu:
+    """1.5 s of 100-ms turns between two servers, of which the process running `code` (with
+    the epoch as its last argument) is the second (index 1); the first is nobody, so nothing it
+    does competes with the process. The window opens 0.3 s after the process starts, so
+    Python's own start is not in it. On a machine too busy to give the process 0.15 s of CPU,
+    once more (twice at most)."""
+    for _ in range(3):
+        epoch = monotonic_ms() + 100
+        process = subprocess.Popen([sys.executable, "-c", *code, str(epoch)])
+        try:
+            with TurnCpu([0, process.pid], Slicing(epoch, 100, 2, 200, 1500)) as turns:
+                time.sleep(1.9)
+        finally:
             process.kill()
             process.wait()
-    assert 0.35 < turns.off_turn(0) < 0.65
-    assert turns.own[1] > 0.3  # it did spin, in its own turns
-    assert turns.off_turn(1) < 0.15
+        if turns.own[1] + turns.others[1] >= 0.15:
+            break
+    return turns
+
+
+def test_cpu_is_credited_to_the_turn_it_was_spent_in():
+    """A process that spins all the time spends about half its CPU in the other's turns
+    (whatever else loads the machine, it does so in both turns alike); one that spins only in
+    its own turns little (samples of 20 ms are shared out by time, and a busy machine delays
+    them); a pid that is gone has no CPU time to share."""
+    spinning = watched(["import sys\nwhile True: pass"])
+    assert 0.35 < spinning.off_turn(1) < 0.65
+    assert spinning.off_turn(0) is None
+    in_turn = watched([IN_TURN])
+    assert in_turn.own[1] > 0.1  # it did spin, in its own turns
+    assert in_turn.off_turn(1) < 0.25

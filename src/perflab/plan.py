@@ -138,7 +138,7 @@ class RunSettings:
     # study's first run from what the lab measured (noise.frozen_dependence).
     lag1: float = Design.lag1
     # Not a plan key: with a time budget, the rounds it holds, fitted at the study's first look
-    # from how long its first rounds took (rounds.planned_rounds); 0 until then.
+    # from how long its first rounds took (rounds.fitted_looks); 0 until then.
     planned_rounds: int = 0
 
     @property
@@ -155,8 +155,10 @@ class RunSettings:
         """How the verdicts are judged: one look after `repeats` rounds, or with a time budget
         a look after every round up to the rounds the budget holds once they are fitted (on a
         boundary that judges the last looks nearly at the fixed-sample level), up to
-        max_rounds before (Pocock's constant level: the looks that will happen are unknown)."""
-        if self.time and self.planned_rounds:
+        max_rounds before, or when the budget holds max_rounds or more (Pocock's constant
+        level: the last look is only a cap, and a study that decides long before it should
+        not pay for looks it will not need)."""
+        if self.time and 0 < self.planned_rounds < self.max_rounds:
             return Design(self.alpha, self.margin, self.repeats,
                           max(self.planned_rounds, self.repeats), self.lag1, FITTED_SHAPE)
         last = self.max_rounds if self.time else self.repeats

@@ -100,6 +100,7 @@ def fitted_looks(plan: Plan, done: int, remaining: float, timed: list[float]) ->
     rounds, and as many more as `remaining` seconds hold at the mean pace of the `timed`
     rounds, with LOOKS_SLACK; between repeats and max_rounds."""
     run = plan.run
-    more = math.ceil(max(remaining, 0.0) / statistics.mean(timed) * LOOKS_SLACK)
+    pace = statistics.mean(timed)
+    more = math.ceil(max(remaining, 0.0) / pace * LOOKS_SLACK) if pace > 0 else run.max_rounds
     rounds = max(run.repeats, min(run.max_rounds, done + more))
     return replace(plan, run=replace(run, planned_rounds=rounds))

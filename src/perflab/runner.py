@@ -189,7 +189,8 @@ class Runner:
                 check_stop()
                 round_number += 1
                 if (round_number == run.repeats + 1 and timed and deadline is not None
-                        and not self.plan.run.planned_rounds):
+                        and not self.plan.run.planned_rounds
+                        and all(p.repeat <= run.repeats for p in self._ok())):
                     self.plan, design = fit_looks(self.store, self.plan, round_number - 1,
                                                   deadline, timed, self.say)
                 step = next_round(self.plan, self._ok(), design, round_number)
@@ -211,7 +212,9 @@ class Runner:
                            if fleet else
                            self._serial_round(session, round_number, step.points, deadline,
                                               progress))
-                timed.append(time.monotonic() - began)
+                if sum(map(len, step.points.values())) == len(run.threads) * len(
+                        self.plan.configs):  # a whole round: the pace of the rounds to come
+                    timed.append(time.monotonic() - began)
                 summary.measured += len(records)
                 summary.failed += sum(r.status == "failed" for r in records)
                 if deadline is not None and time.monotonic() >= deadline:
@@ -387,8 +390,10 @@ def fit_looks(store: ResultStore, plan: Plan, done: int, deadline: float, timed:
     plan = fitted_looks(plan, done, deadline - time.monotonic(), timed)
     store.fit_rounds(plan.name, plan.run.planned_rounds)
     design = store.design(plan.name)
-    say(f"looks: after rounds {design.first_look}..{design.last_look}, what the budget holds "
-        f"at {statistics.mean(timed):.0f} s a round so far")
+    pace = f"{statistics.mean(timed):.0f} s a round so far"
+    say(f"looks: after rounds {design.first_look}..{design.last_look}, "
+        + (f"what the budget holds at {pace} (levels fitted to them)" if design.shape != 0.5
+           else f"max_rounds (the budget holds more at {pace}: Pocock's constant level)"))
     return plan, design
 
 

@@ -13,7 +13,8 @@ from perflab.store.records import StoredPoint
 
 DRIFT_THRESHOLD = 0.05  # a fitted change of 5% or more over the measured window
 # A fleet server whose share of CPU time in the other servers' turns exceeds the least such
-# share at its thread count by this much: its background work is charged to the others.
+# share in the same turns by this much (median over rounds): its background work is charged to
+# the others.
 OFF_TURN_LEAN = 0.03
 
 
@@ -61,18 +62,31 @@ def drift_flags(points: list[StoredPoint]) -> list[str]:
 
 
 def off_turn_flags(points: list[StoredPoint]) -> list[str]:
-    """Fleet cells whose server worked in the other servers' turns more than the others at
-    the same thread count (probes/turns.py): that work slows the server whose turn it is, so
-    the fleet's ratios lean toward the server that does it."""
-    shares = {key: statistics.median(values)
-              for key, values in groups(points, "off_turn_cpu").items()}
+    """Fleet cells whose server worked in the other servers' turns more than the others in the
+    same turns (probes/turns.py): that work slows the server whose turn it is, so the fleet's
+    ratios lean toward the server that does it. Each point is compared with the least share
+    of its own run (round and thread count), because a share grows with the number of
+    servers taking turns, which falls as comparisons are decided."""
+    least: dict[tuple[int, int], float] = {}
+    for p in points:
+        share = p.value("off_turn_cpu")
+        if share is not None:
+            key = (p.repeat, p.threads)
+            least[key] = min(share, least.get(key, share))
+    cells: dict[tuple[str, int], list[tuple[float, float]]] = {}
+    for p in points:
+        share = p.value("off_turn_cpu")
+        if share is not None:
+            cells.setdefault((p.config, p.threads), []).append(
+                (share, share - least[(p.repeat, p.threads)]))
     out = []
-    for (config, threads), share in sorted(shares.items(), key=lambda kv: (kv[0][1], kv[0][0])):
-        least = min(v for (_, t), v in shares.items() if t == threads)
-        if share - least >= OFF_TURN_LEAN:
+    for (config, threads), pairs in sorted(cells.items(), key=lambda kv: (kv[0][1], kv[0][0])):
+        excess = statistics.median(e for _, e in pairs)
+        if excess >= OFF_TURN_LEAN:
+            share = statistics.median(s for s, _ in pairs)
             out.append(f"{config} at {threads} threads: {share:.0%} of its server's CPU time "
-                       f"fell in the other servers' turns (the least at {threads} threads: "
-                       f"{least:.0%}): background work the others are charged for, so the "
-                       f"fleet's ratios lean toward {config}; schedule = \"serial\" measures "
-                       "each server alone")
+                       f"fell in the other servers' turns, {excess * 100:.0f} points more than "
+                       "the least in the same turns: background work the others are charged "
+                       f"for, so the fleet's ratios lean toward {config}; schedule = "
+                       "\"serial\" measures each server alone")
     return out

@@ -110,8 +110,9 @@ def verdict_table(plan: Plan, judgement: Judgement) -> Table:
         change = "-" if math.isnan(v.change) else f"{v.change:+.1%}"
         rows.append([config, str(threads), str(v.n), change, v.interval_text(), v.verdict,
                      note])
-    looks = (f"a look after every round from {design.first_look} to {design.last_look}"
-             if design.sequential else "one look at the end")
+    boundary = "Pocock's level" if design.shape == 0.5 else "levels fitted to the budget"
+    looks = (f"a look after every round from {design.first_look} to {design.last_look} "
+             f"({boundary})" if design.sequential else "one look at the end")
     return Table(
         f"Change vs {plan.baseline} (paired by round; intervals keep a {design.alpha:.0%} "
         f"error rate over all {len(judgement.verdicts)} comparisons)",

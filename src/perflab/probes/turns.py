@@ -5,8 +5,8 @@ InnoDB's flushing and purge, a checkpoint) runs whenever it is due, also in anot
 slice, where it takes that server's CPU and is charged to it: the ratio then leans toward the
 server that works in the background. bench/validity's background-writes A/A measures that
 lean. This probe shows it on every fleet point: it samples each server's process CPU time
-(/proc/PID/stat, all its threads) every SAMPLE_SECONDS of the measured window and credits
-each sample to whichever server's turn it fell in.
+(/proc/PID/stat, all its threads) every SAMPLE_SECONDS of the measured window and shares each
+sample out to the turns it overlapped, by time.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ class TurnCpu:
         self.slicing = slicing
         self.own = [0.0] * len(pids)
         self.others = [0.0] * len(pids)
+        self.failed = False  # the watch stopped on an error: no shares to give
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._watch, name="turn-cpu", daemon=True)
 
@@ -46,26 +47,38 @@ class TurnCpu:
         """The share of server `index`'s CPU time in the measured window that fell in the
         other servers' turns (None: no CPU time seen)."""
         total = self.own[index] + self.others[index]
-        return self.others[index] / total if total > 0 else None
+        return self.others[index] / total if total > 0 and not self.failed else None
 
     def _watch(self) -> None:
+        try:
+            self._credit()
+        except Exception:  # a probe must never fail the point it watches
+            self.failed = True
+
+    def _credit(self) -> None:
         s = self.slicing
         start, end = s.epoch_ms + s.lead_ms, s.epoch_ms + s.lead_ms + s.measure_ms
         before, at = _cpu(self.pids), monotonic_ms()
-        while not self._done.wait(SAMPLE_SECONDS):
+        while not self._done.wait(SAMPLE_SECONDS) and at < end:
             now, used = monotonic_ms(), _cpu(self.pids)
-            middle = (at + now) / 2
-            if start <= middle < end:
-                owner = math.floor((middle - s.epoch_ms) / s.slice_ms) % s.count
+            for owner, part in self._portions(max(at, start), min(now, end), now - at):
                 for index, (old, new) in enumerate(zip(before, used, strict=True)):
-                    spent = max(new - old, 0.0)
+                    spent = max(new - old, 0.0) * part
                     if index == owner:
                         self.own[index] += spent
                     else:
                         self.others[index] += spent
-            elif middle >= end:
-                return
             before, at = used, now
+
+    def _portions(self, begin: float, end: float, length: float):
+        """(whose turn, share of a sample `length` ms long) for each turn that [begin, end)
+        overlaps: a sample across a turn's edge is shared out by time."""
+        s = self.slicing
+        while begin < end:
+            turn = math.floor((begin - s.epoch_ms) / s.slice_ms)
+            edge = min(end, s.epoch_ms + (turn + 1) * s.slice_ms)
+            yield turn % s.count, (edge - begin) / length
+            begin = edge
 
 
 def _cpu(pids: list[int]) -> list[float]:

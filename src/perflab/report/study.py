@@ -205,6 +205,7 @@ def analysis(study: Study, options: ReportOptions) -> dict:
         "alpha": judged.design.alpha,
         "margin": judged.design.margin,
         "looks": [judged.design.first_look, judged.design.last_look],
+        "boundary_shape": judged.design.shape,  # Wang-Tsiatis: 0.5 Pocock, 0.25 fitted looks
         "headline": findings(study, options),
         "detectable_change": judged.detectable(),
         "cv_threshold": options.cv_threshold,

@@ -55,5 +55,6 @@ def spanning(designs: list[Design]) -> Design:
     those looks, so a later run or report never spends its error rate again by looking
     afresh."""
     first = designs[0]
+    shape = next((d.shape for d in designs if d.sequential), first.shape)  # the budget's
     return Design(first.alpha, first.margin, min(d.first_look for d in designs),
-                  max(d.last_look for d in designs), first.lag1, first.shape)
+                  max(d.last_look for d in designs), first.lag1, shape)

@@ -75,7 +75,7 @@ def _constant(level: float, first: int, last: int, shape: float) -> float:
     return float(maxima[max(index, 0)])
 
 
-@lru_cache(maxsize=32)
+@lru_cache(maxsize=4)  # ~29 MB each for 3..20 looks; the constants are cached apart
 def _null_scores(first: int, last: int) -> np.ndarray:  # ~1 s for 3..20 looks
     """Per simulated null sample of `last` standard normal values (a row), the normal score
     of the two-sided t-test's p-value at each look n = first..last (a column)."""
