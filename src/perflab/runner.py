@@ -392,7 +392,7 @@ def fit_looks(store: ResultStore, plan: Plan, done: int, deadline: float, timed:
     design = store.design(plan.name)
     pace = f"{statistics.mean(timed):.0f} s a round so far"
     say(f"looks: after rounds {design.first_look}..{design.last_look}, "
-        + (f"what the budget holds at {pace} (levels fitted to them)" if design.shape != 0.5
+        + (f"what the budget holds at {pace} (levels fitted to them)" if design.fitted
            else f"max_rounds (the budget holds more at {pace}: Pocock's constant level)"))
     return plan, design
 

@@ -62,11 +62,21 @@ def drift_flags(points: list[StoredPoint]) -> list[str]:
 
 
 def off_turn_flags(points: list[StoredPoint]) -> list[str]:
-    """Fleet cells whose server worked in the other servers' turns more than the others in the
-    same turns (probes/turns.py): that work slows the server whose turn it is, so the fleet's
-    ratios lean toward the server that does it. Each point is compared with the least share
-    of its own run (round and thread count), because a share grows with the number of
-    servers taking turns, which falls as comparisons are decided."""
+    """A flag for each cell that `leaning` finds."""
+    return [f"{config} at {threads} threads: {share:.0%} of its server's CPU time fell in the "
+            f"other servers' turns, {excess * 100:.0f} points more than the least in the same "
+            f"turns: background work the others are charged for, so the fleet's ratios lean "
+            f"toward {config}; schedule = \"serial\" measures each server alone"
+            for config, threads, share, excess in leaning(points)]
+
+
+def leaning(points: list[StoredPoint]) -> list[tuple[str, int, float, float]]:
+    """(config, threads, share, excess) of the fleet cells whose server worked in the other
+    servers' turns more than the others in the same turns (probes/turns.py), by thread count:
+    that work slows the server whose turn it is, so the fleet's ratios lean toward the server
+    that does it. Each point is compared with the least share of its own run (round and
+    thread count), because a share grows with the number of servers taking turns, which falls
+    as comparisons are decided; share and excess are medians over rounds."""
     least: dict[tuple[int, int], float] = {}
     for p in points:
         share = p.value("off_turn_cpu")
@@ -83,10 +93,5 @@ def off_turn_flags(points: list[StoredPoint]) -> list[str]:
     for (config, threads), pairs in sorted(cells.items(), key=lambda kv: (kv[0][1], kv[0][0])):
         excess = statistics.median(e for _, e in pairs)
         if excess >= OFF_TURN_LEAN:
-            share = statistics.median(s for s, _ in pairs)
-            out.append(f"{config} at {threads} threads: {share:.0%} of its server's CPU time "
-                       f"fell in the other servers' turns, {excess * 100:.0f} points more than "
-                       "the least in the same turns: background work the others are charged "
-                       f"for, so the fleet's ratios lean toward {config}; schedule = "
-                       "\"serial\" measures each server alone")
+            out.append((config, threads, statistics.median(s for s, _ in pairs), excess))
     return out

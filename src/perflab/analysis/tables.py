@@ -110,7 +110,7 @@ def verdict_table(plan: Plan, judgement: Judgement) -> Table:
         change = "-" if math.isnan(v.change) else f"{v.change:+.1%}"
         rows.append([config, str(threads), str(v.n), change, v.interval_text(), v.verdict,
                      note])
-    boundary = "Pocock's level" if design.shape == 0.5 else "levels fitted to the budget"
+    boundary = "levels fitted to the budget" if design.fitted else "Pocock's level"
     looks = (f"a look after every round from {design.first_look} to {design.last_look} "
              f"({boundary})" if design.sequential else "one look at the end")
     return Table(

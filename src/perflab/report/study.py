@@ -95,7 +95,8 @@ def findings(study: Study, options: ReportOptions) -> list[str]:
     if len(study.plan.configs) < 2:
         return []
     lines = verdict_headline(study.plan, judgement(study, options))
-    leaning = [flag.split(":")[0] for flag in quality.off_turn_flags(study.points)]
+    leaning = [f"{config} at {threads} threads"
+               for config, threads, _, _ in quality.leaning(study.points)]
     if leaning:
         lines.append(f"Caution: {'; '.join(leaning)} did background work in the other servers' "
                      "turns, so the fleet's ratios there lean toward it (see Flags); "

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+POCOCK_SHAPE = 0.5  # the Wang-Tsiatis shape of a constant level at every look
 FITTED_SHAPE = 0.25  # between Pocock (1/2) and O'Brien-Fleming (0): see docs/STATISTICS.md §5
 
 
@@ -28,12 +29,17 @@ class Design:
     # since a study's own first rounds cannot tell it: by default what this kind of machine
     # showed, until the lab has measured its own (noise.frozen_dependence)
     lag1: float = 0.2
-    shape: float = 0.5  # Wang-Tsiatis shape of the looks' boundary
+    shape: float = POCOCK_SHAPE  # Wang-Tsiatis shape of the looks' boundary
 
     @property
     def sequential(self) -> bool:
         """A look after every round (a run with a time budget), not one look at the end."""
         return self.first_look < self.last_look
+
+    @property
+    def fitted(self) -> bool:
+        """Looks fitted to what the budget holds (FITTED_SHAPE), not Pocock's constant level."""
+        return self.shape != POCOCK_SHAPE
 
     @property
     def bounds(self) -> tuple[float, float]:

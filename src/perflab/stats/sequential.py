@@ -32,7 +32,6 @@ from scipy import stats as scipy_stats
 
 PATHS = 200_000  # simulated null samples: a' for a = 0.001 rests on ~200 of them
 SEED = 20260101
-POCOCK = 0.5  # the Wang-Tsiatis shape of a constant level at every look
 
 
 def critical_t(level: float, df: float) -> float:
@@ -49,9 +48,11 @@ def _critical_t(level: float, df: float) -> float:
 
 @lru_cache(maxsize=16384)
 def nominal_level(level: float, first: int, last: int, rounds: int | None = None,
-                  shape: float = POCOCK) -> float:
+                  shape: float = 0.5) -> float:
     """The two-sided level of the look at `rounds` rounds (default: the last) that keeps the
-    chance of any false rejection over the looks at n = first..last at `level`."""
+    chance of any false rejection over the looks at n = first..last at `level`, on the
+    boundary of `shape` (default: Pocock's, stats.design.POCOCK_SHAPE; design.py, which holds
+    it, imports this module only when it decides, so this one does not import it back)."""
     if not 0 < level < 1:
         raise ValueError(f"level must be in (0, 1), got {level}")
     if last <= first:
