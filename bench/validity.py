@@ -57,6 +57,10 @@ EFFECTS = {  # name: (what, workload, the changed configuration's variables)
               ""),
     "doublewrite": ("read-write, doublewrite buffer off: the page flushes write half as much",
                     "oltp_read_write", 'innodb_doublewrite = "OFF"'),
+    # write-only with a redo log far too small: the page cleaner flushes hard to keep up, in the
+    # background, also in the other server's slices (perflab's "auto" measures writes alone)
+    "redo": ("write-only, an 8 MiB redo log (the default is 96 MiB): checkpoints flush hard",
+             "oltp_write_only", 'innodb_log_file_size = "8M"'),
     # The fleet's risk in its plainest form: the changed server also writes in the background
     # (an event of its own every second), which runs in the other server's slices too. Alone,
     # that work costs the changed server its share; in the fleet, the part that falls in the
