@@ -57,8 +57,8 @@ EFFECTS = {  # name: (what, workload, the changed configuration's variables)
               ""),
     "doublewrite": ("read-write, doublewrite buffer off: the page flushes write half as much",
                     "oltp_read_write", 'innodb_doublewrite = "OFF"'),
-    # write-only with a redo log far too small: the page cleaner flushes hard to keep up, in the
-    # background, also in the other server's slices (perflab's "auto" measures writes alone)
+    # write-only with a redo log far too small: checkpoints make the page cleaner flush hard,
+    # in the background, so in the fleet also in the other server's slices
     "redo": ("write-only, an 8 MiB redo log (the default is 96 MiB): checkpoints flush hard",
              "oltp_write_only", 'innodb_log_file_size = "8M"'),
     # The fleet's risk in its plainest form: the changed server also writes in the background

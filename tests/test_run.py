@@ -288,36 +288,3 @@ def test_a_serial_point_counts_its_window_and_nothing_else(shared_lab, tmp_path)
         assert p["status"] == "ok", p["error"]
         assert 6.45 < p["qps"] < 6.85, p["qps"]
         assert len(json.loads(p["series_json"])) == 8  # quarter seconds
-
-
-WRITES = """[schema]
-sql = ["CREATE TABLE counters (id INT PRIMARY KEY, hits INT NOT NULL)"]
-[[data]]
-table = "counters"
-rows = 100
-columns = { id = "seq", hits = "int:0:0" }
-[[statements]]
-sql = "UPDATE counters SET hits = hits + 1 WHERE id = {int:1:100}"
-"""
-
-
-def test_auto_measures_a_writing_workload_one_server_at_a_time(shared_lab, tmp_path):
-    """Side by side, a server's background flushing runs in the others' turns, where it is
-    charged to them: `schedule = "auto"` (the default) measures a workload that writes one
-    server at a time, and says why; the same plan with the statement a read goes to the
-    fleet."""
-    statements = tmp_path / "writes.toml"
-    for name, sql in (("auto-writes", WRITES),
-                      ("auto-reads", WRITES.replace("UPDATE counters SET hits = hits + 1",
-                                                    "SELECT hits FROM counters"))):
-        statements.write_text(sql)
-        plan = write_plan(tmp_path / f"{name}.toml", name, configs=TWO_CONFIGS, threads=(1,),
-                          repeats=1, run_seconds=1, warmup_seconds=0,
-                          workload=f'name = "sql"\noptions = {{ file = "{statements}" }}')
-        out = run_cli("run", str(plan), "--lab", str(shared_lab.root))
-        assert out.returncode == 0, out.stderr
-        if name == "auto-writes":
-            assert "schedule: serial (the workload writes" in out.stderr, out.stderr
-        else:
-            assert "schedule: fleet" in out.stderr, out.stderr
-        assert all(p["status"] == "ok" for p in stored_points(shared_lab, name))

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from perflab.load.sysbench import Slicing, monotonic_ms
-from perflab.probes.turns import TurnCpu
+from perflab.probes.turns import TICKS, TurnCpu, guard_ms
 
 pytestmark = pytest.mark.fast  # needs no server: scripts/test -m fast
 
@@ -57,4 +57,14 @@ def test_cpu_is_credited_to_the_turn_it_was_spent_in():
     for drain in ("0", "30"):
         in_turn = watched([IN_TURN, drain])
         assert in_turn.own[1] > 0.02  # it did spin, in its own turns
-        assert in_turn.off_turn(1) < 0.08, drain
+        # CPU time moves in clock ticks: one tick of its polling may land in a counted stretch
+        # of the other's turns (counting the 30 ms after its turns gave 0.15 s)
+        assert in_turn.others[1] <= 2 / TICKS, drain
+
+
+def test_the_guard_fits_the_slice():
+    """40 ms of a quarter-second turn; a longer share of a long slice (its events may run up to
+    a tenth of it); half of a short one, so that a 20-ms sample still fits past it."""
+    assert guard_ms(250) == 40
+    assert guard_ms(1000) == 150
+    assert guard_ms(60) == 30

@@ -59,21 +59,6 @@ class Member:
     error: str | None = None  # why it has no server this round
 
 
-def alone_by_default(plan: Plan, workload: ResolvedWorkload) -> str | None:
-    """Why `schedule = "auto"` measures this plan one server at a time even when the fleet
-    fits, or None. A workload that writes makes its server flush, purge and checkpoint in the
-    background, also in the other servers' turns, where the fleet charges that work to them:
-    against an 8 MiB redo log (which flushes hard), the default and a 1 GiB one read +2% and -3%
-    side by side, +26% and +16% alone (2026-11-26, oltp_write_only, 8 threads). So the fleet
-    serves such a workload only when the plan asks for it, and its report then flags the lean
-    (probes/turns.py)."""
-    if plan.run.schedule == "auto" and workload.writes:
-        return ("the workload writes, and its background flushing would run in the other "
-                "servers' turns, so side by side a ratio leans toward the configuration that "
-                "flushes more; schedule = \"fleet\" measures side by side anyway")
-    return None
-
-
 def fits(plan: Plan, catalog: Catalog, options: dict[str, dict[str, str]], lab: Lab,
          snapshot_bytes: int) -> str | None:
     """None when one server per configuration fits in memory and disk; else why not."""

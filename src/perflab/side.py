@@ -18,7 +18,7 @@ from typing import Protocol, runtime_checkable
 import pymysql
 
 from perflab.errors import PerflabError
-from perflab.fleet import alone_by_default, fits
+from perflab.fleet import fits
 from perflab.lab import Lab
 from perflab.load.family import LOADER_OPTIONS
 from perflab.load.preload import preload
@@ -143,9 +143,6 @@ class ManagedSide:
         if requested == "serial" or len(plan.configs) == 1:
             return "serial", ("as the plan asks" if requested == "serial"
                               else "one configuration")
-        writes = alone_by_default(plan, self.workload)
-        if writes:
-            return "serial", f"{writes}: one server, configurations back to back"
         size = sum(self.lab.snapshot_bytes(self.dataset_key(c)) for c in plan.configs)
         why_not = fits(plan, self.catalog, self.options, self.lab, size // len(plan.configs))
         if why_not is None:

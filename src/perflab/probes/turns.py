@@ -7,8 +7,9 @@ server that works in the background. bench/validity's background-writes A/A meas
 lean. This probe shows it on every fleet point: it samples each server's process CPU time
 (/proc/PID/stat, all its threads) every SAMPLE_SECONDS of the measured window.
 
-Only samples wholly inside one turn, past its first GUARD_MS, are counted, and the share is
-made of CPU *rates* (CPU seconds per second of turn), each scaled to the turns' full length.
+Only samples wholly inside one turn, past its first GUARD_MS (`guard_ms`), are counted, and
+the share is made of CPU *rates* (CPU seconds per second of turn), each scaled to the turns'
+full length.
 At a turn's edges two things are not background work: the queries a server started late in its
 own turn finish in the next one (their CPU is its own), and a sample across an edge cannot say
 on which side its CPU was spent. Counted, they gave every server of the key-cache demo a floor
@@ -25,7 +26,8 @@ from pathlib import Path
 from perflab.load.sysbench import Slicing, monotonic_ms
 
 SAMPLE_SECONDS = 0.02
-GUARD_MS = 40.0  # a turn's start: the queries of the turn before still finish
+GUARD_MS = 40.0  # a turn's start, where the queries of the turn before still finish ...
+GUARD_SHARE = (0.15, 0.5)  # ... or this share of a longer slice, at most half a short one
 TICKS = os.sysconf("SC_CLK_TCK")
 
 
@@ -92,9 +94,16 @@ class TurnCpu:
         s = self.slicing
         turn = math.floor((begin - s.epoch_ms) / s.slice_ms)
         turn_start = s.epoch_ms + turn * s.slice_ms
-        if begin < turn_start + GUARD_MS or end > turn_start + s.slice_ms:
+        if begin < turn_start + guard_ms(s.slice_ms) or end > turn_start + s.slice_ms:
             return None
         return turn % s.count
+
+
+def guard_ms(slice_ms: float) -> float:
+    """The start of a turn left out: GUARD_MS, more in long slices (whose events may run
+    longer, up to a tenth of the slice), at most half a short slice (so samples still fit)."""
+    low, high = GUARD_SHARE
+    return min(max(GUARD_MS, low * slice_ms), high * slice_ms)
 
 
 def _cpu(pids: list[int]) -> list[float]:

@@ -44,7 +44,8 @@ class Metrics:
     # points stored before it was)
     client_cpu: float | None = None
     # A fleet point: the share of its server's CPU time that fell in the other servers' turns
-    # (background work they are charged for: probes/turns.py); None otherwise
+    # (background work they are charged for: probes/turns.py); None for a serial point, or
+    # when no share could be measured
     off_turn_cpu: float | None = None
 
     @classmethod

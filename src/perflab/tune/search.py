@@ -7,13 +7,13 @@
 - Frugal: the study lives in an Optuna storage (the lab's by default, or one at a URL that
   workers on several hosts share with its budget, tune/workers.py) and resumes where it
   stopped; dynamic knobs are applied with SET GLOBAL by the runner when possible.
-- Honest: unless the plan asks for a serial schedule or its workload writes (fleet.py:
-  `alone_by_default`), each trial is measured side by side with a reference (the plan's
-  baseline on a server of its own, taking turns in time slices) and scored as its ratio to it,
-  so that the machine's drift over seconds, tens of percent on a shared 2-core machine, does
-  not rank the trials; the best trials are measured again at the end (tune/final.py),
-  interleaved with the server defaults and the plan's baseline over several rounds, and their
-  gains are reported with intervals and verdicts instead of the lucky trial's figure.
+- Honest: unless the plan asks for a serial schedule, each trial is measured side by side with
+  a reference (the plan's baseline on a server of its own, taking turns in time slices) and
+  scored as its ratio to it, so that the machine's drift over seconds, tens of percent on a
+  shared 2-core machine, does not rank the trials; the best trials are measured again at the
+  end (tune/final.py), interleaved with the server defaults and the plan's baseline over
+  several rounds, and their gains are reported with intervals and verdicts instead of the
+  lucky trial's figure.
 
 `Tuner` runs the search; what each trial measures is its method's choice (tune/methods.py):
 `ofat` (the MySQL 5.5 sysbench tuning study's one-factor-at-a-time), `bayes` (by default
@@ -32,9 +32,7 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from perflab.errors import PerflabError
-from perflab.fleet import alone_by_default
 from perflab.lab import Lab
-from perflab.load.workloads import resolve
 from perflab.plan import Plan, Point
 from perflab.runner import Runner
 from perflab.server.memory import configured_sizes, memory_estimate
@@ -112,8 +110,8 @@ class Tuner:
         self.baseline = plan.config(plan.baseline)
         # the baseline again, under a name of this method's: the trials' reference
         self.reference = replace(self.baseline, name=f"{method}-reference")
-        self.measured = Measured.ALONE if plan.run.schedule == "serial" or \
-            alone_by_default(plan, resolve(plan.workload)) else Measured.SIDE_BY_SIDE
+        self.measured = Measured.ALONE if plan.run.schedule == "serial" \
+            else Measured.SIDE_BY_SIDE
 
     def run(self) -> TuneResult:
         started = time.monotonic()
