@@ -14,20 +14,15 @@ time = "60s"
 max_rounds = 6
 margin = 0.10
 """
-A_A_DECIDING = """
-time = "40s"
-max_rounds = 6
-margin = 0.10
-"""  # the suite's time: 3 to 5 rounds
 
 
 def test_an_a_a_plan_gives_only_equivalent_or_inconclusive(shared_lab, tmp_path):
     """Two identical configurations on their own servers, rounds added while undecided. The
     family's error rate is set to 1% here, so this check itself fails less than 1 time in 100
     when perflab is right."""
-    plan = write_plan(tmp_path / "aa.toml", "aa-live", threads=(1, 2), repeats=3,
-                      configs=A_A_DECIDING + 'alpha = 0.01\n[server]\nkey_buffer_size = "16M"\n'
-                      "[configs.a]\n[configs.b]\n", rows=20000)
+    plan = write_plan(tmp_path / "aa.toml", "aa-live", threads=(1, 2), repeats=3, configs=DECIDING
+                      + 'alpha = 0.01\n[server]\nkey_buffer_size = "16M"\n[configs.a]\n'
+                      "[configs.b]\n", rows=20000)
     out = run_cli("run", str(plan), "--lab", str(shared_lab.root))
     assert out.returncode == 0, out.stderr
     document = json.loads(run_cli("report", str(shared_lab.root), "--study", "aa-live",
