@@ -104,9 +104,10 @@ def plan_for(effect: str, schedule: str, args) -> Plan:
     path = ROOT / "out" / f"validity-{args.stamp}" / f"{effect}-{schedule}.toml"
     path.parent.mkdir(parents=True, exist_ok=True)
     what, workload, variables = EFFECTS[effect]
-    init_file = path.parent / "background.sql"
-    init_file.write_text(BACKGROUND_EVENT)
-    variables = variables.format(init_file=init_file)
+    if "{init_file}" in variables:  # bg-aa's background writer
+        init_file = path.parent / "background.sql"
+        init_file.write_text(BACKGROUND_EVENT)
+        variables = variables.format(init_file=init_file)
     path.write_text(PLAN.format(name=f"v-{effect}-{schedule}", threads=list(args.threads),
                                 seconds=args.seconds, rounds=args.rounds, schedule=schedule,
                                 workload=workload, variables=variables))

@@ -74,7 +74,7 @@ def test_failed_points_are_left_out_and_missing_cells_show_a_dash():
 def test_a_server_working_in_the_others_turns_is_flagged_against_the_least_at_its_threads():
     """A fleet server that spent 12% of its CPU time in the other servers' turns, where the
     baseline spent 2% in the same turns, leans the ratio toward itself: flagged. 4% against 2%
-    is within what the servers' own wind-down does; a share compared with its own round's
+    is within the flag's 3 points; a share compared with its own round's
     least, not with another round's (fewer servers take turns once comparisons are decided,
     and each share falls with them); points without the probe (serial, older labs) are never
     flagged."""

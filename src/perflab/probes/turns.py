@@ -44,6 +44,7 @@ class TurnCpu:
         self.own_ms = [0.0] * len(pids)
         self.others_ms = [0.0] * len(pids)
         self.failed = False  # the watch stopped on an error: no shares to give
+        self._guard_ms = guard_ms(slicing.slice_ms)
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._watch, name="turn-cpu", daemon=True)
 
@@ -89,12 +90,12 @@ class TurnCpu:
             before, at = used, now
 
     def _inside(self, begin: float, end: float) -> int | None:
-        """Whose turn [begin, end) lies in, past the turn's first GUARD_MS; None for a sample
-        across an edge or in a guard."""
+        """Whose turn [begin, end) lies in, past the turn's guard (`guard_ms`); None for a
+        sample across an edge or in a guard."""
         s = self.slicing
         turn = math.floor((begin - s.epoch_ms) / s.slice_ms)
         turn_start = s.epoch_ms + turn * s.slice_ms
-        if begin < turn_start + guard_ms(s.slice_ms) or end > turn_start + s.slice_ms:
+        if begin < turn_start + self._guard_ms or end > turn_start + s.slice_ms:
             return None
         return turn % s.count
 
