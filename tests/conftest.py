@@ -70,6 +70,15 @@ def _described(pid: int) -> str:
     return " ".join([datadir, *facts])
 
 
+@pytest.fixture(scope="session", autouse=True)
+def state_directory(session_root) -> Path:
+    """perflab's per-user state (which lab journals which server's variables) in the session's
+    directory, for every perflab the tests start, not in the user's own."""
+    path = session_root / f"state-{os.getpid()}"
+    os.environ["PERFLAB_STATE_DIR"] = str(path)
+    return path
+
+
 @pytest.fixture(scope="session")
 def shared_lab(session_root) -> Lab:
     return Lab(session_root / "shared-lab")

@@ -40,8 +40,10 @@ def test_a_statement_is_what_the_server_would_run(sql, kind):
 
 @pytest.mark.fast
 def test_the_names_a_statement_uses_are_kept_for_the_checks_of_a_run():
-    found = classify("SELECT f(a), d.g(b) FROM perflab_x.t JOIN u USING (id)")
-    assert found.calls == (("", "F"), ("d", "G"))
+    found = classify("SELECT f(a), d.g(b), `q`.`h` (1) FROM perflab_x.t JOIN u USING (id)")
+    # every name before a "(": the server says which are its built-ins (load/reach.py)
+    assert found.calls == (("", "F"), ("", "USING"), ("d", "G"), ("q", "H"))
+    assert classify("WITH c (a) AS (SELECT 1) SELECT a FROM c").calls == (("", "AS"),)
     assert found.tables == (("", "u"), ("perflab_x", "t"))
 
 
@@ -53,3 +55,18 @@ def test_what_a_write_touches_and_whether_it_locks_is_kept():
     assert not classify("SET GLOBAL max_connections = 1").data_write
     assert not classify("KILL 5").data_write
     assert classify("SELECT NEXTVAL(app.s)").tables == (("app", "s"),)
+
+
+@pytest.mark.fast
+@pytest.mark.parametrize(("name", "refused"), [
+    ("general_log", True), ("general_log_file", True), ("slow_query_log", True),
+    ("log_output", True), ("innodb_monitor_enable", True), ("innodb_monitor_reset_all", True),
+    ("init_connect", True), ("event_scheduler", True), ("innodb_buffer_pool_dump_now", True),
+    ("tmpdir", True), ("secure_file_priv", True), ("sql_log_bin", True),
+    ("max_connections", False), ("key_buffer_size", False), ("sort_buffer_size", False),
+    ("innodb_io_capacity", False), ("query_cache_type", False),
+])
+def test_allow_set_changes_only_variables_a_value_puts_back(name, refused):
+    from perflab.server.existing import unrestorable
+
+    assert (unrestorable(name) is not None) is refused

@@ -202,7 +202,7 @@ def test_workload_file_replays_the_top_fingerprints(logs, shared_lab, tmp_path):
     weights = {sql: weight for weight, sql in workload.statements}
     assert weights["SELECT name FROM items WHERE id = {pick:p1}"] == N_PLUS_ONE
     n = [sql for _, sql in workload.statements].index("SELECT name FROM items WHERE id = {pick:p1}")
-    (name, ids), = workload.picks[n]  # the ids the log used, every one of them
+    (name, ids), = workload.entries[n].picks  # the ids the log used, every one of them
     assert name == "p1" and min(map(int, ids)) == 7 and max(map(int, ids)) == 175
     assert len(ids) == len(set(ids)) == N_PLUS_ONE
 

@@ -186,4 +186,4 @@ def test_a_workload_file_holds_only_what_perflab_replays_as_it_is(tmp_path):
     assert "DELETE" not in text.split("[[statements]]", 1)[1]
     workload = load_sql_workload(path)
     assert workload.statements == ((4, "SELECT id FROM users WHERE name = {pick:p1}"),)
-    assert workload.picks[0] == (("p1", ("'O''Brien'", "'Smith'")),)
+    assert workload.entries[0].picks == (("p1", ("'O''Brien'", "'Smith'")),)

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from perflab.errors import PerflabError
-from perflab.load.sqlworkload import load_sql_workload
+from perflab.load.sqlworkload import Slot, load_sql_workload
 from perflab.load.workloads import resolve
 from perflab.plan import Workload
 
@@ -34,14 +34,15 @@ def test_a_workload_file_parses_and_writes_its_statements(tmp_path):
     assert workload.schema == ("CREATE TABLE t (id INT PRIMARY KEY, v INT)",)
     assert workload.data[0].columns == (("id", "seq"), ("v", "int:1:9"))
     assert [w for w, _ in workload.statements] == [3, 1]
-    lines = workload.statements_text().splitlines()
-    assert lines == ["3\tSELECT v FROM t WHERE id = {int:1:10}",
-                     "1\tUPDATE t SET v = {int:1:9} WHERE id = {int:1:10}"]
+    assert [part for part in workload.entries[0].parts if not isinstance(part, str)] == \
+        [Slot("int", 1, 10)]
+    assert workload.entries[1].example() == "UPDATE t\n         SET v = 1 WHERE id = 1"
+    assert workload.statements_file().startswith("20:perflab-statements/1,1:2,1:3,1:2,")
     resolved = resolve(Workload("sql", (("file", str(path)),)))
     assert resolved.name == "sql" and resolved.writes  # the UPDATE
     resolved.family.write_files(tmp_path / "lab")
     written = resolved.family.sysbench_environment()["PERFLAB_SQL_STATEMENTS"]
-    assert Path(written).read_text() == workload.statements_text()
+    assert Path(written).read_text() == workload.statements_file()
     assert Path(written).stat().st_mode & 0o777 == 0o600
     resolved.family.write_files(tmp_path / "lab")  # the next run's file replaces it
     assert [p.name for p in (tmp_path / "lab").iterdir()] == \
@@ -51,7 +52,7 @@ def test_a_workload_file_parses_and_writes_its_statements(tmp_path):
 @pytest.mark.parametrize(("edit", "message"), [
     (("weight = 3", "weight = 0"), "weight must be a positive integer"),
     (("{int:1:10}\"\nweight", "{int:10:1}\"\nweight"), "low above high"),
-    (("{int:1:10}\"\nweight", "{int:1}\"\nweight"), "placeholder is malformed"),
+    (("{int:1:10}\"\nweight", "{int:1}\"\nweight"), "placeholder {int:1} is malformed"),
     (('v = "int:1:9"', 'v = "float:1:9"'), "is not a generator"),
     (("rows = 10", "rows = 0"), "rows must be a positive integer"),
     (("[schema]", "[schemas]"), "unknown key schemas"),

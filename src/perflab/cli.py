@@ -121,6 +121,9 @@ def build_parser() -> argparse.ArgumentParser:
     target.add_argument("--allow-locks", action="store_true",
                         help="let the workload's statements take locks (FOR UPDATE, LOCK IN "
                         "SHARE MODE, GET_LOCK)")
+    target.add_argument("--read-only-account", action="store_true",
+                        help="refuse to run unless the account can only read (no SUPER, no "
+                        "write privilege): the server then enforces the read-only promise")
     run.set_defaults(func=cmd_run)
 
     restore = sub.add_parser(
@@ -320,12 +323,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     )
     say = (lambda _msg: None) if args.quiet else _say
     endpoint = _endpoint(args)
-    allowed = args.allow_writes or args.allow_set or args.allow_locks
+    allowed = args.allow_writes or args.allow_set or args.allow_locks or \
+        args.read_only_account
     if endpoint is None and allowed:
-        raise PerflabError("--allow-writes, --allow-set and --allow-locks are for a server "
-                           "perflab did not start", hint="give it with --socket or --host")
-    permissions = perflab.Permissions(args.allow_writes, args.allow_set, args.allow_locks) \
-        if endpoint is not None else None
+        raise PerflabError("--allow-writes, --allow-set, --allow-locks and --read-only-account "
+                           "are for a server perflab did not start",
+                           hint="give it with --socket or --host")
+    permissions = perflab.Permissions(args.allow_writes, args.allow_set, args.allow_locks,
+                                      args.read_only_account) if endpoint is not None else None
     summary = perflab.run(plan, args.lab, endpoint, permissions, say)
     say(
         f"{summary.measured} point(s) measured in {summary.rounds} round(s) "

@@ -13,7 +13,9 @@ when the run ends. What the user did not allow is refused before anything runs:
   and every table a writing statement names must be in one;
 - the user's statements that are not plain reads (load/classify.py): several statements in one,
   files written or read on the database host and executable comments always, locking reads
-  without --allow-locks, writes and calls of stored functions without --allow-writes.
+  without --allow-locks, writes without --allow-writes; and what they reach on the server
+  (load/reach.py): a view through its definition, a stored function through its body, with
+  the same rules, and any function the server does not show perflab.
 
 A run whose workload does not write keeps every session read-only at the server (perflab's own
 and each of sysbench's), so what the checks above missed still cannot change a row.
@@ -21,22 +23,31 @@ and each of sysbench's), so what the checks above missed still cannot change a r
 
 from __future__ import annotations
 
+import contextlib
+import os
+import re
+import tempfile
 from dataclasses import replace
-
-import pymysql
 
 from perflab.errors import PerflabError
 from perflab.load.classify import Classified, Kind, classify
-from perflab.load.sqlworkload import sent
+from perflab.load.reach import Reached, ServerObjects, reached
+from perflab.load.sqlworkload import shown
 from perflab.load.workloads import ResolvedWorkload
 from perflab.plan import Environment, Plan, ServerConfig
+from perflab.procs import forget_sessions, watch_sessions
 from perflab.progress import pairs
 from perflab.server.connection import query
-from perflab.server.existing import ExistingServer, Permissions
+from perflab.server.existing import ExistingServer, Permissions, unrestorable
 from perflab.server.variables import read_catalog
 from perflab.side import Say, check_config, check_configs
 
 OWN_SCHEMA_PREFIX = "perflab_"
+# What an account may hold and still change nothing a read-only run promises to keep.
+READ_ONLY_PRIVILEGES = {"USAGE", "SELECT", "SHOW VIEW", "SHOW DATABASES", "PROCESS",
+                        "REPLICATION CLIENT", "BINLOG MONITOR", "SLAVE MONITOR",
+                        "REPLICA MONITOR"}
+GRANT_LINE = re.compile(r"^GRANT (.+?) ON (\S+) TO ", re.S)
 STATEMENT_SLACK_SECONDS = 30  # a statement may run this much longer than a point or warm-up
 
 
@@ -50,17 +61,38 @@ class ExistingSide:
         self.existing, self.plan, self.workload, self.say = server, plan, workload, say
         with server.connect() as conn:
             self.catalog = read_catalog(conn)
+            account = query(conn, "SELECT CURRENT_USER()")[0][0]
+            powers = account_powers([row[0] for row in query(conn, "SHOW GRANTS")])
+        self._check_account(account, powers)
         self._check(plan)
         self.options = check_configs(plan, self.catalog, workload)
         # the server enforces what the checks promised: read-write only for an allowed writer,
         # and no statement of the workload outlives its run (a SLEEP, a runaway join)
         run = plan.run
+        handle, self.sessions = tempfile.mkstemp(prefix="perflab-sessions-", suffix=".txt")
+        os.close(handle)  # mode 0600; sysbench's sessions append their ids (lua/perflab.lua)
         server.endpoint = replace(server.endpoint, read_only=not workload.writes,
                                   max_statement_seconds=max(run.run_seconds, run.warmup_seconds)
-                                  + STATEMENT_SLACK_SECONDS)
+                                  + STATEMENT_SLACK_SECONDS, sessions_file=self.sessions)
+        watch_sessions(self.sessions, server.endpoint)  # ended on the server if perflab dies
         self.server = server
         self.active: str | None = None
         self.loaded: set[str] = set()  # datasets loaded into perflab's schema by this run
+
+    def _check_account(self, account: str, powers: list[str]) -> None:
+        """One line when the account could change what a read-only run keeps (the server then
+        enforces less than perflab promises); a refusal when the user asked for an account
+        that cannot."""
+        if not powers:
+            return
+        line = (f"the account {account} can change what a read-only run keeps "
+                f"({', '.join(powers[:4])}{', ...' if len(powers) > 4 else ''})")
+        hint = ("run as a read-only account: docs/existing-servers.md has its GRANT lines "
+                "(SELECT, SHOW VIEW, PROCESS)")
+        if self.existing.permissions.read_only_account:
+            raise PerflabError(f"{line}, and --read-only-account was given", hint=hint)
+        self.say(f"warning: {line}: perflab's checks hold, the server itself enforces less; "
+                 f"{hint}")
 
     def _check(self, plan: Plan) -> None:
         allowed = self.existing.permissions
@@ -101,24 +133,16 @@ class ExistingSide:
         if not plan.dataset.existing:
             checked += [(f"schema statement {n}", sql, classify(sql))
                         for n, sql in enumerate(family.setup_statements(), 1)]
-        routines = self._routines() if checked else set()
-        for what, sql, kind in checked:
-            refusal = statement_refusal(kind, self.existing.permissions, schema, routines)
-            if refusal:
-                reason, hint = refusal
-                raise PerflabError(f"{what} ({sent(sql)[:60]}) {reason}", hint=hint)
-
-    def _routines(self) -> set[tuple[str, str]]:
-        """(schema, NAME) of the server's stored functions, ("", NAME) of its loadable ones."""
+        if not checked:
+            return
         with self.existing.connect() as conn:
-            found = {(s.lower(), n.upper()) for s, n in query(
-                conn, "SELECT ROUTINE_SCHEMA, ROUTINE_NAME FROM information_schema.ROUTINES "
-                      "WHERE ROUTINE_TYPE = 'FUNCTION'")}
-            try:
-                found |= {("", n.upper()) for (n,) in query(conn, "SELECT name FROM mysql.func")}
-            except pymysql.MySQLError:
-                pass  # not readable by this user: its stored functions are still checked
-        return found
+            objects = ServerObjects(conn)
+            for what, sql, kind in checked:
+                refusal = statement_refusal(kind, self.existing.permissions, schema,
+                                            reached(kind, schema, objects))
+                if refusal:
+                    reason, hint = refusal
+                    raise PerflabError(f"{what} ({shown(sql)}) {reason}", hint=hint)
 
     def _check_sessions_stay_read_only(self) -> None:
         """sysbench opens a new session after an error it ignores or on `reconnect`, and that
@@ -145,6 +169,12 @@ class ExistingSide:
             if not spec.dynamic:
                 raise PerflabError(f"{where}: {name} can only change with a restart, and perflab "
                                    "never restarts a server it did not start",
+                                   hint="remove it from the plan, or measure it on a managed "
+                                        "server")
+            why = unrestorable(name)
+            if why:
+                raise PerflabError(f"{where}: {name} {why}: on a server perflab did not start it "
+                                   "changes only what it can put back and prove",
                                    hint="remove it from the plan, or measure it on a managed "
                                         "server")
             if not self.existing.permissions.set_variables:
@@ -212,16 +242,56 @@ class ExistingSide:
         return None  # whether someone else's server died is not ours to know
 
     def stop(self) -> None:
-        """Puts back what was changed; the server itself runs on."""
+        """Puts back what was changed; the server itself runs on. Its sessions ended with
+        their sysbench: the sentinel forgets them."""
+        forget_sessions(self.sessions)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.sessions)
         self.existing.stop()
         self.active = None
 
 
+def account_powers(grants: list[str]) -> list[str]:
+    """The privileges in an account's SHOW GRANTS beyond reading (a grant perflab cannot read,
+    a role's or a proxy's, counts as one)."""
+    powers: list[str] = []
+    for grant in grants:
+        match = GRANT_LINE.match(grant)
+        if not match:
+            powers.append(grant.split(" TO ", 1)[0])
+            continue
+        for privilege in re.sub(r"\([^)]*\)", "", match.group(1)).split(","):
+            privilege = privilege.strip().upper()  # column lists left out above
+            if privilege not in READ_ONLY_PRIVILEGES and privilege not in powers:
+                powers.append(privilege)
+    return powers
+
+
 def statement_refusal(statement: Classified, allowed: Permissions, schema: str,
-                      routines: set[tuple[str, str]]) -> tuple[str, str] | None:
+                      objects: list[Reached]) -> tuple[str, str] | None:
     """Why one statement may not run on someone else's server with what was `allowed`, and
     what would let it (reason, hint); None when it may. `schema` is the run's default one,
-    `routines` the server's stored (schema, NAME) and loadable ("", NAME) functions."""
+    `objects` the views and stored functions the statement reaches there (load/reach.py)."""
+    refusal = _refusal(statement, allowed, schema)
+    if refusal:
+        return refusal
+    for found in objects:
+        refusal = _refusal(found.kind, allowed, found.schema)
+        if refusal:
+            reason, hint = refusal
+            return f"reaches {found.path}, which {reason}", hint
+        if found.kind.writes and allowed.writes and \
+                not found.schema.startswith(OWN_SCHEMA_PREFIX):
+            name = found.path.rsplit(" ", 1)[-1]
+            return f"writes where perflab may not: {name} is not in a perflab_* schema", \
+                "on someone else's server perflab writes only into schemas of its own " \
+                "(perflab_*)"
+    return None
+
+
+def _refusal(statement: Classified, allowed: Permissions, schema: str
+             ) -> tuple[str, str] | None:
+    """statement_refusal for one statement (or one view's definition, one function's body)."""
     if statement.kind is Kind.NEVER:
         return statement.reason, "remove it from the workload: perflab never runs it on a " \
                                  "server it did not start"
@@ -231,22 +301,20 @@ def statement_refusal(statement: Classified, allowed: Permissions, schema: str,
     if statement.locks and not allowed.locks:
         reason = statement.reason if statement.kind is Kind.LOCKS else "takes locks"
         return reason, "add --allow-locks to let it hold locks on the server during the run"
-    called = sorted({(s or schema, n) for s, n in statement.calls
-                     if (s or schema, n) in routines or ("", n) in routines})
     if not allowed.writes:
+        if statement.kind is Kind.WRITES and not statement.data_write:
+            return statement.reason, "perflab runs no SET, KILL, USE, transaction control, " \
+                "administration or routine writes on a server it did not start, with any flag"
         if statement.kind is Kind.WRITES:
             return statement.reason, "add --allow-writes to let it write (perflab_* schemas " \
                                      "only)"
-        if called:
-            return f"calls the server's function {'.'.join(called[0])}, which may write", \
-                "add --allow-writes to let it run (perflab_* schemas only)"
         return None
     if statement.writes and not statement.data_write:
         return f"{statement.reason}: perflab writes only rows and tables on a server it did " \
                "not start", "INSERT, UPDATE, DELETE, TRUNCATE and CREATE/DROP/ALTER of " \
                             "tables, in perflab_* schemas"
     foreign = [f"{s or schema}.{t}" for s, t in statement.tables if statement.writes] + \
-        list(statement.schemas) + [".".join(c) for c in called]
+        list(statement.schemas)
     foreign = sorted(name for name in foreign if not name.startswith(OWN_SCHEMA_PREFIX))
     if foreign:
         return f"writes where perflab may not: {foreign[0]} is not in a perflab_* schema", \

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import json
 import os
 import signal
 import subprocess
@@ -13,7 +14,8 @@ from perflab.sentinel import start_time
 
 PR_SET_PDEATHSIG = 1
 _sentinel: subprocess.Popen | None = None
-_watched: dict[int, list[str]] = {}  # pid -> what the sentinel was told of it, to tell again
+# pid (or sessions file) -> what the sentinel was told of it, to tell again
+_watched: dict[int | str, list[str]] = {}
 
 
 def die_with_parent(sig: signal.Signals) -> Callable[[], None]:
@@ -76,6 +78,25 @@ def _write(lines: list[str]) -> None:
         _sentinel.stdin.flush()
     except OSError:  # it died: the next start_sentinel starts another and tells it all
         _sentinel = None
+
+
+def watch_sessions(path: str, endpoint) -> None:
+    """Tell the sentinel that the ids in file `path` are sessions on the server `endpoint`
+    (a connection.Endpoint; its password goes through the pipe, never to a file or argv):
+    if perflab dies, the sentinel ends them there."""
+    line = "sessions " + json.dumps({
+        "file": path, "socket": endpoint.socket, "host": endpoint.host, "port": endpoint.port,
+        "user": endpoint.user, "password": endpoint.password,
+        "option_file": endpoint.option_file})
+    _watched[path] = [line]
+    start_sentinel()
+    _write([line])
+
+
+def forget_sessions(path: str) -> None:
+    """The sessions of `path` ended with the run: nothing for the sentinel to do for them."""
+    if _watched.pop(path, None) is not None:
+        _write(["forget " + json.dumps(path)])
 
 
 _stop_requested = False

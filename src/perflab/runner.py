@@ -120,6 +120,7 @@ def run_study(plan: Plan, lab: Lab, say: Say = print, server: ExistingServer | N
             if server.permissions.set_variables:
                 server.claim()  # first: another perflab changing this server stops this run
                 restore_pending(lab.root, server.endpoint, say, claimed=True)
+                server.refuse_another_journal()
             return Runner(plan, lab, store, say, server).run()
         finally:
             server.release()

@@ -9,16 +9,24 @@ stopped. When the pipe closes (perflab exited, however it died), the sentinel ki
 servers that were still starting, gives the ready ones GRACE_SECONDS to shut down on their
 SIGTERM, then kills any left, and exits.
 
+On a server perflab did not start, sysbench's sessions note their connection ids in a file
+(lua/perflab.lua), and perflab tells this process the file and how to connect (procs.
+watch_sessions). A killed sysbench leaves its running statement running on the server (up to
+max_statement_time); when the pipe closes with such a file still watched, the sentinel ends
+those sessions there with KILL, each only while the processlist shows it as perflab's user's.
+
 Started by procs.tell_sentinel as `python -m perflab.sentinel`, in a session of its own so that a
 Ctrl-C meant for perflab does not reach it.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sys
 import time
+from contextlib import suppress
 
 GRACE_SECONDS = 120  # a large buffer pool's clean shutdown, with its dump, takes seconds
 
@@ -37,15 +45,28 @@ def start_time(pid: int) -> str | None:
 def main() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     servers: dict[int, tuple[str, bool]] = {}  # pid -> (start time, ready)
+    sessions: dict[str, dict] = {}  # sessions file -> how to reach their server
     for line in sys.stdin:
-        what, pid_text, *rest = line.split()
-        pid = int(pid_text)
+        what, _, argument = line.strip().partition(" ")
+        if what == "sessions":
+            found = json.loads(argument)
+            sessions[found["file"]] = found
+            continue
+        if what == "forget":
+            sessions.pop(json.loads(argument), None)
+            continue
+        pid, rest = int(argument.split()[0]), argument.split()[1:]
         if what == "start":
             servers[pid] = (rest[0], False)
         elif what == "ready" and pid in servers:
             servers[pid] = (servers[pid][0], True)
         elif what == "gone":
             servers.pop(pid, None)
+    for found in sessions.values():
+        with suppress(Exception):  # a server gone or refusing: nothing more can be done
+            end_sessions(found)
+        with suppress(OSError):
+            os.unlink(found["file"])
     deadline = time.monotonic() + GRACE_SECONDS
     while servers:
         for pid, (started, ready) in list(servers.items()):
@@ -58,6 +79,33 @@ def main() -> None:
                     pass
                 del servers[pid]
         time.sleep(0.2)
+
+
+def end_sessions(found: dict) -> None:
+    """KILL every session whose id the file names, if the server still shows it as one of
+    the user's (ids only grow on a running server: never another client's)."""
+    import pymysql  # only here: the sentinel of a run on managed servers never needs it
+
+    with open(found["file"]) as listed:
+        ids = {int(line) for line in listed if line.strip().isdigit()}
+    if not ids:
+        return
+    where = {"unix_socket": found["socket"]} if found["socket"] else \
+        {"host": found["host"], "port": found["port"]}
+    if found["option_file"]:
+        where["read_default_file"] = found["option_file"]
+    conn = pymysql.connect(**where, user=found["user"] or None, password=found["password"],
+                           autocommit=True, connect_timeout=10)
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SELECT ID FROM information_schema.PROCESSLIST WHERE USER = "
+                        "SUBSTRING_INDEX(CURRENT_USER(), '@', 1)")
+            mine = {row[0] for row in cur.fetchall()}
+            for session in sorted(ids & mine):
+                with suppress(pymysql.MySQLError):  # it ended since
+                    cur.execute(f"KILL CONNECTION {int(session)}")
+    finally:
+        conn.close()
 
 
 if __name__ == "__main__":

@@ -28,6 +28,8 @@ from perflab.digest.parse import ParseStats, Part, read_events
 from perflab.digest.redact import redact
 from perflab.errors import PerflabError
 
+CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # what a sql workload refuses (not \t, \n)
+
 REPLAYABLE = ("select", "insert", "update", "delete", "replace")
 LITERAL = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|(?<![\w.])\d+(?![\w.])")
 TABLE = re.compile(r"\b(?:from|join|into|update)\s+((?:`?\w+`?\.)?`?\w+`?)", re.I)
@@ -43,6 +45,7 @@ class _Position:
     def __init__(self, rng: random.Random):
         self.rng = rng
         self.seen = 0
+        self.refused = 0  # values left out: they hold a control character (a NUL, ...)
         self.distinct: dict[str, None] | None = {}  # in order of first use; None past MAX_PICKS
         self.sample: list[str] = []  # reservoir over every use, once distinct overflows
         self.numbers = True  # every value an integer
@@ -51,6 +54,10 @@ class _Position:
 
     def add(self, token: str) -> None:
         token = doubled_quotes(token)
+        if CONTROL.search(token):  # only ever in a quoted string
+            self.refused += 1  # one value the workload would refuse; the statement stays
+            self.numbers = False
+            return
         self.seen += 1
         if token[0] in "'\"":
             self.numbers = False
@@ -97,6 +104,7 @@ def write_workload(digest: Digest, path: Path, top: int, literals: bool = True) 
     chosen = [c for c in digest.classes if c.fingerprint.startswith(REPLAYABLE)][:top]
     scan = _scan(digest, {c.fingerprint for c in chosen})
     templates, left_out = [], []
+    refused = sum(p.refused for positions in scan.positions.values() for p in positions)
     for c in chosen:
         template, picks = _template(c.example, scan.positions.get(c.fingerprint), literals)
         template = _unqualified(template, scan.schemas)
@@ -118,6 +126,9 @@ def write_workload(digest: Digest, path: Path, top: int, literals: bool = True) 
     if scan.schemas:
         lines += ["# The replay runs in one schema: qualifiers naming these are dropped:",
                   "#   " + ", ".join(sorted(scan.schemas))]
+    if refused:
+        lines += [f"# Left out: {refused} logged value(s) holding a control character (NUL or "
+                  "another but tab and newline), which a sql workload refuses"]
     if left_out:
         lines += [f"# Left out: {len(left_out)} statement(s) of the top {top} that perflab "
                   "would not replay as they are:",

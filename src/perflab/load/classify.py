@@ -58,7 +58,9 @@ class Classified:
     data_write: bool = False  # a write of rows or tables only (what --allow-writes may run)
     tables: tuple[tuple[str, str], ...] = ()  # (schema, or "" for the default one; table)
     schemas: tuple[str, ...] = ()  # schemas it creates, drops or alters
-    calls: tuple[tuple[str, str], ...] = ()  # (schema or "", NAME) of every function called
+    # (schema or "", NAME) of every name written before a "(": the functions it may call
+    # (and keywords; load/reach.py asks the server which names are its built-ins)
+    calls: tuple[tuple[str, str], ...] = ()
 
     @property
     def writes(self) -> bool:
@@ -97,13 +99,28 @@ def classify(sql: str) -> Classified:
     except sqlglot.errors.ParseError as exc:
         return Classified(Kind.UNKNOWN, f"cannot be parsed as one statement "
                                         f"({_first_line(exc)})")
-    return _kind(tree, tokens[0].text.upper())
+    return _kind(tree, tokens[0].text.upper(), _called_names(tree, tokens))
 
 
-def _kind(tree: exp.Expression, verb: str) -> Classified:
+def _called_names(tree: exp.Expression, tokens) -> set[tuple[str, str]]:
+    """(schema or "", NAME) of every word followed by "(" (a quoted name too: the server calls
+    `f`() as f()), but the names of the statement's own CTEs: every call is written so, by
+    the name the server resolves (sqlglot's own names for functions may differ)."""
+    ctes = {cte.alias.upper() for cte in tree.find_all(exp.CTE)}
+    found = set()
+    for n, token in enumerate(tokens[:-1]):
+        if tokens[n + 1].token_type != TokenType.L_PAREN or not re.fullmatch(r"\w+", token.text):
+            continue
+        qualified = n >= 2 and tokens[n - 1].token_type == TokenType.DOT
+        schema = tokens[n - 2].text.lower() if qualified else ""
+        if schema or token.text.upper() not in ctes:
+            found.add((schema, token.text.upper()))
+    return found
+
+
+def _kind(tree: exp.Expression, verb: str, calls: set[tuple[str, str]]) -> Classified:
     """A parsed statement's kind: the rules in the order they matter (what is never run, then
     what the root says, then the functions and lock clauses inside)."""
-    calls = {_called(f) for f in tree.find_all(exp.Func)}
     names = {name for schema, name in calls if not schema}
     locks = bool(names & LOCK_FUNCTIONS) or any(tree.find_all(exp.Lock))
     objects, schemas = _objects(tree)
@@ -129,14 +146,6 @@ def _kind(tree: exp.Expression, verb: str) -> Classified:
         return Classified(Kind.LOCKS, f"takes a named lock ({min(names & LOCK_FUNCTIONS)})",
                           **made)
     return Classified(Kind.READ, **made)
-
-
-def _called(function: exp.Func) -> tuple[str, str]:
-    """(schema or "", NAME) of a function call: a stored function shadows no built-in name,
-    but `schema.name()` is always a stored one."""
-    name = function.name if isinstance(function, exp.Anonymous) else function.sql_name()
-    schema = function.parent.this.name if isinstance(function.parent, exp.Dot) else ""
-    return schema.lower(), name.upper()
 
 
 def _objects(tree: exp.Expression) -> tuple[tuple[tuple[str, str], ...], tuple[str, ...]]:

@@ -16,6 +16,12 @@ Placeholders in statements: {int:LO:HI} (a uniform integer), {str:MIN:MAX} (a qu
 string of MIN to MAX letters) and {pick:NAME} (one of the statement's own values, e.g. those a
 log used: `picks = { NAME = [42, "'Alice'"] }`, each an SQL literal: a number, or a string
 written with its quotes). Column generators: seq (1, 2, 3, ...), int:LO:HI, str:MIN:MAX.
+
+Statements travel to the Lua driver (lua/perflab_sql.lua, lua/perflab_statements.lua) exactly:
+each template is parsed here, once, into text and placeholders (`parts`), and the file the
+driver reads holds those parts as length-prefixed fields, so no byte of a statement can end a
+record or join two. NUL and the other control characters but tab and newline are refused in
+statements and pick values: a server, a log or a terminal may each read them otherwise.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ import re
 import tempfile
 import time
 import tomllib
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,9 +46,16 @@ from perflab.plan import Dataset, Scalar
 from perflab.server.connection import Endpoint, query
 
 SCHEMA = "perflab_sql"
-PLACEHOLDER = re.compile(r"\{(int|str):(-?\d+):(-?\d+)\}")
+# Anything shaped like a placeholder; Slot.parse says whether it is one.
+PLACEHOLDER = re.compile(r"\{([A-Za-z_]+):([^{}]*)\}")
+INT_BOUNDS = re.compile(r"^(-?\d+):(-?\d+)$")
+STR_BOUNDS = re.compile(r"^(\d+):(\d+)$")
+LARGEST_INTEGER = 2**53 - 1  # exact in Lua's numbers
+WIDEST_INT_RANGE = 2**32 - 1  # sysbench.rand.uniform draws an unsigned 32-bit integer
+LONGEST_STRING = 4096  # letters of a {str:} value
+FRAME_MAGIC = "perflab-statements/1"
 GENERATOR = re.compile(r"^(seq|int:(-?\d+):(-?\d+)|str:(\d+):(\d+))$")
-PICK = re.compile(r"\{pick:([A-Za-z_][A-Za-z0-9_]*)\}")
+ALLOWED_CONTROLS = {"\t", "\n"}
 SQL_LITERAL = re.compile(  # a number, NULL, or one quoted string (either quote, SQL escapes)
     r"^(?:'(?:[^'\\]|\\.|'')*'|\"(?:[^\"\\]|\\.|\"\")*\"|-?\d+(?:\.\d+)?|NULL)$", re.S)
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -55,25 +69,72 @@ class DataSpec:
 
 
 @dataclass(frozen=True)
+class Slot:
+    """One placeholder of a template: {int:LO:HI}, {str:LO:HI} (letters) or {pick:NAME}."""
+
+    kind: str  # "int", "str" or "pick"
+    low: int = 0
+    high: int = 0
+    name: str = ""
+
+
+Part = str | Slot  # a template is text and placeholders, in order
+
+
+@dataclass(frozen=True)
+class Statement:
+    """One [[statements]] entry, checked: its template as written, parsed once into parts
+    (what both classify() and the Lua driver use), and its pick lists."""
+
+    weight: int
+    sql: str
+    parts: tuple[Part, ...]
+    picks: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (name, SQL literals)
+
+    def render(self, choose) -> str:
+        """The statement with each placeholder filled by `choose(slot, picks)`."""
+        lists = dict(self.picks)
+        return "".join(part if isinstance(part, str) else choose(part, lists)
+                       for part in self.parts)
+
+    def example(self) -> str:
+        """The statement as sent, each placeholder filled with one value of its kind: what
+        classify() reads (every value a placeholder takes is one literal of the same kind)."""
+        return self.render(_first_value)
+
+
+@dataclass(frozen=True)
 class SqlWorkload:
     path: Path
     digest: str  # of the file's text: part of the dataset key
     schema: tuple[str, ...]
     data: tuple[DataSpec, ...]
-    statements: tuple[tuple[int, str], ...]  # (weight, template)
-    # per statement: its pick lists as (name, SQL literals)
-    picks: tuple[tuple[tuple[str, tuple[str, ...]], ...], ...] = ()
+    entries: tuple[Statement, ...]
     kinds: tuple[Classified, ...] = ()  # per statement: what it does to a server
 
-    def statements_text(self) -> str:
-        """The statements as `weight<TAB>template` lines for lua/perflab_sql.lua, each followed
-        by its pick lists as `<TAB>name<TAB>literal` lines."""
-        lines = []
-        for n, (weight, sql) in enumerate(self.statements):
-            lines.append(f"{weight}\t{sent(sql)}\n")
-            for name, literals in (self.picks[n] if self.picks else ()):
-                lines += [f"\t{name}\t{_one_line(literal)}\n" for literal in literals]
-        return "".join(lines)
+    @property
+    def statements(self) -> tuple[tuple[int, str], ...]:
+        """(weight, template as written) per statement."""
+        return tuple((entry.weight, entry.sql) for entry in self.entries)
+
+    def statements_file(self) -> str:
+        """What lua/perflab_statements.lua reads: every statement's weight, parts and pick
+        lists as `LENGTH:BYTES,` fields (lengths in UTF-8 bytes), so that no byte of a
+        statement can end or join a record."""
+        fields: list[str | int] = [FRAME_MAGIC, len(self.entries)]
+        for entry in self.entries:
+            fields += [entry.weight, len(entry.parts)]
+            for part in entry.parts:
+                if isinstance(part, str):
+                    fields += ["T", part]
+                elif part.kind == "pick":
+                    fields += ["P", part.name]
+                else:
+                    fields += ["I" if part.kind == "int" else "S", part.low, part.high]
+            fields.append(len(entry.picks))
+            for name, literals in entry.picks:
+                fields += [name, len(literals), *literals]
+        return "".join(f"{len(text.encode())}:{text}," for text in map(str, fields))
 
 
 class SqlFamily(Family):
@@ -100,8 +161,9 @@ class SqlFamily(Family):
         return any(kind.writes for kind in self.sql_file.kinds)
 
     def statements(self) -> tuple[tuple[str, Classified], ...]:
-        return tuple((sql, kind) for (_, sql), kind in zip(self.sql_file.statements,
-                                                            self.sql_file.kinds, strict=True))
+        return tuple((entry.example(), kind) for entry, kind in zip(self.sql_file.entries,
+                                                                    self.sql_file.kinds,
+                                                                    strict=True))
 
     def setup_statements(self) -> tuple[str, ...]:
         return self.sql_file.schema
@@ -114,7 +176,7 @@ class SqlFamily(Family):
             old.unlink(missing_ok=True)
         handle, name = tempfile.mkstemp(prefix="statements-", suffix=".txt", dir=directory)
         with os.fdopen(handle, "w") as out:  # mkstemp: mode 0600, O_EXCL
-            out.write(self.sql_file.statements_text())
+            out.write(self.sql_file.statements_file())
         self.statements_path = Path(name)
 
     def load(self, endpoint: Endpoint, dataset: Dataset) -> LoadReport:
@@ -128,7 +190,7 @@ class SqlFamily(Family):
         return {"PERFLAB_SQL_STATEMENTS": str(self.statements_path)}
 
     def client_files(self) -> dict[str, str]:
-        return {"PERFLAB_SQL_STATEMENTS": self.sql_file.statements_text()}
+        return {"PERFLAB_SQL_STATEMENTS": self.sql_file.statements_file()}
 
 
 def load_sql_workload(path: str | Path, where: str = "workload.options.file") -> SqlWorkload:
@@ -162,28 +224,24 @@ def load_sql_workload(path: str | Path, where: str = "workload.options.file") ->
     if not isinstance(schema, list) or not all(isinstance(s, str) for s in schema):
         raise PerflabError(f"{path}: schema.sql must be a string or a list of strings")
     specs = tuple(_data(item, n, path) for n, item in enumerate(data.get("data", []), 1))
-    parsed = [checked_statement(item, n, path)
-              for n, item in enumerate(data.get("statements", []), 1)]
-    if not parsed:
+    entries = tuple(checked_statement(item, n, path)
+                    for n, item in enumerate(data.get("statements", []), 1))
+    if not entries:
         raise PerflabError(f"{path}: no [[statements]]: a workload needs at least one")
     digest = hashlib.sha256(text.encode()).hexdigest()[:12]
-    return SqlWorkload(path.resolve(), digest, tuple(schema), specs,
-                       tuple((weight, sql) for weight, sql, _ in parsed),
-                       tuple(picks for _, _, picks in parsed),
-                       tuple(classify(example(sql, picks)) for _, sql, picks in parsed))
+    return SqlWorkload(path.resolve(), digest, tuple(schema), specs, entries,
+                       tuple(classify(entry.example()) for entry in entries))
 
 
-def sent(template: str) -> str:
-    """A statement template as sysbench sends it: on one line, runs of blanks as one."""
-    return " ".join(template.split())
+def shown(sql: str, width: int = 60) -> str:
+    """A statement on one line, cut to `width` characters, for a message."""
+    return " ".join(sql.split())[:width]
 
 
-def example(template: str, picks: tuple[tuple[str, tuple[str, ...]], ...]) -> str:
-    """The statement as sent, its placeholders filled with one value each: what classify()
-    reads (every value a placeholder takes is one literal of the same kind)."""
-    first = {name: literals[0] for name, literals in picks}
-    sql = PLACEHOLDER.sub(lambda m: m.group(2) if m.group(1) == "int" else "'a'", sent(template))
-    return PICK.sub(lambda m: first[m.group(1)], sql)
+def _first_value(slot: Slot, picks: dict[str, tuple[str, ...]]) -> str:
+    if slot.kind == "int":
+        return str(slot.low)
+    return "'a'" if slot.kind == "str" else picks[slot.name][0]
 
 
 def load_sql_dataset(endpoint: Endpoint, workload: SqlWorkload, engine: str) -> int:
@@ -259,10 +317,9 @@ def _data(item, n: int, path: Path) -> DataSpec:
     return DataSpec(table, rows, tuple(columns.items()))
 
 
-def checked_statement(item, n: int, path: Path
-                      ) -> tuple[int, str, tuple[tuple[str, tuple[str, ...]], ...]]:
-    """One [[statements]] entry, checked: (weight, template, pick lists); a PerflabError
-    names what is wrong with it (digest --workload leaves out what would not pass)."""
+def checked_statement(item, n: int, path: Path) -> Statement:
+    """One [[statements]] entry, checked; a PerflabError names what is wrong with it (digest
+    --workload leaves out what would not pass)."""
     where = f"{path}: statements[{n}]"
     if not isinstance(item, dict) or set(item) - {"sql", "weight", "picks"}:
         raise PerflabError(f"{where} must be a table with sql, weight and optional picks",
@@ -273,29 +330,79 @@ def checked_statement(item, n: int, path: Path
         raise PerflabError(f"{where}.sql must be a statement")
     if isinstance(weight, bool) or not isinstance(weight, int) or weight < 1:
         raise PerflabError(f"{where}.weight must be a positive integer")
-    for kind, low, high in PLACEHOLDER.findall(sql):
-        if int(low) > int(high):
-            raise PerflabError(f"{where}: placeholder {{{kind}:{low}:{high}}} has low above high")
-    leftover = PICK.sub("", PLACEHOLDER.sub("", sql))
-    if re.search(r"\{[A-Za-z_]+:[^}]*\}", leftover):
-        raise PerflabError(f"{where}: a placeholder is malformed (use {{int:LO:HI}}, "
-                           "{str:MIN:MAX} or {pick:NAME})")
-    if several_statements(_marked(sent(sql), where)):
+    refuse_controls(sql, f"{where}.sql")
+    parts = template_parts(sql, where)
+    if several_statements(_marked(parts, where)):
         raise PerflabError(f"{where}.sql holds more than one statement",
                            hint="one statement per [[statements]] entry, without a ';' between "
                                 "two")
-    return weight, sql, _picks(item.get("picks", {}), set(PICK.findall(sql)), where)
+    used = {part.name for part in parts if isinstance(part, Slot) and part.kind == "pick"}
+    return Statement(weight, sql, parts, _picks(item.get("picks", {}), used, where))
 
 
-def _marked(sql: str, where: str) -> str:
-    """`sql` with each placeholder replaced by a mark, checked that every mark stands where a
-    value goes, as a token of its own: inside a string, a comment or a name, the value a
-    placeholder takes could end the string or comment and turn what follows into SQL (a pick of
-    `'*/ ; DELETE ...'` in `/* {pick:p} */`)."""
-    found = PLACEHOLDER.findall(sql) + PICK.findall(sql)
-    marks = [f"perflab_placeholder_{n}" for n in range(len(found))]
-    counter = iter(marks)
-    marked = PICK.sub(lambda _: next(counter), PLACEHOLDER.sub(lambda _: next(counter), sql))
+def refuse_controls(text: str, where: str) -> None:
+    """A PerflabError if `text` holds NUL or another control character but tab and newline."""
+    for char in text:
+        if char not in ALLOWED_CONTROLS and unicodedata.category(char) == "Cc":
+            raise PerflabError(f"{where} holds a control character (U+{ord(char):04X})",
+                               hint="statements and pick values may hold tabs and line breaks, "
+                                    "no other control character")
+
+
+def template_parts(sql: str, where: str) -> tuple[Part, ...]:
+    """A template as text and placeholders: the one parse both perflab and the Lua driver use.
+    Anything shaped like a placeholder that is not a valid one is a PerflabError."""
+    parts: list[Part] = []
+    at = 0
+    for match in PLACEHOLDER.finditer(sql):
+        if match.start() > at:
+            parts.append(sql[at:match.start()])
+        parts.append(_slot(match.group(1), match.group(2), where))
+        at = match.end()
+    if at < len(sql):
+        parts.append(sql[at:])
+    return tuple(parts)
+
+
+def _slot(kind: str, arguments: str, where: str) -> Slot:
+    text = f"{{{kind}:{arguments}}}"
+    if kind == "pick":
+        if not IDENTIFIER.match(arguments):
+            raise PerflabError(f"{where}: placeholder {text} is malformed",
+                               hint="{pick:NAME}, NAME of letters, digits and _")
+        return Slot("pick", name=arguments)
+    bounds = (INT_BOUNDS if kind == "int" else STR_BOUNDS).match(arguments)
+    if kind not in ("int", "str") or not bounds:
+        raise PerflabError(f"{where}: placeholder {text} is malformed",
+                           hint="use {int:LO:HI}, {str:MIN:MAX} (MIN and MAX not negative) or "
+                                "{pick:NAME}")
+    low, high = int(bounds.group(1)), int(bounds.group(2))
+    if low > high:
+        raise PerflabError(f"{where}: placeholder {text} has low above high")
+    if kind == "int" and (max(abs(low), abs(high)) > LARGEST_INTEGER or
+                          high - low > WIDEST_INT_RANGE):
+        raise PerflabError(f"{where}: placeholder {text} is out of range",
+                           hint=f"bounds within ±{LARGEST_INTEGER}, at most "
+                                f"{WIDEST_INT_RANGE} apart")
+    if kind == "str" and high > LONGEST_STRING:
+        raise PerflabError(f"{where}: placeholder {text} is too long",
+                           hint=f"at most {LONGEST_STRING} letters")
+    return Slot(kind, low, high)
+
+
+def _marked(parts: tuple[Part, ...], where: str) -> str:
+    """The template with each placeholder replaced by a mark, checked that every mark stands
+    where a value goes, as a token of its own: inside a string, a comment or a name, the value
+    a placeholder takes could end the string or comment and turn what follows into SQL (a pick
+    of `'*/ ; DELETE ...'` in `/* {pick:p} */`)."""
+    marks, pieces = [], []
+    for part in parts:
+        if isinstance(part, str):
+            pieces.append(part)
+        else:
+            marks.append(f"perflab_placeholder_{len(marks)}")
+            pieces.append(marks[-1])
+    marked = "".join(pieces)
     try:
         tokens = MySQL().tokenize(marked)
     except sqlglot.errors.TokenError:
@@ -326,6 +433,8 @@ def _picks(table, used: set[str], where: str) -> tuple[tuple[str, tuple[str, ...
         for value in values:
             literal = str(value) if isinstance(value, int | float) and \
                 not isinstance(value, bool) else value
+            if isinstance(literal, str):
+                refuse_controls(literal, f"{where}.picks.{name}")
             if not isinstance(literal, str) or not SQL_LITERAL.match(literal):
                 raise PerflabError(f"{where}.picks.{name}: {value!r} is not an SQL literal",
                                    hint="a number, or a string with its quotes: \"'Alice'\"")
@@ -337,9 +446,3 @@ def _picks(table, used: set[str], where: str) -> tuple[tuple[str, tuple[str, ...
             literals.append(literal)
         out.append((name, tuple(literals)))
     return tuple(out)
-
-
-def _one_line(literal: str) -> str:
-    """An SQL literal on one line of the statements file: line breaks and tabs inside a
-    quoted string become the escapes the server reads back as the same characters."""
-    return literal.replace("\r", "\\r").replace("\n", "\\n").replace("\t", "\\t")

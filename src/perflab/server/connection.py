@@ -29,6 +29,9 @@ class Endpoint:
     read_only: bool = False  # every session read-only at the server (someone else's server)
     # MariaDB's max_statement_time for every session: no statement outlives the run there
     max_statement_seconds: float | None = None
+    # a file each of sysbench's sessions appends its connection id to: the sentinel ends them
+    # on the server if perflab dies (procs.watch_sessions)
+    sessions_file: str | None = None
 
     def connect(self, database: str | None = None, timeout: float = 10) -> pymysql.Connection:
         """A session, autocommit; read-only at the server when the endpoint is (a write then
@@ -63,6 +66,8 @@ class Endpoint:
         env = {"PERFLAB_READ_ONLY": "1"} if self.read_only else {}
         if self.max_statement_seconds is not None:
             env["PERFLAB_MAX_STATEMENT_SECONDS"] = f"{self.max_statement_seconds:g}"
+        if self.sessions_file:
+            env["PERFLAB_SESSIONS_FILE"] = self.sessions_file
         return env
 
     def credentials(self) -> tuple[str, str]:

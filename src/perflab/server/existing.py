@@ -14,8 +14,11 @@ perflab runs never change one server at once.
 
 from __future__ import annotations
 
+import configparser
+import hashlib
 import json
 import os
+import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,11 +26,58 @@ from pathlib import Path
 import pymysql
 
 from perflab.errors import PerflabError, error_text
-from perflab.server.connection import Endpoint, query, set_global, set_globals, variable_name
+from perflab.server.connection import (
+    VARIABLE_NAME,
+    Endpoint,
+    query,
+    set_global,
+    set_globals,
+    variable_name,
+)
+from perflab.server.variables import check_value, read_catalog
 
 JOURNAL = "journal.json"
 LOCK_NAME = "perflab.set_global"  # GET_LOCK's name: one perflab changing a server at a time
 RESTART_SLACK = 5  # seconds: a start time that moved more than this is a restart
+LONGEST_VALUE = 4096  # characters of a journalled value: longer is not one perflab wrote
+# Variables --allow-set never changes: what they do cannot be put back by setting a value
+# (a file written, a log or monitor switched, SQL run at every connection), with the reason.
+UNRESTORABLE = (
+    (re.compile(r"(_file|_path|_dir|_directory)$|^(plugin_dir|secure_file_priv|tmpdir)$"),
+     "names a file or directory on the database host"),
+    (re.compile(r"^(general_log|slow_query_log|log_output|log_bin|sql_log_|binlog_|log_slow_|"
+                r"innodb_status_output|performance_schema)"),
+     "switches a log, whose files and contents stay"),
+    (re.compile(r"^innodb_monitor_"), "enables or resets InnoDB monitors, which a value "
+                                      "cannot put back"),
+    (re.compile(r"^(init_|event_scheduler$)"), "runs SQL of its own on the server"),
+    (re.compile(r"_now$|^innodb_buffer_pool_(dump|load)_|^innodb_(log_checkpoint|"
+                r"fil_make_page_dirty|trx_rseg|disallow_writes)"),
+     "acts at once instead of holding a value"),
+)
+# Global variables that move on their own while a server runs: not compared after a put-back.
+MOVING = re.compile(r"^(gtid_(binlog_pos|binlog_state|current_pos|slave_pos)|"
+                    r"innodb_buffer_pool_size_auto|timestamp|last_insert_id)$")
+
+
+def unrestorable(name: str) -> str | None:
+    """Why --allow-set may not change variable `name` (None when it may)."""
+    return next((why for pattern, why in UNRESTORABLE if pattern.search(name)), None)
+
+
+def state_directory() -> Path:
+    """perflab's per-user state: $PERFLAB_STATE_DIR, else $XDG_STATE_HOME/perflab, else
+    ~/.local/state/perflab."""
+    if os.environ.get("PERFLAB_STATE_DIR"):
+        return Path(os.environ["PERFLAB_STATE_DIR"])
+    base = os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state"
+    return Path(base) / "perflab"
+
+
+def _server_key(server: dict) -> str:
+    text = "|".join(str(server[k]) for k in ("hostname", "port", "socket", "datadir",
+                                            "server_id"))
+    return hashlib.sha256(text.encode()).hexdigest()[:20]
 
 
 @dataclass(frozen=True)
@@ -37,6 +87,7 @@ class Permissions:
     writes: bool = False  # --allow-writes: datasets and writing workloads, in perflab_* schemas
     set_variables: bool = False  # --allow-set: SET GLOBAL of dynamic variables, put back after
     locks: bool = False  # --allow-locks: locking reads and named locks (GET_LOCK)
+    read_only_account: bool = False  # --read-only-account: refuse an account that could write
 
 
 def identity(conn: pymysql.Connection) -> dict:
@@ -78,11 +129,59 @@ class Journal:
             raise PerflabError(f"{self.path} is damaged ({exc})",
                                hint="restore the variables it names by hand, then delete it") \
                 from None
-        if "identity" not in entry:
+        if not isinstance(entry, dict) or "identity" not in entry:
             raise PerflabError(f"{self.path} was written by an older perflab and does not say "
                                "which server it belongs to",
                                hint="restore the variables it names by hand, then delete it")
+        problem = _malformed(entry)
+        if problem:
+            raise PerflabError(f"{self.path} is not a journal perflab wrote ({problem}); "
+                               "nothing was played back",
+                               hint="restore the variables it names by hand, then delete it")
         return entry
+
+    def owner(self, server: dict) -> Path | None:
+        """The lab whose journal holds variables changed on `server`, by any lab on this
+        machine (the state directory's pointer), if that journal is still pending there."""
+        pointer = state_directory() / "servers" / f"{_server_key(server)}.json"
+        try:
+            lab = Path(json.loads(pointer.read_text())["lab"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        try:
+            entry = Journal(lab).pending()
+        except PerflabError:
+            return lab  # damaged, but there: its lab must sort it out
+        if entry and _same_server(entry["identity"], server) and \
+                not _restarted(entry["identity"], server):
+            return lab
+        return None
+
+    def refuse_another(self, server: dict) -> None:
+        """A PerflabError if another lab's journal holds variables changed on `server`:
+        changed again from this lab, the original values would be lost."""
+        other = self.owner(server)
+        if other is not None and other != self.path.parent.resolve():
+            raise PerflabError(
+                f"the lab {other} holds variables a stopped perflab changed on this server: "
+                "changed again from here, their original values would be lost",
+                hint=f"perflab restore --lab {other} first")
+
+    def _point(self, server: dict, owned: bool) -> None:
+        """Say in the state directory that this lab's journal holds `server`'s variables, or
+        (owned False) no longer."""
+        pointer = state_directory() / "servers" / f"{_server_key(server)}.json"
+        if owned:
+            pointer.parent.mkdir(parents=True, exist_ok=True)
+            partial = pointer.with_suffix(".partial")
+            partial.write_text(json.dumps({"lab": str(self.path.parent.resolve())}))
+            partial.rename(pointer)
+            return
+        try:
+            if Path(json.loads(pointer.read_text())["lab"]) == self.path.parent.resolve():
+                pointer.unlink()
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
 
     def record(self, endpoint: Endpoint, server: dict, originals: dict[str, str | None]
                ) -> None:
@@ -99,8 +198,10 @@ class Journal:
                 f"{self.path} holds variables changed on another server, "
                 f"{_described(entry['identity'])}", hint="put them back first: perflab restore "
                 f"--lab {self.path.parent} with that server's connection options")
+        self.refuse_another(server)
         for name, value in originals.items():
             entry["variables"].setdefault(name, value)
+        self._point(server, True)
         self._write(entry)
 
     def _write(self, entry: dict) -> None:
@@ -129,8 +230,14 @@ class Journal:
             self.retire()
             raise Restarted(entry["variables"])
         failed = {}
+        specs = read_catalog(conn).variables
         for name, value in entry["variables"].items():
+            spec = specs.get(name)
             try:
+                if spec is None or not spec.dynamic:
+                    raise PerflabError("not a dynamic variable of this server")
+                if value is not None:
+                    check_value(spec, value, "journal")  # of the variable's type and range
                 set_global(conn, name, value)
             except (pymysql.MySQLError, PerflabError) as exc:
                 failed[name] = error_text(exc) if isinstance(exc, pymysql.MySQLError) \
@@ -143,11 +250,41 @@ class Journal:
                 hint=f"they stay in {self.path}; once fixed, perflab restore --lab "
                      f"{self.path.parent}")
         self.path.unlink()
+        self._point(recorded, False)
         return {k: v for k, v in entry["variables"].items()}
 
     def retire(self) -> None:
         """Keep a journal that no longer applies beside the lab, for the record."""
+        entry = json.loads(self.path.read_text())
         self.path.rename(self.path.with_name(f"journal-retired-{time.time_ns()}.json"))
+        if isinstance(entry, dict) and isinstance(entry.get("identity"), dict) and \
+                not _malformed(entry):
+            self._point(entry["identity"], False)
+
+
+def _malformed(entry: dict) -> str | None:
+    """What makes a journal's content one perflab did not write, or None: only names of
+    variables --allow-set may change, values as text (or null) of a sane length, and the
+    server's identity with the types it is recorded with."""
+    server, found, variables = entry.get("server"), entry.get("identity"), \
+        entry.get("variables")
+    types = {"hostname": str, "port": int, "socket": (str, type(None)), "datadir": str,
+             "server_id": int, "started": int}
+    if not isinstance(found, dict) or any(not isinstance(found.get(k), t)
+                                          for k, t in types.items()):
+        return "its server identity is not one perflab records"
+    if not isinstance(server, dict) or not all(
+            isinstance(server.get(k), (str, type(None))) for k in ("socket", "option_file")):
+        return "its connection is not one perflab records"
+    if not isinstance(variables, dict):
+        return "it names no variables"
+    for name, value in variables.items():
+        if not VARIABLE_NAME.match(name) or unrestorable(name):
+            return "it names a variable perflab never changes"
+        if value is not None and (not isinstance(value, str) or len(value) > LONGEST_VALUE or
+                                  any(ord(c) < 32 for c in value)):
+            return f"the value of {name} is not one perflab records"
+    return None
 
 
 class Restarted(Exception):
@@ -179,6 +316,11 @@ def restore_pending(lab_root: Path, endpoint: Endpoint | None, say, claimed: boo
             f"{', '.join(restarted.variables)}: they are its configuration's again; nothing to "
             f"put back (the journal is kept as {journal.path.parent}/journal-retired-*.json)")
         return
+    except (configparser.Error, UnicodeDecodeError, OSError):
+        raise PerflabError(
+            f"{lab_root}: the journal's option file {target.option_file} cannot be read as "
+            "one", hint=f"perflab restore --lab {lab_root} with the server's connection "
+                        "options") from None
     except pymysql.MySQLError as exc:
         raise PerflabError(
             f"{lab_root} holds variables changed on {entry['server'].get('where', 'a server')} "
@@ -216,6 +358,8 @@ class ExistingServer:
     journal: Journal
     permissions: Permissions
     options: dict[str, str] = field(default_factory=dict)  # what perflab has SET on it
+    # every global variable before perflab's first change, to compare after the put-back
+    before: dict[str, str] | None = field(default=None, repr=False)
     _lock: pymysql.Connection | None = field(default=None, repr=False)  # holds LOCK_NAME
 
     def connect(self, database: str | None = None) -> pymysql.Connection:
@@ -236,8 +380,15 @@ class ExistingServer:
                 f"this server was not started by perflab: SET GLOBAL {', '.join(variables)} "
                 "is refused", hint="add --allow-set to let perflab change dynamic variables "
                                    "(they are put back at the end)")
+        refused = {name: unrestorable(name) for name in variables if unrestorable(name)}
+        if refused:
+            name, why = next(iter(refused.items()))
+            raise PerflabError(f"--allow-set does not change {name}: it {why}",
+                               hint="perflab changes only variables it can put back and prove")
         self.claim()
         with self.connect() as conn:
+            if self.before is None:
+                self.before = global_variables(conn)
             originals = {name: _global_value(conn, name) for name in variables}
             self.journal.record(self.endpoint, identity(conn), originals)
             set_globals(conn, variables)
@@ -262,6 +413,8 @@ class ExistingServer:
             if self._lock is not None:  # held by a run that may change variables
                 with self.connect() as conn:
                     self.journal.play_back(conn)
+                    if self.before is not None:
+                        _prove_put_back(self.before, global_variables(conn))
         except Restarted:
             pass  # restarted under the run: its globals are its configuration's already
         except pymysql.MySQLError as exc:
@@ -272,6 +425,11 @@ class ExistingServer:
         finally:
             self.release()
         self.options = {}
+
+    def refuse_another_journal(self) -> None:
+        """Before a run may change this server: no other lab's journal pending on it."""
+        with self.connect() as conn:
+            self.journal.refuse_another(identity(conn))
 
     def claim(self) -> None:
         """The server's named lock, on a session of its own held until stop() (the server
@@ -315,6 +473,25 @@ class ExistingServer:
         return {**dict(zip(names, row, strict=True)),
                 "uptime_seconds": int(uptime[0][1]) if uptime else None,
                 "connection": self.endpoint.describe()["where"], "started_by": "someone else"}
+
+
+def global_variables(conn: pymysql.Connection) -> dict[str, str]:
+    """Every global variable of the server but those that move on their own."""
+    return {name.lower(): value for name, value in query(conn, "SHOW GLOBAL VARIABLES")
+            if not MOVING.match(name.lower())}
+
+
+def _prove_put_back(before: dict[str, str], after: dict[str, str]) -> None:
+    """A PerflabError naming every global variable that differs from before the run."""
+    changed = sorted(name for name in before.keys() | after.keys()
+                     if before.get(name) != after.get(name))
+    if changed:
+        raise PerflabError(
+            "after the put-back, global variables differ from before the run: "
+            + "; ".join(f"{n} was {before.get(n)!r}, is {after.get(n)!r}" for n in changed[:10])
+            + (f" and {len(changed) - 10} more" if len(changed) > 10 else ""),
+            hint="set them back by hand; perflab put back every variable it changed, so "
+                 "something else changed these during the run")
 
 
 def _global_value(conn: pymysql.Connection, name: str) -> str | None:

@@ -33,8 +33,10 @@ end
 -- session settings before its first statement: PERFLAB_READ_ONLY=1 makes it read-only at the
 -- server, so a write fails there (error 1792) whatever its text looked like;
 -- PERFLAB_MAX_STATEMENT_SECONDS=N lets the server abort any statement that outlives the run
--- (MariaDB's max_statement_time; a server without it is left as it is). The script's driver is
--- wrapped; nothing else changes.
+-- (MariaDB's max_statement_time; a server without it is left as it is);
+-- PERFLAB_SESSIONS_FILE=PATH appends each connection's id to PATH, so that perflab's sentinel
+-- can end these sessions on the server if perflab dies (a killed sysbench leaves its running
+-- statement running there). The script's driver is wrapped; nothing else changes.
 local session = {}
 if os.getenv("PERFLAB_READ_ONLY") == "1" then
    session[#session + 1] = {"SET SESSION TRANSACTION READ ONLY", true}
@@ -43,7 +45,9 @@ local limit = tonumber(os.getenv("PERFLAB_MAX_STATEMENT_SECONDS") or "")
 if limit then
    session[#session + 1] = {"SET SESSION max_statement_time = " .. limit, false}
 end
-if #session > 0 then
+local sessions_file = os.getenv("PERFLAB_SESSIONS_FILE")
+if sessions_file == "" then sessions_file = nil end
+if #session > 0 or sessions_file then
    local make_driver = sysbench.sql.driver
    sysbench.sql.driver = function(...)
       local driver = make_driver(...)
@@ -55,6 +59,14 @@ if #session > 0 then
             local ok, err = pcall(con.query, con, sql)
             if not ok and required then
                error(err)
+            end
+         end
+         if sessions_file then
+            local row = con:query("SELECT CONNECTION_ID()"):fetch_row()
+            local out = io.open(sessions_file, "a")  -- absent on a client worker: not noted
+            if out then
+               out:write(row[1] .. "\n")
+               out:close()
             end
          end
          return con
