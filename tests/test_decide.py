@@ -85,13 +85,29 @@ def test_the_family_shares_alpha_and_loosens_as_cells_are_decided():
     judge.look({"sure": paired([0.020, 0.021, 0.019, 0.0205, 0.0195]),
                 "borderline": paired(borderline)})
     assert judge.rejected["sure"] == {"diff", "eq"}
-    assert judge.final["sure"].verdict == EQUIVALENT
+    # both rejected: a real change, smaller than the margin, said as such (not "equivalent")
+    assert judge.final["sure"].verdict == FASTER and judge.final["sure"].within_margin
     assert judge.level() == pytest.approx(0.05)
     assert judge.final["borderline"].verdict == FASTER
     assert judge.final["borderline"].level == pytest.approx(0.05)
     alone = Judge(["other", "borderline"], ONE_LOOK)  # nothing decided first: alpha / 2
     alone.look({"other": paired([0.3, -0.2, 0.1, -0.3, 0.25]), "borderline": paired(borderline)})
     assert "borderline" not in alone.final
+
+
+def test_a_small_sure_change_is_said_in_the_users_words():
+    """+2% measured to +-0.3%, margin 5%: faster, within the margin; the headline and the
+    verdict table say both, and a change that may be 0 stays equivalent."""
+    from perflab.analysis.verdicts import _part
+
+    judge = Judge(["small", "none"], ONE_LOOK)
+    judge.look({"small": paired([0.020, 0.021, 0.019, 0.0205, 0.0195]),
+                "none": paired([0.001, -0.002, 0.0015, -0.001, 0.0005])})
+    small, none = judge.final["small"], judge.final["none"]
+    assert small.verdict == FASTER and small.within(0.05)
+    assert none.verdict == EQUIVALENT and not none.within(0.05)
+    assert _part([(4, small)], 0.05).startswith("faster at 4 threads, +2.0% [+")
+    assert _part([(4, small)], 0.05).endswith(", within ±5%")
 
 
 def test_cells_alike_lend_each_other_degrees_of_freedom_and_an_unlike_one_borrows_little():

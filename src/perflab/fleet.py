@@ -10,6 +10,15 @@ At each thread count, one sysbench per server runs at once and they take turns i
 of time (load/lua/perflab.lua), so every configuration is measured in the same seconds as the
 baseline: the machine's drift, which on a shared 2-core machine is tens of percent over tens of
 seconds, falls on all of them alike.
+
+A turn must hold many of its events, or a server's work runs on into the next one's turn (a
+point whose events take a tenth of a slice fails). Events grow long at high thread counts (an
+oltp_read_only transaction takes ~30 ms at 64 threads on two cores) and with heavy queries, so
+before a study's first round `size_slices` measures the baseline's events alone at each thread
+count and sizes that count's slice to hold those of a configuration 2.5 times slower; a point's
+window is lengthened to hold MIN_TURNS turns of each server. The sizes are chosen before any
+comparison is measured and kept for every later run of the study (ResultStore.slices), so they
+never depend on an outcome.
 """
 
 from __future__ import annotations
@@ -46,6 +55,7 @@ Say = Callable[[str], None]
 MEMORY_SHARE = 0.5  # the fleet's servers may take up to half the RAM, worst case
 PERF_ATTACH_SECONDS = 1.0  # perf's own start, before the slices' clock starts
 PROFILE_SLACK_SECONDS = 30  # a recording's upper bound past the sliced run (stopped at its end)
+PROBE_SECONDS = 1  # the baseline's events measured alone, per thread count, to size a slice
 
 
 @dataclass
@@ -91,6 +101,7 @@ class Fleet:
         self.profiler = profiler
         self.options, self.states, self.session = options, states, session
         self.members: dict[str, Member] = {}
+        self.slices: dict[int, float] = {}  # slice_ms by thread count (size_slices); else base
         # Slots, one per configuration, grouped by dataset: rotation stays within a group.
         self.groups: dict[str, list[ServerConfig]] = {}
         for config in plan.configs:
@@ -154,12 +165,12 @@ class Fleet:
                 live.append((member, point))
         if not live:
             return records
-        slice_ms = self.plan.run.effective_slice_seconds * 1000
+        slice_ms = self.slices.get(threads, self.base_slice_ms)
         count = len(live)
         rotation = slice_ms * count
         lead_ms = max(lead_seconds * 1000, 2 * rotation)
         lead_ms = rotation * -(-lead_ms // rotation)  # whole rotations
-        measure_ms = run.run_seconds * 1000 * count
+        measure_ms = max(run.run_seconds * 1000, sysbench.MIN_TURNS * slice_ms) * count
         # perf attaches before the clock starts, so that its start costs the slices nothing;
         # it is stopped when sysbench ends
         recorders = {member.config.name: self._record_profile(
@@ -189,6 +200,46 @@ class Fleet:
             records.append(self._record(member, point, result, before[member.config.name],
                                         started, profile))
         return records
+
+    @property
+    def base_slice_ms(self) -> float:
+        return self.plan.run.effective_slice_seconds * 1000
+
+    def size_slices(self, threads: list[int]) -> dict[int, tuple[float, float | None]]:
+        """{threads: (slice_ms, mean event latency)} for the thread counts given, from the
+        baseline's server of this round measured alone (the servers are started): from the
+        most threads down, until one count's events fit the base slice (fewer threads, shorter
+        events: the counts below keep it too). Empty when the baseline has no server."""
+        member = self.members.get(self.plan.baseline)
+        if member is None or member.server is None:
+            return {}
+        base = self.base_slice_ms
+        sized: dict[int, tuple[float, float | None]] = {}
+        for count in sorted(threads, reverse=True):
+            if sized and all(ms == base for ms, _ in sized.values()):
+                sized[count] = (base, None)
+                continue
+            now = sysbench.monotonic_ms()
+            window = sysbench.Slicing.alone(now, count, PROBE_SECONDS)
+            endpoint = member.server.endpoint
+            argv = sysbench.command(self.workload, self.plan.dataset_for(member.config),
+                                    endpoint, count, window.run_seconds(now))
+            try:
+                result = sysbench.run_window(argv, sysbench.environment(self.workload), window,
+                                             count)
+            except sysbench.LoadFailed as failed:
+                self.say(f"sizing the slices at {count} threads: {error_text(failed)}; "
+                         "the base slice stays")
+                sized[count] = (base, None)
+                continue
+            sized[count] = (sysbench.sized_slice(result.latency_avg_ms, base),
+                            result.latency_avg_ms)
+        longer = {t: ms for t, (ms, _) in sized.items() if ms > base}
+        if longer:
+            self.say("slices sized to the events they hold: " + ", ".join(
+                f"{ms / 1000:g} s at {t} threads" for t, ms in sorted(longer.items()))
+                + f" (base {base / 1000:g} s)")
+        return sized
 
     def _record_profile(self, member: Member, seconds: int
                         ) -> tuple[subprocess.Popen | None, Path]:

@@ -153,6 +153,7 @@ class Runner:
                         else None)
         self.schedule: str | None = None  # decided by run(), or on first need (noise)
         self.noise_source = "run"  # what the noise this run measures is stored as
+        self.sizing_seconds = 0.0  # spent sizing the fleet's slices (_size_slices)
 
     def run(self) -> RunSummary:
         """Every round not stored yet; with a time budget, the rounds that decide."""
@@ -163,10 +164,11 @@ class Runner:
                 self.clients.close()
 
     def _rounds(self) -> RunSummary:
-        run, started = self.plan.run, time.monotonic()
-        deadline = started + run.time if run.time else None
+        started = time.monotonic()
         for config in self.plan.configs:
             self.side.ensure_dataset(config)
+        run = self.plan.run  # the budget is for the rounds: it starts once the data is there
+        deadline = time.monotonic() + run.time if run.time else None
         schedule, why = self.side.schedule()
         self.schedule = schedule
         self.say(f"schedule: {schedule} ({why})")
@@ -175,6 +177,13 @@ class Runner:
             self.plan.run, planned_rounds=self.store.planned_rounds(self.plan.name)))
         self.plan_id = self.store.save_plan(self.plan)
         design = self.store.design(self.plan.name)  # this plan's looks and earlier runs'
+        if design.fitted and run.repeats > design.last_look:
+            self.say(f"the looks were fitted to rounds {design.first_look}..{design.last_look} "
+                     f"at this study's first run: it stops there, not at {run.repeats} rounds "
+                     "(a longer study is a new study: give the plan another name)")
+            self.plan = replace(self.plan, run=replace(self.plan.run,
+                                                       repeats=design.last_look))
+            run = self.plan.run
         for line in forecast(self.plan, design, self.noise()):
             self.say(line)
         summary = RunSummary(self.plan.name, schedule, 0, len(self._ok()), 0, 0, 0.0)
@@ -207,7 +216,7 @@ class Runner:
                     break
                 summary.rounds += 1
                 progress.round(round_number, step.points)
-                began = time.monotonic()
+                began, self.sizing_seconds = time.monotonic(), 0.0
                 records = (self._fleet_round(fleet, session, round_number, step.points,
                                              deadline, progress)
                            if fleet else
@@ -215,7 +224,7 @@ class Runner:
                                               progress))
                 if sum(map(len, step.points.values())) == len(run.threads) * len(
                         self.plan.configs):  # a whole round: the pace of the rounds to come
-                    timed.append(time.monotonic() - began)
+                    timed.append(time.monotonic() - began - self.sizing_seconds)
                 summary.measured += len(records)
                 summary.failed += sum(r.status == "failed" for r in records)
                 if deadline is not None and time.monotonic() >= deadline:
@@ -305,6 +314,7 @@ class Runner:
                      progress: Progress | None) -> list[PointRecord]:
         configs = list(dict.fromkeys(c for cs in needed.values() for c in cs))
         fleet.start_round(round_number, rotated(configs, round_number))
+        self._size_slices(fleet, list(needed))
         records, lead, step = [], float(self.plan.run.warmup_seconds), 0.0
         for threads in self._order(round_number, needed):
             if deadline is not None and records and time.monotonic() + step > deadline:
@@ -320,6 +330,18 @@ class Runner:
             lead, step = 0.0, time.monotonic() - begun
         fleet.stop()
         return records
+
+    def _size_slices(self, fleet: Fleet, threads: list[int]) -> None:
+        """The fleet's slice at each thread count: as the study sized them before its first
+        round, or sized now (at the first round that needs them) and kept."""
+        fleet.slices = self.store.slices(fleet.plan.name)
+        missing = [t for t in threads if t not in fleet.slices]
+        if missing:
+            began = time.monotonic()
+            sized = fleet.size_slices(missing)
+            self.store.save_slices(fleet.plan.name, sized)
+            fleet.slices = self.store.slices(fleet.plan.name)
+            self.sizing_seconds += time.monotonic() - began  # set-up, not a round's pace
 
     def _serial_round(self, session: int, round_number: int,
                       needed: dict[int, list[ServerConfig]], deadline: float | None,

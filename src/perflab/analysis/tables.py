@@ -108,8 +108,9 @@ def verdict_table(plan: Plan, judgement: Judgement) -> Table:
         else:
             note = ""
         change = "-" if math.isnan(v.change) else f"{v.change:+.1%}"
-        rows.append([config, str(threads), str(v.n), change, v.interval_text(), v.verdict,
-                     note])
+        said = f"{v.verdict}, within ±{design.margin:.0%}" if v.within(design.margin) \
+            else v.verdict
+        rows.append([config, str(threads), str(v.n), change, v.interval_text(), said, note])
     boundary = "levels fitted to the budget" if design.fitted else "Pocock's level"
     looks = (f"a look after every round from {design.first_look} to {design.last_look} "
              f"({boundary})" if design.sequential else "one look at the end")
@@ -119,7 +120,8 @@ def verdict_table(plan: Plan, judgement: Judgement) -> Table:
         ["Config", "Threads", "Rounds", "Change", "Interval", "Verdict", ""],
         rows,
         note=f"equivalent: the interval lies within ±{design.margin:.0%}; faster/slower: it "
-             f"excludes 0; {looks}, Shaffer's step-down across the table",
+             f"excludes 0 (within ±{design.margin:.0%}: a real change smaller than the "
+             f"margin); {looks}, Shaffer's step-down across the table",
     )
 
 

@@ -39,11 +39,20 @@ class Judgement:
     def decided(self) -> int:
         return sum(v.decided for v in self.verdicts.values())
 
+    def precision(self) -> float | None:
+        """The median over comparisons of their intervals' half-width (as a change, half the
+        distance between its ends): how precisely the study measured, whenever its cells
+        stopped."""
+        found = [(v.high - v.low) / 2 for v in self.verdicts.values()
+                 if math.isfinite(v.low) and math.isfinite(v.high)]
+        return statistics.median(found) if found else None
+
     def detectable(self) -> float | None:
-        """The median over comparisons of the smallest change their rounds could tell from 0
-        with 80% power: the resolution the study reached."""
+        """The median over the open comparisons of the smallest change their rounds so far
+        could tell from 0 with 80% power (None when every comparison is decided)."""
         found = [detectable_change(v.sd, v.n, v.level, self.design, v.df)
-                 for v in self.verdicts.values() if v.n >= 2 and math.isfinite(v.sd)]
+                 for v in self.verdicts.values()
+                 if not v.decided and v.n >= 2 and math.isfinite(v.sd)]
         found = [f for f in found if math.isfinite(f)]
         return statistics.median(found) if found else None
 
@@ -70,16 +79,19 @@ def headline(plan: Plan, judgement: Judgement) -> list[str]:
     for config in plan.config_names:
         if config == plan.baseline:
             continue
-        runs = _runs([(t, judgement.verdicts[(config, t)]) for t in plan.run.threads])
+        runs = _runs([(t, judgement.verdicts[(config, t)]) for t in plan.run.threads], margin)
         parts = [_part(group, margin) for group in runs]
         lines.append(f"{config} vs {plan.baseline}: " + "; ".join(parts))
     total = len(judgement.verdicts)
     counts = {name: sum(v.verdict == name for v in judgement.verdicts.values())
               for name in (FASTER, SLOWER, EQUIVALENT)}
     found = ", ".join(f"{n} {name}" for name, n in counts.items() if n)
-    detectable = judgement.detectable()
-    resolution = (f"; smallest change the rounds could detect: {detectable:.0%} (median)"
-                  if detectable is not None else "")
+    precision, detectable = judgement.precision(), judgement.detectable()
+    resolution = (f"; precision ±{precision:.1%} (median half-width of the intervals)"
+                  if precision is not None else "")
+    if detectable is not None:
+        resolution += (f"; the open ones' rounds so far would detect {detectable:.0%} "
+                       "with 80% power")
     lines.append(f"Decided {judgement.decided} of {total} comparisons"
                  f"{' (' + found + ')' if found else ''}, with a {judgement.design.alpha:.0%} "
                  f"error rate over the whole table, margin ±{margin:.0%}{resolution}")
@@ -88,11 +100,14 @@ def headline(plan: Plan, judgement: Judgement) -> list[str]:
     return lines
 
 
-def _runs(cells: list[tuple[int, Verdict]]) -> list[list[tuple[int, Verdict]]]:
-    """Neighbouring thread counts with the same verdict, together."""
+def _runs(cells: list[tuple[int, Verdict]], margin: float) -> list[list[tuple[int, Verdict]]]:
+    """Neighbouring thread counts with the same verdict (and the same side of the margin),
+    together."""
     groups: list[list[tuple[int, Verdict]]] = []
     for threads, verdict in cells:
-        if groups and groups[-1][-1][1].verdict == verdict.verdict:
+        last = groups[-1][-1][1] if groups else None
+        if last is not None and last.verdict == verdict.verdict and \
+                last.within(margin) == verdict.within(margin):
             groups[-1].append((threads, verdict))
         else:
             groups.append([(threads, verdict)])
@@ -108,12 +123,14 @@ def _part(group: list[tuple[int, Verdict]], margin: float) -> str:
     if kind == EQUIVALENT:
         return f"equivalent within ±{margin:.0%} {where}"
     if kind in (FASTER, SLOWER):
+        within = f", within ±{margin:.0%}" if verdicts[0].within(margin) else ""
         if len(group) == 1:
             v = verdicts[0]
-            return f"{kind} {where}, {_change(v)}"
+            return f"{kind} {where}, {_change(v)}{within}"
         low = min(v.change for v in verdicts)
         high = max(v.change for v in verdicts)
-        return f"{kind} {where} ({low:+.0%} to {high:+.0%})"
+        digits = ".1%" if within else ".0%"
+        return f"{kind} {where} ({low:+{digits}} to {high:+{digits}}){within}"
     if kind == INCONCLUSIVE:
         more = [v.more_rounds for v in verdicts]
         if all(m is not None for m in more):
@@ -124,8 +141,8 @@ def _part(group: list[tuple[int, Verdict]], margin: float) -> str:
 
 def _change(v: Verdict) -> str:
     if math.isnan(v.low):
-        return f"{v.change:+.0%}"
-    return f"{v.change:+.0%} [{v.low:+.0%}, {v.high:+.0%}]"
+        return f"{v.change:+.1%}"
+    return f"{v.change:+.1%} [{v.low:+.1%}, {v.high:+.1%}]"
 
 
 def paired_change(points: list[StoredPoint], base: str, other: str, threads: int

@@ -198,7 +198,8 @@ def analysis(study: Study, options: ReportOptions) -> dict:
     compared = [
         {"config": config, "threads": threads, "rounds": v.n, "change": _finite(v.change),
          "interval": [_finite(v.low), _finite(v.high)], "level": v.level,
-         "verdict": v.verdict, "decided_after_round": v.look, "disputed": v.disputed,
+         "verdict": v.verdict, "within_margin": v.within(judged.design.margin),
+         "decided_after_round": v.look, "disputed": v.disputed,
          "more_rounds": v.more_rounds}
         for (config, threads), v in judged.verdicts.items()
     ]
@@ -208,7 +209,8 @@ def analysis(study: Study, options: ReportOptions) -> dict:
         "looks": [judged.design.first_look, judged.design.last_look],
         "boundary_shape": judged.design.shape,  # Wang-Tsiatis: 0.5 Pocock, 0.25 fitted looks
         "headline": findings(study, options),
-        "detectable_change": judged.detectable(),
+        "precision": judged.precision(),
+        "detectable_change_open": judged.detectable(),
         "cv_threshold": options.cv_threshold,
         "qps": summaries,
         "vs_baseline": compared,

@@ -7,8 +7,11 @@ is the mean of those values, its interval a t interval on that mean, back-transf
 same way on Welch's estimate of the difference of their mean log throughputs.
 
 Four verdicts:
-- **equivalent**: the whole interval lies within ±margin (both one-sided tests of TOST);
-- **faster** / **slower**: the interval excludes 0 (and is not all within the margin);
+- **equivalent**: the whole interval lies within ±margin (both one-sided tests of TOST) and
+  does not exclude 0;
+- **faster** / **slower**: the interval excludes 0; when TOST also puts it within the margin,
+  the verdict says so (`within_margin`: a real change, smaller than the margin), instead of
+  calling a +2.7% [+0.5%, +4.9%] "equivalent" to a user who asked whether it pays;
 - **inconclusive**: neither yet, with the rounds the measured noise says it would take.
 
 The cells of one table share what they say of the noise: each paired cell's per-round variance
@@ -234,6 +237,13 @@ class Verdict:
     more_rounds: int | None = None  # inconclusive: rounds more for 80% power, as measured
     df: float = math.nan  # degrees of freedom of the interval (own rounds and the prior's)
     disputed: bool = False  # with the rounds after its decision, its interval no longer supports it
+    within_margin: bool = False  # faster/slower, and TOST put it within the margin too
+
+    def within(self, margin: float) -> bool:
+        """A difference (faster or slower) known to be smaller than the margin: TOST said so
+        at its decision, or its interval lies within ±margin now."""
+        return self.verdict in (FASTER, SLOWER) and (
+            self.within_margin or -margin < self.low and self.high < margin)
 
     @property
     def decided(self) -> bool:
@@ -291,8 +301,10 @@ class Judge:
                     found.add("eq")
                 if found:
                     self.rejected[key] |= found
-                    name = EQUIVALENT if "eq" in found else (FASTER if mean > 0 else SLOWER)
-                    self.final[key] = self._verdict(name, estimate, level, look)
+                    name = EQUIVALENT if "diff" not in found else (FASTER if mean > 0 else
+                                                                   SLOWER)
+                    self.final[key] = replace(self._verdict(name, estimate, level, look),
+                                              within_margin=name != EQUIVALENT and "eq" in found)
                     newly = True
             if not newly:
                 return
@@ -335,7 +347,7 @@ class Judge:
         latest = self._verdict(verdict.verdict, estimate, verdict.level, verdict.look)
         if not verdict.supported_by(latest.low, latest.high, self.design.margin):
             return replace(verdict, disputed=True)
-        return latest
+        return replace(latest, within_margin=verdict.within_margin)
 
     def _projected(self, verdict: Verdict, estimate: Estimate) -> Verdict:
         """How many more rounds, if the change and spread are as measured, until the interval
@@ -435,6 +447,8 @@ def resolved(verdict: Verdict, design: Design) -> bool:
     equivalent; or a difference whose interval lies wholly beyond the margin (it matters); or
     one whose rounds could detect a change the size of the margin (it is small and real)."""
     if verdict.verdict == EQUIVALENT or verdict.disputed:  # disputed: its figures are frozen
+        return True
+    if verdict.within(design.margin):  # real, and smaller than the margin: its size is known
         return True
     if not verdict.decided:
         return False

@@ -82,6 +82,14 @@ CREATE TABLE IF NOT EXISTS points (
     error TEXT,
     UNIQUE (study, definition, threads, repeat)
 );
+CREATE TABLE IF NOT EXISTS slices (
+    study TEXT NOT NULL,
+    threads INTEGER NOT NULL,
+    slice_ms REAL NOT NULL,
+    probe_latency_ms REAL,
+    created_at REAL NOT NULL,
+    PRIMARY KEY (study, threads)
+);
 CREATE TABLE IF NOT EXISTS noise (
     id INTEGER PRIMARY KEY,
     study TEXT NOT NULL,
@@ -268,6 +276,19 @@ class ResultStore:
         """Study names, the most recently planned first."""
         rows = self.db.execute("SELECT study FROM plans GROUP BY study ORDER BY MAX(id) DESC")
         return [row["study"] for row in rows]
+
+    def slices(self, study: str) -> dict[int, float]:
+        """The turn length (ms) the study's side-by-side points take at each thread count,
+        sized before its first round (fleet.Fleet.size_slices) and kept for every later run."""
+        rows = self.db.execute("SELECT threads, slice_ms FROM slices WHERE study = ?", (study,))
+        return {row["threads"]: row["slice_ms"] for row in rows}
+
+    def save_slices(self, study: str, sized: dict[int, tuple[float, float | None]]) -> None:
+        """Record {threads: (slice_ms, the probe's mean event latency)}; never replaces one."""
+        self.db.executemany(
+            "INSERT OR IGNORE INTO slices (study, threads, slice_ms, probe_latency_ms, "
+            "created_at) VALUES (?, ?, ?, ?, ?)",
+            [(study, t, ms, latency, time.time()) for t, (ms, latency) in sized.items()])
 
     def planned_rounds(self, study: str) -> int:
         """The rounds the study's budget was fitted to hold at its first look (0: never

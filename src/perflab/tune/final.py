@@ -114,9 +114,12 @@ def put_back(store: ResultStore, result: TuneResult, plan: Plan, settings: TuneS
     scores = _scores(by_round, plan, settings)
     comparisons = {knob: _gains(settings.direction, scores.get("winner", {}),
                                 scores.get(f"without-{knob}", {})) for knob in knobs}
-    result.knob_effects = decide(comparisons, store.design(study))  # as the run froze it
+    design = store.design(study)  # as the run froze it
+    result.knob_effects = decide(comparisons, design)
     effects = result.knob_effects
-    result.kept = [name for name in knobs if effects[name].verdict == SLOWER]
+    # a knob stays when its absence costs more than the margin could call negligible
+    result.kept = [name for name in knobs if effects[name].verdict == SLOWER
+                   and not effects[name].within(design.margin)]
     if not result.kept:
         costly = [name for name in knobs
                   if effects[name].verdict == INCONCLUSIVE and effects[name].change < 0]
