@@ -266,3 +266,19 @@ def test_looks_fitted_at_a_studys_first_look_are_kept_by_every_later_run(tmp_pat
             budgeted.run, max_rounds=40, planned_rounds=store.planned_rounds(PLAN.name)))
         store.save_plan(later)
         assert store.design(PLAN.name).last_look == 8
+
+
+def test_slices_sized_for_a_study_are_kept_for_every_later_run(tmp_path):
+    """The fleet's slice per thread count is chosen once, before the first round, and never
+    replaced by a later sizing (whose figures a run's outcome could have moved)."""
+    from perflab.load.sysbench import MIN_TURNS, sized_slice
+
+    assert sized_slice(0.5, 250) == 250  # short events: the base slice
+    assert sized_slice(30, 250) == 1200  # 64-thread read-only transactions: 4 x 30 / 0.1
+    assert sized_slice(90, 250) == 3600  # an analytic GROUP BY
+    assert sized_slice(31, 250) % 50 == 0 and MIN_TURNS >= 4
+    with ResultStore(tmp_path / "perflab.sqlite") as store:
+        assert store.slices(PLAN.name) == {}
+        store.save_slices(PLAN.name, {64: (750.0, 30.0), 8: (250.0, None)})
+        store.save_slices(PLAN.name, {64: (2000.0, 80.0), 16: (250.0, 5.0)})
+        assert store.slices(PLAN.name) == {64: 750.0, 8: 250.0, 16: 250.0}

@@ -14,11 +14,11 @@ seconds, falls on all of them alike.
 A turn must hold many of its events, or a server's work runs on into the next one's turn (a
 point whose events take a tenth of a slice fails). Events grow long at high thread counts (an
 oltp_read_only transaction takes ~30 ms at 64 threads on two cores) and with heavy queries, so
-before a study's first round `size_slices` measures the baseline's events alone at each thread
-count and sizes that count's slice to hold those of a configuration 2.5 times slower; a point's
-window is lengthened to hold MIN_TURNS turns of each server. The sizes are chosen before any
-comparison is measured and kept for every later run of the study (ResultStore.slices), so they
-never depend on an outcome.
+before a study's first round `size_slices` measures every configuration's events alone at each
+thread count and sizes that count's slice to hold those of the slowest one with room to spare;
+a point's window is lengthened to hold MIN_TURNS turns of each server. The sizes are chosen
+before any comparison is measured and kept for every later run of the study
+(ResultStore.slices), so they never depend on an outcome.
 """
 
 from __future__ import annotations
@@ -206,12 +206,13 @@ class Fleet:
         return self.plan.run.effective_slice_seconds * 1000
 
     def size_slices(self, threads: list[int]) -> dict[int, tuple[float, float | None]]:
-        """{threads: (slice_ms, mean event latency)} for the thread counts given, from the
-        baseline's server of this round measured alone (the servers are started): from the
-        most threads down, until one count's events fit the base slice (fewer threads, shorter
-        events: the counts below keep it too). Empty when the baseline has no server."""
-        member = self.members.get(self.plan.baseline)
-        if member is None or member.server is None:
+        """{threads: (slice_ms, the longest mean event latency)} for the thread counts given,
+        from every configuration's server of this round measured alone (the servers are
+        started, nothing of the round is measured yet): from the most threads down, until one
+        count's events fit the base slice (fewer threads, shorter events: the counts below keep
+        it too). Empty when no server runs."""
+        live = [m for m in self.members.values() if m.server is not None]
+        if not live:
             return {}
         base = self.base_slice_ms
         sized: dict[int, tuple[float, float | None]] = {}
@@ -219,27 +220,33 @@ class Fleet:
             if sized and all(ms == base for ms, _ in sized.values()):
                 sized[count] = (base, None)
                 continue
-            now = sysbench.monotonic_ms()
-            window = sysbench.Slicing.alone(now, count, PROBE_SECONDS)
-            endpoint = member.server.endpoint
-            argv = sysbench.command(self.workload, self.plan.dataset_for(member.config),
-                                    endpoint, count, window.run_seconds(now))
-            try:
-                result = sysbench.run_window(argv, sysbench.environment(self.workload), window,
-                                             count)
-            except sysbench.LoadFailed as failed:
-                self.say(f"sizing the slices at {count} threads: {error_text(failed)}; "
-                         "the base slice stays")
-                sized[count] = (base, None)
-                continue
-            sized[count] = (sysbench.sized_slice(result.latency_avg_ms, base),
-                            result.latency_avg_ms)
+            latencies = [self._alone_latency(member, count) for member in live]
+            measured = [ms for ms in latencies if ms is not None]
+            longest = max(measured) if measured else None
+            sized[count] = (base if longest is None else sysbench.sized_slice(longest, base),
+                            longest)
         longer = {t: ms for t, (ms, _) in sized.items() if ms > base}
         if longer:
             self.say("slices sized to the events they hold: " + ", ".join(
                 f"{ms / 1000:g} s at {t} threads" for t, ms in sorted(longer.items()))
                 + f" (base {base / 1000:g} s)")
         return sized
+
+    def _alone_latency(self, member: Member, threads: int) -> float | None:
+        """The mean event latency (ms) of `member`'s server alone at `threads` for
+        PROBE_SECONDS, None (said) when sysbench fails there."""
+        now = sysbench.monotonic_ms()
+        window = sysbench.Slicing.alone(now, threads, PROBE_SECONDS)
+        argv = sysbench.command(self.workload, self.plan.dataset_for(member.config),
+                                member.server.endpoint, threads, window.run_seconds(now))
+        try:
+            return sysbench.run_window([*env.client_prefix(member.config.environment), *argv],
+                                       sysbench.environment(self.workload), window,
+                                       threads).latency_avg_ms
+        except sysbench.LoadFailed as failed:
+            self.say(f"sizing the slices: {member.config.name} at {threads} threads: "
+                     f"{error_text(failed).splitlines()[0]}")
+            return None
 
     def _record_profile(self, member: Member, seconds: int
                         ) -> tuple[subprocess.Popen | None, Path]:
