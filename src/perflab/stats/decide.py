@@ -20,7 +20,8 @@ limma's moderated t of Smyth 2004: the prior's degrees of freedom are estimated 
 the cells' variances differ beyond chance, so cells whose noise really differs, such as 1 and 2
 threads on a 2-core machine, borrow little, and alike ones borrow much). A cell then has the
 degrees of freedom of its own rounds plus the prior's (capped at what all the cells' rounds
-hold), instead of its own few rounds'.
+hold), instead of its own few rounds'. Cells a screen finds noisier (an F test at 20%) keep
+their own variance.
 
 The family is every cell of one table. Each cell carries two hypotheses, "no difference" and
 "a difference of at least the margin"; at most one of the two is true, so the family holds at
@@ -54,8 +55,8 @@ from perflab.stats.sequential import critical_t
 
 FASTER, SLOWER, EQUIVALENT, INCONCLUSIVE = "faster", "slower", "equivalent", "inconclusive"
 TOO_FEW = "too few rounds"
-LENT_PER_OWN = 2  # a prior lends at most twice a cell's own degrees of freedom
-UNLIKE = 0.01  # a cell this much noisier than the family's prior keeps its own variance
+LENT_PER_OWN = 1  # a prior lends at most a cell's own degrees of freedom
+UNLIKE = 0.2  # a cell noisier than the family's prior at this level keeps its own variance
 MAX_LAG1 = 0.6  # an autocorrelation estimated above this is taken as this
 POWER_Z = 0.8416212335729143  # normal 80% quantile: "more rounds" and "detectable" at 80% power
 DECIDED = (FASTER, SLOWER, EQUIVALENT)
@@ -147,8 +148,8 @@ def moderated(estimate: Estimate, prior: VariancePrior | None) -> Estimate:
     degrees of freedom added), the prior weighing at most LENT_PER_OWN times the cell's own
     degrees of freedom: with few rounds the cells' real differences in noise hide under
     chance, and a prior that weighed more pulled the noisier cells' intervals too narrow (in
-    bench/error_rates.py's tables, with the demo's noise per thread count, the family's error
-    went from 4% to 6% without this limit)."""
+    bench/error_rates.py's tables, 4% noise with ten times the variance at one thread count
+    made 7.8% false tables lending twice, 2.6% lending once with the screen at 20%)."""
     if prior is None or estimate.df < 1 or not math.isfinite(estimate.sd):
         return estimate
     lent = min(prior.df, LENT_PER_OWN * estimate.df)
@@ -177,30 +178,36 @@ def family_estimates(series: Mapping[object, Sequence[float]], least_lag1: float
     """The estimate of every cell of a family from its per-round log ratios (in round order):
     paired, its variance moderated by what the family's variances say together, widened by
     the lag-1 autocorrelation of rounds: `least_lag1`, or more when the family's own rounds
-    show more beyond two standard errors (about 1 / sqrt(rounds) each; stats/dependence.py)."""
+    show more beyond one standard error (about 1 / sqrt(rounds); stats/dependence.py).
+
+    The prior is estimated from every cell, and only the cells its screen finds alike borrow
+    from it: estimated again from those alone, it would be drawn from the cells whose sample
+    variances happened to be low, and too narrow for them (with a screen liberal enough to
+    catch a cell ten times noisier at 2 degrees of freedom, that made 7% false tables)."""
     from perflab.stats.dependence import lag1
 
     own = {key: paired(list(values)) for key, values in series.items()}
     prior = variance_prior(list(own.values()))
-    if prior is not None:  # cells much noisier than the others keep their own variance
+    if prior is not None:  # cells noisier than the others keep their own variance
         alike = [key for key, noisier in zip(own, _noisier(list(own.values()), prior),
                                              strict=True) if not noisier]
-        prior = variance_prior([own[key] for key in alike])
         own = {key: moderated(e, prior) if key in alike else e for key, e in own.items()}
     measured = lag1(list(series.values()))
     rounds = sum(len(values) for values in series.values())
-    if math.isfinite(measured):  # more than the design's, only where the rounds show it clearly
-        rho = max(least_lag1, measured - 2 / math.sqrt(rounds))
+    if math.isfinite(measured):  # more than the design's, where the rounds show it
+        rho = max(least_lag1, measured - 1 / math.sqrt(rounds))
     else:
         rho = least_lag1
     return {key: widened(e, rho) for key, e in own.items()}
 
 
 def _noisier(estimates: list[Estimate], prior: VariancePrior) -> list[bool]:
-    """Per estimate, whether it is too much noisier than the prior says to be one of its kind
-    (an F test at 1%): the 2-thread cell of a 2-core machine is ten times noisier than the
-    others, and shrinking it toward them would make its interval falsely narrow. A cell
-    quieter than the prior borrows: that only widens its interval."""
+    """Per estimate, whether it may be noisier than the prior says a cell of its kind is (a
+    one-sided F test at UNLIKE, 20%: at 2-4 degrees of freedom a test at 1% misses a cell ten
+    times noisier one time in three, and that cell, shrunk toward the others, gets a falsely
+    narrow interval; a quiet cell wrongly kept apart only loses the degrees of freedom it
+    would have borrowed). A cell quieter than the prior borrows: that only widens its
+    interval."""
     from scipy import stats as scipy_stats
 
     df = np.array([e.df if e.df >= 1 and math.isfinite(e.sd) else 1.0 for e in estimates])

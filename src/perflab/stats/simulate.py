@@ -24,6 +24,7 @@ class Outcome:
     families: int
     false_direction: int = 0  # families with any faster/slower contradicting the truth
     false_equivalent: int = 0  # families with any "equivalent" where |true change| >= margin
+    false_any: int = 0  # families with either: what "5% over the whole table" promises
     verdicts: Counter = field(default_factory=Counter)  # (cell, verdict) -> families
     rounds: list[int] = field(default_factory=list)  # rounds each family ran
 
@@ -111,6 +112,7 @@ def simulate(effects: dict[tuple[str, int], float], noise: float | Noise, design
                 wrong_equivalence = True
         outcome.false_direction += wrong_direction
         outcome.false_equivalent += wrong_equivalence
+        outcome.false_any += wrong_direction or wrong_equivalence
     return outcome
 
 
