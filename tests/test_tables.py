@@ -99,3 +99,37 @@ def test_a_server_working_in_the_others_turns_is_flagged_against_the_least_at_it
     assert found[0].startswith("bg at 8 threads: 12% of its server's CPU time fell in the "
                                "other servers' turns, 10 points more than the least in the "
                                "same turns")
+
+
+def test_flags_are_where_the_verdicts_are_made_paired_by_round():
+    """Issue 43: the demo's report carried 17 flags a reader could not weigh. Side by side,
+    a machine that slows down for a round moves every configuration alike: no outlier of theirs,
+    and a drift both share is no flag; a round whose ratio stands apart is one, and every
+    server's first point after its warm-up is its own."""
+    from perflab.analysis.quality import flags
+    from perflab.store.records import Sample
+
+    def with_series(p, state, start, slope):
+        series = [Sample(t=i / 4, tps=0, qps=p.metrics.qps * (1 + slope * i / 8), reads_ps=0,
+                         writes_ps=0, other_ps=0, errors_ps=0, reconnects_ps=0,
+                         latency_p95_ms=1.0, threads=4) for i in range(8)]
+        return dataclasses.replace(p, server_state_id=state, started_at=start, series=series)
+
+    points = []
+    for repeat, speed in enumerate((100.0, 100.0, 40.0, 100.0, 100.0, 100.0), 1):
+        ratio = 1.5 if repeat == 5 else 1.1  # round 5: the ratio stands apart
+        for n, (config, qps) in enumerate((("base", speed), ("new", speed * ratio))):
+            p = point(config, 4, qps, repeat=repeat)
+            # interleaved servers, a new state each round; every point drifts +40% alike
+            points.append(with_series(p, repeat * 10 + n, repeat * 10.0 + n * 0.25, 0.4))
+    found = flags(points, cv_threshold=1.0, baseline="base")
+    outliers = [f for f in found if "outlier" in f]
+    assert outliers == [f for f in outliers if "round 5's ratio +50%" in f] and outliers
+    assert not any("repeat value" in f for f in found)  # the slow round 3 is no outlier
+    assert not any("drifts" in f for f in found)  # a rise both share: their ratio holds
+    alone = flags(points, cv_threshold=1.0)  # without a baseline, each point on its own
+    assert sum("warm-up is too short" in f for f in alone) == 12  # each server's first
+    rising = [with_series(p, p.server_state_id, p.started_at, 0.4 if p.config == "new" else 0)
+              for p in points]
+    found = flags(rising, cv_threshold=1.0, baseline="base")
+    assert sum("still rising right after the warm-up" in f for f in found) == 6

@@ -5,10 +5,11 @@ Each flag is a sentence a reader can act on; nothing is dropped from the data be
 
 from __future__ import annotations
 
+import math
 import statistics
 
 from perflab.analysis.tables import groups
-from perflab.stats.summary import summarize, trend
+from perflab.stats.summary import outliers, summarize, trend
 from perflab.store.records import StoredPoint
 
 DRIFT_THRESHOLD = 0.05  # a fitted change of 5% or more over the measured window
@@ -18,17 +19,24 @@ DRIFT_THRESHOLD = 0.05  # a fitted change of 5% or more over the measured window
 OFF_TURN_LEAN = 0.03
 
 
-def flags(points: list[StoredPoint], cv_threshold: float) -> list[str]:
+def flags(points: list[StoredPoint], cv_threshold: float, baseline: str | None = None
+          ) -> list[str]:
+    """Every flag of a study's points. With a `baseline`, outliers are looked for where the
+    verdicts are made, in each comparison's per-round ratios: a round whose throughput the
+    machine's drift moved for every configuration alike is no outlier of theirs."""
     out = []
     for (config, threads), values in groups(points, "qps").items():
         s = summarize(values)
         if s.n >= 2 and s.cv > cv_threshold:
             out.append(f"{config} at {threads} threads: CV {s.cv:.1%} over {s.n} repeats exceeds "
                        f"{cv_threshold:.0%}; more repeats or a quieter machine would help")
-        for i in s.outliers:
-            out.append(f"{config} at {threads} threads: repeat value {values[i]:.0f} is an "
-                       f"outlier (median {s.median:.0f}); kept in the data")
-    out += drift_flags(points)
+        if baseline is None:
+            for i in s.outliers:
+                out.append(f"{config} at {threads} threads: repeat value {values[i]:.0f} is an "
+                           f"outlier (median {s.median:.0f}); kept in the data")
+    if baseline is not None:
+        out += ratio_outlier_flags(points, baseline)
+    out += drift_flags(points, baseline)
     out += off_turn_flags(points)
     failed = [p for p in points if not p.ok]
     if failed:
@@ -36,28 +44,64 @@ def flags(points: list[StoredPoint], cv_threshold: float) -> list[str]:
     return out
 
 
-def drift_flags(points: list[StoredPoint]) -> list[str]:
+def ratio_outlier_flags(points: list[StoredPoint], baseline: str) -> list[str]:
+    """Rounds whose ratio to the baseline is an outlier among the comparison's rounds (the
+    modified z-score, as summary.outliers): they weigh in its verdict."""
+    by_cell: dict[tuple[str, int], dict[int, float]] = {}
+    for p in points:
+        if p.ok and p.value("qps"):
+            by_cell.setdefault((p.config, p.threads), {})[p.repeat] = p.value("qps")
+    out = []
+    for (config, threads), rounds in sorted(by_cell.items(), key=lambda kv: (kv[0][1],
+                                                                            kv[0][0])):
+        base = by_cell.get((baseline, threads), {})
+        paired = sorted(r for r in rounds if r in base)
+        if config == baseline or not paired:
+            continue
+        ratios = [math.log(rounds[r] / base[r]) for r in paired]
+        median = statistics.median(ratios)
+        for i in outliers(ratios):
+            out.append(f"{config} vs {baseline} at {threads} threads: round {paired[i]}'s ratio "
+                       f"{math.expm1(ratios[i]):+.0%} is an outlier among its rounds (median "
+                       f"{math.expm1(median):+.0%}); kept: the verdict includes it")
+    return out
+
+
+def drift_flags(points: list[StoredPoint], baseline: str | None = None) -> list[str]:
     """Points whose per-second throughput trends within the window.
 
-    A rising trend in the first point after a server start or configuration change (the
-    points right after a warm-up) means the warm-up was too short.
+    A rising trend in the first point of a server state (after a server start or a
+    configuration change, which a warm-up follows) means the warm-up was too short. Side by
+    side, points of several servers interleave: each server's first one is its own. With a
+    `baseline`, a point's drift matters only as far as it differs from the baseline's in the
+    same round and thread count: a machine's drift, or servers started together still warming,
+    move both, and their ratio is what is judged.
     """
-    out, previous_state = [], None
+    fitted = {id(p): trend([s.qps for s in p.series]) for p in points if p.ok and p.series}
+    base = {(p.repeat, p.threads): fitted.get(id(p)) for p in points
+            if baseline is not None and p.config == baseline}
+    out, seen = [], set()
     for p in sorted(points, key=lambda p: p.started_at):
-        first_after_warmup = p.server_state_id != previous_state
-        previous_state = p.server_state_id
-        if not p.ok or not p.series:
-            continue
-        fitted = trend([s.qps for s in p.series])
-        if fitted is None or not fitted.significant(DRIFT_THRESHOLD):
+        first_after_warmup = p.server_state_id not in seen
+        seen.add(p.server_state_id)
+        found = fitted.get(id(p))
+        if found is None or not found.significant(DRIFT_THRESHOLD):
             continue
         where = f"{p.config} at {p.threads} threads, repeat {p.repeat}"
-        if first_after_warmup and fitted.drift > 0:
-            out.append(f"{where}: throughput still rising {fitted.drift:+.0%} over the window "
+        if baseline is not None:
+            paired = base.get((p.repeat, p.threads)) if p.config != baseline else None
+            if paired is None or abs(found.drift - paired.drift) < DRIFT_THRESHOLD:
+                continue  # the baseline's own, or the same as the baseline's: the ratio holds
+            what = ("still rising right after the warm-up (too short for their ratio)"
+                    if first_after_warmup and found.drift > 0 else "their ratio is not steady")
+            out.append(f"{where}: throughput drifts {found.drift:+.0%} over the window, the "
+                       f"baseline's {paired.drift:+.0%} in the same round: {what}")
+        elif first_after_warmup and found.drift > 0:
+            out.append(f"{where}: throughput still rising {found.drift:+.0%} over the window "
                        "right after the warm-up: the warm-up is too short")
         else:
-            out.append(f"{where}: throughput drifts {fitted.drift:+.0%} over the window "
-                       f"(p={fitted.p_value:.3f}); not a steady state")
+            out.append(f"{where}: throughput drifts {found.drift:+.0%} over the window "
+                       f"(p={found.p_value:.3f}); not a steady state")
     return out
 
 

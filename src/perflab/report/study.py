@@ -174,7 +174,7 @@ def render_csv(study: Study, options: ReportOptions = DEFAULT_OPTIONS) -> str:
 
 def _flag_lines(study: Study, options: ReportOptions, bullet: str = "  ") -> list[str]:
     lines = []
-    found = quality.flags(study.points, options.cv_threshold)
+    found = quality.flags(study.points, options.cv_threshold, study.plan.baseline)
     if found:
         lines += ["", "Flags:"] + [f"{bullet}{flag}" for flag in found]
     failed = failures(study)
@@ -214,7 +214,7 @@ def analysis(study: Study, options: ReportOptions) -> dict:
         "cv_threshold": options.cv_threshold,
         "qps": summaries,
         "vs_baseline": compared,
-        "flags": quality.flags(study.points, options.cv_threshold),
+        "flags": quality.flags(study.points, options.cv_threshold, study.plan.baseline),
     }
 
 
