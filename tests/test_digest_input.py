@@ -187,3 +187,28 @@ def test_a_workload_file_holds_only_what_perflab_replays_as_it_is(tmp_path):
     workload = load_sql_workload(path)
     assert workload.statements == ((4, "SELECT id FROM users WHERE name = {pick:p1}"),)
     assert workload.entries[0].picks == (("p1", ("'O''Brien'", "'Smith'")),)
+
+
+def test_a_logged_value_with_a_nul_is_left_out_of_the_workload_with_the_reason(tmp_path):
+    """Issue 42: a NUL in a logged value (anyone whose input lands in a query can plant one)
+    cut the statements file's line, and the next value became SQL on replay. The values that
+    hold a control character are left out, counted in the header; the statement stays with
+    the others, which travel exactly."""
+    from perflab.digest.digest import digest_logs
+    from perflab.digest.workload import write_workload
+    from perflab.load.sqlworkload import load_sql_workload
+
+    log = tmp_path / "general.log"
+    log.write_bytes(general(["SELECT id FROM users WHERE name = 'x\x00'",
+                             "SELECT id FROM users WHERE name = '; SET GLOBAL max_connections"
+                             "=78; #'", "SELECT id FROM users WHERE name = 'Smith'",
+                             "SELECT id FROM users WHERE name = 'tab\there'"]).encode())
+    path = tmp_path / "captured.toml"
+    assert write_workload(digest_logs([log]), path, top=10) == 1
+    text = path.read_text()
+    assert "Left out: 1 logged value(s) holding a control character" in text
+    assert "\x00" not in text and "\\u0000" not in text
+    (entry,) = load_sql_workload(path).entries
+    values = dict(entry.picks)["p1"]
+    assert sorted(values) == sorted(["'; SET GLOBAL max_connections=78; #'", "'Smith'",
+                                     "'tab\there'"])

@@ -132,4 +132,11 @@ def test_flags_are_where_the_verdicts_are_made_paired_by_round():
     rising = [with_series(p, p.server_state_id, p.started_at, 0.4 if p.config == "new" else 0)
               for p in points]
     found = flags(rising, cv_threshold=1.0, baseline="base")
-    assert sum("still rising right after the warm-up" in f for f in found) == 6
+    assert [f for f in found if "drifted" in f] == [
+        "new vs base at 4 threads: in 6 of 6 rounds (1, 2, 3, 4, 5, 6) its throughput drifted "
+        "+30% to +30% within the point while the baseline's held: the ratio depends on where "
+        "in the window it is taken"]
+    once = [p if p.repeat == 2 or p.config == "base" else
+            with_series(p, p.server_state_id, p.started_at, 0) for p in rising]
+    assert not any("drifted" in f for f in flags(once, cv_threshold=1.0, baseline="base"))
+    assert not any("CV" in f for f in found)  # the spread of paired rounds is in the intervals

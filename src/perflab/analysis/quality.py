@@ -17,25 +17,29 @@ DRIFT_THRESHOLD = 0.05  # a fitted change of 5% or more over the measured window
 # share in the same turns by this much (median over rounds): its background work is charged to
 # the others.
 OFF_TURN_LEAN = 0.03
+RECURRING = 0.2  # a ratio drifting within the point in this share of a comparison's rounds
 
 
-def flags(points: list[StoredPoint], cv_threshold: float, baseline: str | None = None
-          ) -> list[str]:
-    """Every flag of a study's points. With a `baseline`, outliers are looked for where the
-    verdicts are made, in each comparison's per-round ratios: a round whose throughput the
-    machine's drift moved for every configuration alike is no outlier of theirs."""
+def flags(points: list[StoredPoint], cv_threshold: float, baseline: str | None = None,
+          margin: float = 0.05) -> list[str]:
+    """Every flag of a study's points. With a `baseline`, flags are looked for where the
+    verdicts are made, in each comparison's per-round ratios, and only where they could move
+    a verdict: a round the machine's drift slowed for every configuration alike is no outlier
+    of theirs, its spread is in the interval already, and a round's ratio off its median by
+    less than the `margin` changes no answer."""
     out = []
     for (config, threads), values in groups(points, "qps").items():
         s = summarize(values)
+        if baseline is not None:
+            continue
         if s.n >= 2 and s.cv > cv_threshold:
             out.append(f"{config} at {threads} threads: CV {s.cv:.1%} over {s.n} repeats exceeds "
                        f"{cv_threshold:.0%}; more repeats or a quieter machine would help")
-        if baseline is None:
-            for i in s.outliers:
-                out.append(f"{config} at {threads} threads: repeat value {values[i]:.0f} is an "
-                           f"outlier (median {s.median:.0f}); kept in the data")
+        for i in s.outliers:
+            out.append(f"{config} at {threads} threads: repeat value {values[i]:.0f} is an "
+                       f"outlier (median {s.median:.0f}); kept in the data")
     if baseline is not None:
-        out += ratio_outlier_flags(points, baseline)
+        out += ratio_outlier_flags(points, baseline, margin)
     out += drift_flags(points, baseline)
     out += off_turn_flags(points)
     failed = [p for p in points if not p.ok]
@@ -44,9 +48,11 @@ def flags(points: list[StoredPoint], cv_threshold: float, baseline: str | None =
     return out
 
 
-def ratio_outlier_flags(points: list[StoredPoint], baseline: str) -> list[str]:
+def ratio_outlier_flags(points: list[StoredPoint], baseline: str, margin: float
+                        ) -> list[str]:
     """Rounds whose ratio to the baseline is an outlier among the comparison's rounds (the
-    modified z-score, as summary.outliers): they weigh in its verdict."""
+    modified z-score, as summary.outliers) and off their median by more than the margin:
+    they weigh in its verdict."""
     by_cell: dict[tuple[str, int], dict[int, float]] = {}
     for p in points:
         if p.ok and p.value("qps"):
@@ -61,6 +67,8 @@ def ratio_outlier_flags(points: list[StoredPoint], baseline: str) -> list[str]:
         ratios = [math.log(rounds[r] / base[r]) for r in paired]
         median = statistics.median(ratios)
         for i in outliers(ratios):
+            if abs(math.expm1(ratios[i] - median)) <= margin:
+                continue
             out.append(f"{config} vs {baseline} at {threads} threads: round {paired[i]}'s ratio "
                        f"{math.expm1(ratios[i]):+.0%} is an outlier among its rounds (median "
                        f"{math.expm1(median):+.0%}); kept: the verdict includes it")
@@ -80,6 +88,8 @@ def drift_flags(points: list[StoredPoint], baseline: str | None = None) -> list[
     fitted = {id(p): trend([s.qps for s in p.series]) for p in points if p.ok and p.series}
     base = {(p.repeat, p.threads): fitted.get(id(p)) for p in points
             if baseline is not None and p.config == baseline}
+    if baseline is not None:
+        return _paired_drift_flags(points, baseline, fitted, base)
     out, seen = [], set()
     for p in sorted(points, key=lambda p: p.started_at):
         first_after_warmup = p.server_state_id not in seen
@@ -88,20 +98,44 @@ def drift_flags(points: list[StoredPoint], baseline: str | None = None) -> list[
         if found is None or not found.significant(DRIFT_THRESHOLD):
             continue
         where = f"{p.config} at {p.threads} threads, repeat {p.repeat}"
-        if baseline is not None:
-            paired = base.get((p.repeat, p.threads)) if p.config != baseline else None
-            if paired is None or abs(found.drift - paired.drift) < DRIFT_THRESHOLD:
-                continue  # the baseline's own, or the same as the baseline's: the ratio holds
-            what = ("still rising right after the warm-up (too short for their ratio)"
-                    if first_after_warmup and found.drift > 0 else "their ratio is not steady")
-            out.append(f"{where}: throughput drifts {found.drift:+.0%} over the window, the "
-                       f"baseline's {paired.drift:+.0%} in the same round: {what}")
-        elif first_after_warmup and found.drift > 0:
+        if first_after_warmup and found.drift > 0:
             out.append(f"{where}: throughput still rising {found.drift:+.0%} over the window "
                        "right after the warm-up: the warm-up is too short")
         else:
             out.append(f"{where}: throughput drifts {found.drift:+.0%} over the window "
                        f"(p={found.p_value:.3f}); not a steady state")
+    return out
+
+
+def _paired_drift_flags(points: list[StoredPoint], baseline: str, fitted: dict, base: dict
+                        ) -> list[str]:
+    """One flag per comparison whose ratio drifts within the point in several of its rounds
+    (at least RECURRING of them, and two): the configuration's throughput trends, the
+    baseline's in the same seconds does not, so the point's ratio depends on where in the
+    window it is taken. A drift in one round of many is that round's noise."""
+    drifting: dict[tuple[str, int], list[tuple[int, float, float]]] = {}
+    rounds: dict[tuple[str, int], int] = {}
+    for p in points:
+        if p.config == baseline or not p.ok:
+            continue
+        rounds[(p.config, p.threads)] = rounds.get((p.config, p.threads), 0) + 1
+        found, paired = fitted.get(id(p)), base.get((p.repeat, p.threads))
+        if found is None or paired is None or not found.significant(DRIFT_THRESHOLD) or \
+                abs(found.drift - paired.drift) < DRIFT_THRESHOLD:
+            continue
+        drifting.setdefault((p.config, p.threads), []).append(
+            (p.repeat, found.drift, paired.drift))
+    out = []
+    for (config, threads), found in sorted(drifting.items(), key=lambda kv: (kv[0][1],
+                                                                            kv[0][0])):
+        total = rounds[(config, threads)]
+        if len(found) < 2 or len(found) < RECURRING * total:
+            continue
+        low, high = min(d for _, d, _ in found), max(d for _, d, _ in found)
+        out.append(f"{config} vs {baseline} at {threads} threads: in {len(found)} of {total} "
+                   f"rounds ({', '.join(str(r) for r, _, _ in found)}) its throughput drifted "
+                   f"{low:+.0%} to {high:+.0%} within the point while the baseline's held: the "
+                   "ratio depends on where in the window it is taken")
     return out
 
 

@@ -45,7 +45,8 @@ def render_html(study: Study, options: ReportOptions = DEFAULT_OPTIONS) -> str:
     for name, fig in figures.items():
         parts.append(f"<figure><img alt='{name} chart' src='{png_data_uri(fig)}'>"
                      f"<figcaption>{name}</figcaption></figure>")
-    found = quality.flags(study.points, options.cv_threshold, study.plan.baseline)
+    found = quality.flags(study.points, options.cv_threshold, study.plan.baseline,
+                          options.margin or study.design.margin)
     parts.append("<h2>Flags</h2>")
     parts.append("<ul>" + "".join(f"<li class='flag'>{html.escape(f)}</li>" for f in found)
                  + "</ul>" if found else "<p>No flags: every point is within the thresholds.</p>")

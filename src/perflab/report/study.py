@@ -174,7 +174,8 @@ def render_csv(study: Study, options: ReportOptions = DEFAULT_OPTIONS) -> str:
 
 def _flag_lines(study: Study, options: ReportOptions, bullet: str = "  ") -> list[str]:
     lines = []
-    found = quality.flags(study.points, options.cv_threshold, study.plan.baseline)
+    found = quality.flags(study.points, options.cv_threshold, study.plan.baseline,
+                          options.margin or study.design.margin)
     if found:
         lines += ["", "Flags:"] + [f"{bullet}{flag}" for flag in found]
     failed = failures(study)
@@ -214,7 +215,8 @@ def analysis(study: Study, options: ReportOptions) -> dict:
         "cv_threshold": options.cv_threshold,
         "qps": summaries,
         "vs_baseline": compared,
-        "flags": quality.flags(study.points, options.cv_threshold, study.plan.baseline),
+        "flags": quality.flags(study.points, options.cv_threshold, study.plan.baseline,
+                          options.margin or study.design.margin),
     }
 
 
