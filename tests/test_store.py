@@ -282,3 +282,17 @@ def test_slices_sized_for_a_study_are_kept_for_every_later_run(tmp_path):
         store.save_slices(PLAN.name, {64: (750.0, 30.0), 8: (250.0, None)})
         store.save_slices(PLAN.name, {64: (2000.0, 80.0), 16: (250.0, 5.0)})
         assert store.slices(PLAN.name) == {64: 750.0, 8: 250.0, 16: 250.0}
+
+
+def test_events_longer_than_their_slice_allows_still_fail_the_point():
+    """The guard behind the sized slices: a configuration whose events outgrow the slice
+    sized for them (more than 4 times slower than measured alone) fails its point with the
+    slice it would need, rather than running into the other servers' turns."""
+    from perflab.load.sysbench import LoadFailed, Slicing, _sliced_result
+
+    slicing = Slicing(0.0, 250.0, 2, 500.0, 2000.0)
+    windows = [{"first_ms": 10.0, "executed": 40, "measured": 40.0, "latency_sum_ms": 40 * 30.0,
+                "slices": {"0": 40.0}}]
+    total = {"reads": 40, "writes": 0, "other": 0}
+    with pytest.raises(LoadFailed, match="30.0 ms on average, too long for 250 ms slices"):
+        _sliced_result(total, windows, {0: 40}, slicing, 0)

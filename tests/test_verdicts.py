@@ -60,7 +60,8 @@ def test_a_known_large_effect_is_decided_in_the_right_direction_and_stops_the_bu
     rounds = int(stop.group(1))
     decided = re.search(r"after round (\d+): 1 of 1 comparisons decided", out.stderr)
     assert decided and int(decided.group(1)) < 6, out.stderr
-    low = float(re.search(r"faster at 2 threads, \+\d+% \[([-+]\d+)%", out.stdout).group(1))
+    low = float(re.search(r"faster at 2 threads, \+[\d.]+% \[([-+][\d.]+)%",
+                          out.stdout).group(1))
     if stop.group(2) == "all decided":  # resolved: the interval is beyond the margin
         assert low > 10 and rounds < 6, out.stderr
     else:  # a busy machine: decided, its size against the margin still open at the end

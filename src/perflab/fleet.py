@@ -55,7 +55,10 @@ Say = Callable[[str], None]
 MEMORY_SHARE = 0.5  # the fleet's servers may take up to half the RAM, worst case
 PERF_ATTACH_SECONDS = 1.0  # perf's own start, before the slices' clock starts
 PROFILE_SLACK_SECONDS = 30  # a recording's upper bound past the sliced run (stopped at its end)
-PROBE_SECONDS = 1  # the baseline's events measured alone, per thread count, to size a slice
+PROBE_SECONDS = 1  # each configuration's events measured alone, per thread count, to size a slice
+# events this many times shorter than the base slice needs are measured on one server only:
+# the others would have to be as many times slower to need a longer slice
+CLEARLY_SHORT = 4
 
 
 @dataclass
@@ -208,10 +211,12 @@ class Fleet:
     def size_slices(self, threads: list[int]) -> dict[int, tuple[float, float | None]]:
         """{threads: (slice_ms, the longest mean event latency)} for the thread counts given,
         from every configuration's server of this round measured alone (the servers are
-        started, nothing of the round is measured yet): from the most threads down, until one
-        count's events fit the base slice (fewer threads, shorter events: the counts below keep
-        it too). Empty when no server runs."""
-        live = [m for m in self.members.values() if m.server is not None]
+        started, nothing of the round is measured yet; the baseline's alone when its events
+        are CLEARLY_SHORT times shorter than the base slice needs): from the most threads down,
+        until one count's events fit the base slice (fewer threads, shorter events: the counts
+        below keep it too). Empty when no server runs."""
+        live = sorted((m for m in self.members.values() if m.server is not None),
+                      key=lambda m: m.config.name != self.plan.baseline)  # the baseline first
         if not live:
             return {}
         base = self.base_slice_ms
@@ -220,8 +225,12 @@ class Fleet:
             if sized and all(ms == base for ms, _ in sized.values()):
                 sized[count] = (base, None)
                 continue
-            latencies = [self._alone_latency(member, count) for member in live]
-            measured = [ms for ms in latencies if ms is not None]
+            first = self._alone_latency(live[0], count)
+            if first is not None and sysbench.sized_slice(first * CLEARLY_SHORT, base) == base:
+                measured = [first]  # a configuration this many times slower would still fit
+            else:
+                measured = [ms for ms in [first, *(self._alone_latency(member, count)
+                                                   for member in live[1:])] if ms is not None]
             longest = max(measured) if measured else None
             sized[count] = (base if longest is None else sysbench.sized_slice(longest, base),
                             longest)

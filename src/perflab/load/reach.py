@@ -70,10 +70,15 @@ class ServerObjects:
 
     def __init__(self, conn: pymysql.Connection):
         self.conn = conn
-        names = query(conn, "SELECT FUNCTION FROM information_schema.SQL_FUNCTIONS UNION "
-                            "SELECT WORD FROM information_schema.KEYWORDS")
+        try:
+            names = query(conn, "SELECT FUNCTION FROM information_schema.SQL_FUNCTIONS UNION "
+                                "SELECT WORD FROM information_schema.KEYWORDS")
+        except pymysql.MySQLError:  # before MariaDB 10.6, and MySQL: no list of built-ins
+            names, self.listed = [], False
+        else:
+            self.listed = True
         self.builtins = {name.upper() for (name,) in names} | SPATIAL | \
-            {f"ST_{name}" for name in SPATIAL}
+            {f"ST_{name}" for name in SPATIAL} if self.listed else set()
 
     def view(self, schema: str, name: str) -> str | None:
         """A view's definition, "" when this account cannot read it, None when `name` is not
@@ -126,7 +131,11 @@ def reached(statement: Classified, schema: str, objects: ServerObjects) -> list[
             seen.add(key)
             path = f"{via}function {key[1]}.{name}"
             found = objects.function(key[1], name)
-            if found is None:
+            if found is None and not objects.listed:
+                kind = Classified(Kind.NEVER, "may be a loadable function: this server does "
+                                              "not list its built-in ones (information_schema."
+                                              "SQL_FUNCTIONS, MariaDB 10.6 and later)")
+            elif found is None:
                 kind = Classified(Kind.NEVER, "is neither a built-in function of this server "
                                               "nor a stored function this account can read (a "
                                               "loadable function?)")
