@@ -716,7 +716,7 @@ def test_allow_set_changes_only_what_it_can_put_back_and_proves_the_put_back(sit
     assert snapshot(server) == before
 
     plan = app_plan(tmp_path, "app-proof", threads=(1, 2),
-                    configs='[configs.big]\nkey_buffer_size = "64M"\n[configs.asis]\n')
+                    configs='[configs.big]\nkey_buffer_size = "64M"\n')
     proc = subprocess.Popen([*PERFLAB, "run", str(plan), "--lab", str(tmp_path / "lab"),
                              *target, "--allow-set"], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
