@@ -244,14 +244,11 @@ class Fleet:
     def _alone_latency(self, member: Member, threads: int) -> float | None:
         """The mean event latency (ms) of `member`'s server alone at `threads` for
         PROBE_SECONDS, None (said) when sysbench fails there."""
-        now = sysbench.monotonic_ms()
-        window = sysbench.Slicing.alone(now, threads, PROBE_SECONDS)
-        argv = sysbench.command(self.workload, self.plan.dataset_for(member.config),
-                                member.server.endpoint, threads, window.run_seconds(now))
         try:
-            return sysbench.run_window([*env.client_prefix(member.config.environment), *argv],
-                                       sysbench.environment(self.workload), window,
-                                       threads).latency_avg_ms
+            return sysbench.run_alone(self.workload, self.plan.dataset_for(member.config),
+                                      member.server.endpoint, threads, PROBE_SECONDS,
+                                      env.client_prefix(member.config.environment)
+                                      ).latency_avg_ms
         except sysbench.LoadFailed as failed:
             self.say(f"sizing the slices: {member.config.name} at {threads} threads: "
                      f"{error_text(failed).splitlines()[0]}")

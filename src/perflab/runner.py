@@ -81,13 +81,8 @@ def measure(
                                     server.endpoint.sysbench_input(), threads, seconds,
                                     workload.family.client_files())
     else:
-        now = sysbench.monotonic_ms()
-        window = sysbench.Slicing.alone(now, threads, seconds)
-        argv = sysbench.command(workload, dataset, server.endpoint, threads,
-                                window.run_seconds(now))
-        result = sysbench.run_window([*(client or []), *argv],
-                                     sysbench.environment(workload, server.endpoint), window,
-                                     threads, server.endpoint.sysbench_input())
+        result = sysbench.run_alone(workload, dataset, server.endpoint, threads, seconds,
+                                    client)
     with server.connect() as conn:
         after = global_status(conn)
     return result, delta(before, after)

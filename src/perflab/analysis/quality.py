@@ -9,8 +9,9 @@ import math
 import statistics
 
 from perflab.analysis.tables import groups
+from perflab.stats.decide import log_ratios
 from perflab.stats.summary import outliers, summarize, trend
-from perflab.store.records import StoredPoint
+from perflab.store.records import StoredPoint, throughput
 
 DRIFT_THRESHOLD = 0.05  # a fitted change of 5% or more over the measured window
 # A fleet server whose share of CPU time in the other servers' turns exceeds the least such
@@ -27,19 +28,8 @@ def flags(points: list[StoredPoint], cv_threshold: float, baseline: str | None =
     a verdict: a round the machine's drift slowed for every configuration alike is no outlier
     of theirs, its spread is in the interval already, and a round's ratio off its median by
     less than the `margin` changes no answer."""
-    out = []
-    for (config, threads), values in groups(points, "qps").items():
-        s = summarize(values)
-        if baseline is not None:
-            continue
-        if s.n >= 2 and s.cv > cv_threshold:
-            out.append(f"{config} at {threads} threads: CV {s.cv:.1%} over {s.n} repeats exceeds "
-                       f"{cv_threshold:.0%}; more repeats or a quieter machine would help")
-        for i in s.outliers:
-            out.append(f"{config} at {threads} threads: repeat value {values[i]:.0f} is an "
-                       f"outlier (median {s.median:.0f}); kept in the data")
-    if baseline is not None:
-        out += ratio_outlier_flags(points, baseline, margin)
+    out = (ratio_outlier_flags(points, baseline, margin) if baseline is not None
+           else spread_flags(points, cv_threshold))
     out += drift_flags(points, baseline)
     out += off_turn_flags(points)
     failed = [p for p in points if not p.ok]
@@ -48,23 +38,34 @@ def flags(points: list[StoredPoint], cv_threshold: float, baseline: str | None =
     return out
 
 
+def spread_flags(points: list[StoredPoint], cv_threshold: float) -> list[str]:
+    """Each cell's own spread over its repeats: a high CV, outlier values."""
+    out = []
+    for (config, threads), values in groups(points, "qps").items():
+        s = summarize(values)
+        if s.n >= 2 and s.cv > cv_threshold:
+            out.append(f"{config} at {threads} threads: CV {s.cv:.1%} over {s.n} repeats exceeds "
+                       f"{cv_threshold:.0%}; more repeats or a quieter machine would help")
+        for i in s.outliers:
+            out.append(f"{config} at {threads} threads: repeat value {values[i]:.0f} is an "
+                       f"outlier (median {s.median:.0f}); kept in the data")
+    return out
+
+
 def ratio_outlier_flags(points: list[StoredPoint], baseline: str, margin: float
                         ) -> list[str]:
     """Rounds whose ratio to the baseline is an outlier among the comparison's rounds (the
     modified z-score, as summary.outliers) and off their median by more than the margin:
     they weigh in its verdict."""
-    by_cell: dict[tuple[str, int], dict[int, float]] = {}
-    for p in points:
-        if p.ok and p.value("qps"):
-            by_cell.setdefault((p.config, p.threads), {})[p.repeat] = p.value("qps")
+    cells = log_ratios(throughput(points), baseline, sorted({p.config for p in points}),
+                       sorted({p.threads for p in points}))
     out = []
-    for (config, threads), rounds in sorted(by_cell.items(), key=lambda kv: (kv[0][1],
-                                                                            kv[0][0])):
-        base = by_cell.get((baseline, threads), {})
-        paired = sorted(r for r in rounds if r in base)
-        if config == baseline or not paired:
+    for (config, threads), rounds in sorted(cells.items(), key=lambda kv: (kv[0][1],
+                                                                          kv[0][0])):
+        if not rounds:
             continue
-        ratios = [math.log(rounds[r] / base[r]) for r in paired]
+        paired = sorted(rounds)
+        ratios = [rounds[r] for r in paired]
         median = statistics.median(ratios)
         for i in outliers(ratios):
             if abs(math.expm1(ratios[i] - median)) <= margin:
@@ -86,10 +87,8 @@ def drift_flags(points: list[StoredPoint], baseline: str | None = None) -> list[
     move both, and their ratio is what is judged.
     """
     fitted = {id(p): trend([s.qps for s in p.series]) for p in points if p.ok and p.series}
-    base = {(p.repeat, p.threads): fitted.get(id(p)) for p in points
-            if baseline is not None and p.config == baseline}
     if baseline is not None:
-        return _paired_drift_flags(points, baseline, fitted, base)
+        return _paired_drift_flags(points, baseline, fitted)
     out, seen = [], set()
     for p in sorted(points, key=lambda p: p.started_at):
         first_after_warmup = p.server_state_id not in seen
@@ -107,13 +106,13 @@ def drift_flags(points: list[StoredPoint], baseline: str | None = None) -> list[
     return out
 
 
-def _paired_drift_flags(points: list[StoredPoint], baseline: str, fitted: dict, base: dict
-                        ) -> list[str]:
+def _paired_drift_flags(points: list[StoredPoint], baseline: str, fitted: dict) -> list[str]:
     """One flag per comparison whose ratio drifts within the point in several of its rounds
     (at least RECURRING of them, and two): the configuration's throughput trends, the
     baseline's in the same seconds does not, so the point's ratio depends on where in the
     window it is taken. A drift in one round of many is that round's noise."""
-    drifting: dict[tuple[str, int], list[tuple[int, float, float]]] = {}
+    base = {(p.repeat, p.threads): fitted.get(id(p)) for p in points if p.config == baseline}
+    drifting: dict[tuple[str, int], list[tuple[int, float]]] = {}
     rounds: dict[tuple[str, int], int] = {}
     for p in points:
         if p.config == baseline or not p.ok:
@@ -123,17 +122,16 @@ def _paired_drift_flags(points: list[StoredPoint], baseline: str, fitted: dict, 
         if found is None or paired is None or not found.significant(DRIFT_THRESHOLD) or \
                 abs(found.drift - paired.drift) < DRIFT_THRESHOLD:
             continue
-        drifting.setdefault((p.config, p.threads), []).append(
-            (p.repeat, found.drift, paired.drift))
+        drifting.setdefault((p.config, p.threads), []).append((p.repeat, found.drift))
     out = []
     for (config, threads), found in sorted(drifting.items(), key=lambda kv: (kv[0][1],
                                                                             kv[0][0])):
         total = rounds[(config, threads)]
         if len(found) < 2 or len(found) < RECURRING * total:
             continue
-        low, high = min(d for _, d, _ in found), max(d for _, d, _ in found)
+        low, high = min(d for _, d in found), max(d for _, d in found)
         out.append(f"{config} vs {baseline} at {threads} threads: in {len(found)} of {total} "
-                   f"rounds ({', '.join(str(r) for r, _, _ in found)}) its throughput drifted "
+                   f"rounds ({', '.join(str(r) for r, _ in found)}) its throughput drifted "
                    f"{low:+.0%} to {high:+.0%} within the point while the baseline's held: the "
                    "ratio depends on where in the window it is taken")
     return out

@@ -28,8 +28,6 @@ from perflab.digest.parse import ParseStats, Part, read_events
 from perflab.digest.redact import redact
 from perflab.errors import PerflabError
 
-CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # what a sql workload refuses (not \t, \n)
-
 REPLAYABLE = ("select", "insert", "update", "delete", "replace")
 LITERAL = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|(?<![\w.])\d+(?![\w.])")
 TABLE = re.compile(r"\b(?:from|join|into|update)\s+((?:`?\w+`?\.)?`?\w+`?)", re.I)
@@ -42,8 +40,9 @@ MAX_PICKS = 1000
 class _Position:
     """One literal position of a statement: the values the log used there."""
 
-    def __init__(self, rng: random.Random):
+    def __init__(self, rng: random.Random, unfit: re.Pattern):
         self.rng = rng
+        self.unfit = unfit  # what a sql workload refuses in a value
         self.seen = 0
         self.refused = 0  # values left out: they hold a control character (a NUL, ...)
         self.distinct: dict[str, None] | None = {}  # in order of first use; None past MAX_PICKS
@@ -54,7 +53,7 @@ class _Position:
 
     def add(self, token: str) -> None:
         token = doubled_quotes(token)
-        if CONTROL.search(token):  # only ever in a quoted string
+        if self.unfit.search(token):  # a control character: only ever in a quoted string
             self.refused += 1  # one value the workload would refuse; the statement stays
             self.numbers = False
             return
@@ -148,6 +147,8 @@ def write_workload(digest: Digest, path: Path, top: int, literals: bool = True) 
 
 
 def _scan(digest: Digest, wanted: set[str]) -> _Scan:
+    from perflab.load.sqlworkload import CONTROL_CHARACTER  # sqlglot: only when writing one
+
     scan = _Scan()
     rng = random.Random(0)  # the same log gives the same file
     for info in digest.files:
@@ -163,7 +164,8 @@ def _scan(digest: Digest, wanted: set[str]) -> _Scan:
                 scan.schemas.add(switched_schema(event.text))
             elif fp in wanted:
                 tokens = LITERAL.findall(redact(event.text))
-                known = scan.positions.setdefault(fp, [_Position(rng) for _ in tokens])
+                known = scan.positions.setdefault(
+                    fp, [_Position(rng, CONTROL_CHARACTER) for _ in tokens])
                 if len(known) == len(tokens):  # an IN list of another length: first shape
                     for position, token in zip(known, tokens, strict=True):
                         position.add(token)

@@ -204,8 +204,8 @@ def _body_statement_kind(statement: str, declared: set[str]) -> Classified:
     if verb == "DECLARE":
         match = re.match(r"^((?:`?\w+`?\s*,\s*)*`?\w+`?)\s+(.*?)(?:\s+DEFAULT\s+(.*))?$", rest,
                          re.S | re.I)
-        if not match or re.match(r"^(CURSOR|CONDITION|CONTINUE|EXIT|UNDO)\b", match.group(2),
-                                 re.I) or re.match(r"^(CONTINUE|EXIT|UNDO)\b", rest, re.I):
+        if not match or re.match(r"^(CURSOR|CONDITION)\b", match.group(2), re.I) or \
+                re.match(r"^(CONTINUE|EXIT|UNDO)\b", rest, re.I):  # a handler
             return Classified(Kind.UNKNOWN, "declares a handler, cursor or condition, which "
                                             "perflab does not follow")
         declared.update(n.strip(" `").lower() for n in match.group(1).split(","))

@@ -314,6 +314,17 @@ def steady(rates: list[float]) -> bool:
     return last <= before * (1 + STEADY_RISE)
 
 
+def run_alone(workload: ResolvedWorkload, dataset: Dataset, endpoint: Endpoint, threads: int,
+              seconds: float, client: list[str] | None = None) -> LoadResult:
+    """One sysbench on `endpoint` measured for `seconds` after a lead of its own in the same
+    run (Slicing.alone); `client` prefixes its command (taskset). Raises LoadFailed."""
+    now = monotonic_ms()
+    window = Slicing.alone(now, threads, seconds)
+    argv = command(workload, dataset, endpoint, threads, window.run_seconds(now))
+    return run_window([*(client or []), *argv], environment(workload, endpoint), window,
+                      threads, endpoint.sysbench_input())
+
+
 def run_window(argv: list[str], env: dict[str, str], window: Slicing, threads: int,
                stdin: str | None = None) -> LoadResult:
     """One sysbench measured in `window` (Slicing.alone). Raises LoadFailed."""

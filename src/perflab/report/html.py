@@ -9,7 +9,6 @@ from __future__ import annotations
 import html
 import json
 
-from perflab.analysis import quality
 from perflab.health.render import render_html_section
 from perflab.output.figure import png_data_uri
 from perflab.output.page import page
@@ -23,6 +22,7 @@ from perflab.report.study import (
     headline,
     judgement,
     series_point,
+    study_flags,
     tables,
 )
 from perflab.store.records import Study
@@ -45,8 +45,7 @@ def render_html(study: Study, options: ReportOptions = DEFAULT_OPTIONS) -> str:
     for name, fig in figures.items():
         parts.append(f"<figure><img alt='{name} chart' src='{png_data_uri(fig)}'>"
                      f"<figcaption>{name}</figcaption></figure>")
-    found = quality.flags(study.points, options.cv_threshold, study.plan.baseline,
-                          options.margin or study.design.margin)
+    found = study_flags(study, options)
     parts.append("<h2>Flags</h2>")
     parts.append("<ul>" + "".join(f"<li class='flag'>{html.escape(f)}</li>" for f in found)
                  + "</ul>" if found else "<p>No flags: every point is within the thresholds.</p>")

@@ -172,10 +172,15 @@ def render_csv(study: Study, options: ReportOptions = DEFAULT_OPTIONS) -> str:
     return "\n".join(table.csv() for table in tables(study, options))
 
 
+def study_flags(study: Study, options: ReportOptions) -> list[str]:
+    """The study's flags, judged against its baseline at the margin the report judges at."""
+    return quality.flags(study.points, options.cv_threshold, study.plan.baseline,
+                         options.margin or study.design.margin)
+
+
 def _flag_lines(study: Study, options: ReportOptions, bullet: str = "  ") -> list[str]:
     lines = []
-    found = quality.flags(study.points, options.cv_threshold, study.plan.baseline,
-                          options.margin or study.design.margin)
+    found = study_flags(study, options)
     if found:
         lines += ["", "Flags:"] + [f"{bullet}{flag}" for flag in found]
     failed = failures(study)
@@ -215,8 +220,7 @@ def analysis(study: Study, options: ReportOptions) -> dict:
         "cv_threshold": options.cv_threshold,
         "qps": summaries,
         "vs_baseline": compared,
-        "flags": quality.flags(study.points, options.cv_threshold, study.plan.baseline,
-                          options.margin or study.design.margin),
+        "flags": study_flags(study, options),
     }
 
 

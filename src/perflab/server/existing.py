@@ -74,10 +74,11 @@ def state_directory() -> Path:
     return Path(base) / "perflab"
 
 
-def _server_key(server: dict) -> str:
+def _pointer(server: dict) -> Path:
+    """The state directory's note of which lab journals `server`'s changed variables."""
     text = "|".join(str(server[k]) for k in ("hostname", "port", "socket", "datadir",
                                             "server_id"))
-    return hashlib.sha256(text.encode()).hexdigest()[:20]
+    return state_directory() / "servers" / f"{hashlib.sha256(text.encode()).hexdigest()[:20]}.json"
 
 
 @dataclass(frozen=True)
@@ -143,7 +144,7 @@ class Journal:
     def owner(self, server: dict) -> Path | None:
         """The lab whose journal holds variables changed on `server`, by any lab on this
         machine (the state directory's pointer), if that journal is still pending there."""
-        pointer = state_directory() / "servers" / f"{_server_key(server)}.json"
+        pointer = _pointer(server)
         try:
             lab = Path(json.loads(pointer.read_text())["lab"])
         except (OSError, ValueError, KeyError, TypeError):
@@ -170,7 +171,7 @@ class Journal:
     def _point(self, server: dict, owned: bool) -> None:
         """Say in the state directory that this lab's journal holds `server`'s variables, or
         (owned False) no longer."""
-        pointer = state_directory() / "servers" / f"{_server_key(server)}.json"
+        pointer = _pointer(server)
         if owned:
             pointer.parent.mkdir(parents=True, exist_ok=True)
             partial = pointer.with_suffix(".partial")
@@ -380,11 +381,12 @@ class ExistingServer:
                 f"this server was not started by perflab: SET GLOBAL {', '.join(variables)} "
                 "is refused", hint="add --allow-set to let perflab change dynamic variables "
                                    "(they are put back at the end)")
-        refused = {name: unrestorable(name) for name in variables if unrestorable(name)}
-        if refused:
-            name, why = next(iter(refused.items()))
-            raise PerflabError(f"--allow-set does not change {name}: it {why}",
-                               hint="perflab changes only variables it can put back and prove")
+        for name in variables:
+            why = unrestorable(name)
+            if why:
+                raise PerflabError(f"--allow-set does not change {name}: it {why}",
+                                   hint="perflab changes only variables it can put back and "
+                                        "prove")
         self.claim()
         with self.connect() as conn:
             if self.before is None:
