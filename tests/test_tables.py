@@ -1,6 +1,8 @@
 import dataclasses
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from perflab.analysis.tables import absolute_table, percent, relative_table
 from perflab.analysis.verdicts import judge
@@ -140,3 +142,28 @@ def test_flags_are_where_the_verdicts_are_made_paired_by_round():
             with_series(p, p.server_state_id, p.started_at, 0) for p in rising]
     assert not any("drifted" in f for f in flags(once, cv_threshold=1.0, baseline="base"))
     assert not any("CV" in f for f in found)  # the spread of paired rounds is in the intervals
+
+
+@given(rows=st.lists(st.floats(0.0, 1e4), min_size=2, max_size=6))
+def test_work_per_query_that_changes_with_the_thread_count_is_flagged_and_explained(rows):
+    """Issue 43: the demo read 960 rows a query at 1 thread and 2.2 at 4, and the report did
+    not say so. Rows per query that differ between thread counts by 3 times or more are
+    flagged (at least one a row or more), with the reason where the workload is known to
+    partition its keys by thread; alike figures are not."""
+    from perflab.analysis.quality import uneven_work_flags
+
+    def reading(threads, per_query, workload):
+        p = point("off", threads, 1000.0)
+        return dataclasses.replace(p, workload=workload, metrics=dataclasses.replace(
+            p.metrics, rows_per_query=per_query))
+
+    points = [reading(2 ** i, r, "oltp_read_only") for i, r in enumerate(rows)]
+    found = uneven_work_flags(points)
+    assert bool(found) == (max(rows) >= 1 and max(rows) >= 3 * min(rows))
+    demo = [reading(1, 960.0, "select_random_points(random_points=10)"),
+            reading(4, 2.25, "select_random_points(random_points=10)"),
+            reading(4, None, "select_random_points(random_points=10)")]
+    flag, = uneven_work_flags(demo)
+    assert "(960 at 1, 2.25 at 4 threads)" in flag
+    assert "Why: select_random_points draws each key from its thread's own 1/threads" in flag
+    assert uneven_work_flags(demo[:1]) == []  # one thread count: nothing to compare

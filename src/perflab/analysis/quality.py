@@ -19,6 +19,12 @@ DRIFT_THRESHOLD = 0.05  # a fitted change of 5% or more over the measured window
 # the others.
 OFF_TURN_LEAN = 0.03
 RECURRING = 0.2  # a ratio drifting within the point in this share of a comparison's rounds
+UNEVEN_WORK = 3.0  # rows read per query this many times apart between thread counts
+# Workloads whose statements change with the thread count, and why (sysbench's own scripts).
+PARTITIONED_KEYS = {
+    "select_random_points": "draws each key from its thread's own 1/threads of the key range",
+    "select_random_ranges": "draws each range from its thread's own 1/threads of the key range",
+}
 
 
 def flags(points: list[StoredPoint], cv_threshold: float, baseline: str | None = None,
@@ -32,6 +38,7 @@ def flags(points: list[StoredPoint], cv_threshold: float, baseline: str | None =
            else spread_flags(points, cv_threshold))
     out += drift_flags(points, baseline)
     out += off_turn_flags(points)
+    out += uneven_work_flags(points)
     failed = [p for p in points if not p.ok]
     if failed:
         out.append(f"{len(failed)} failed point(s); see the failed points list")
@@ -135,6 +142,38 @@ def _paired_drift_flags(points: list[StoredPoint], baseline: str, fitted: dict) 
                    f"{low:+.0%} to {high:+.0%} within the point while the baseline's held: the "
                    "ratio depends on where in the window it is taken")
     return out
+
+
+def uneven_work_flags(points: list[StoredPoint]) -> list[str]:
+    """A flag when the rows the server read per query (median over configurations and rounds)
+    differ between thread counts by UNEVEN_WORK times or more: the statements do different
+    work at different thread counts, so throughput compares across configurations at one
+    thread count, not across thread counts; explained where the workload is known to do it."""
+    by_threads: dict[int, list[float]] = {}
+    for p in points:
+        rows = p.metrics.rows_per_query if p.ok else None
+        if rows is not None:
+            by_threads.setdefault(p.threads, []).append(rows)
+    medians = {t: statistics.median(v) for t, v in sorted(by_threads.items())}
+    if len(medians) < 2:
+        return []
+    low, high = min(medians.values()), max(medians.values())
+    if high < 1 or high < UNEVEN_WORK * low:
+        return []
+    shown = ", ".join(f"{rows:.3g} at {t}" for t, rows in medians.items())
+    flag = (f"rows read per query change with the thread count ({shown} threads): the "
+            "statements do different work at different thread counts, so throughput compares "
+            "configurations at one thread count, not one thread count with another")
+    workloads = {p.workload.split("(")[0].strip() for p in points}  # its label: name(options)
+    reasons = [PARTITIONED_KEYS[w] for w in sorted(workloads) if w in PARTITIONED_KEYS]
+    if reasons:
+        flag += (f". Why: {' and '.join(sorted(workloads))} {reasons[0]}, with sysbench's "
+                 "default --rand-type=special, which puts most draws in a narrow band at the "
+                 "centre of the range drawn from; the prepared k column was drawn the same "
+                 "way over the whole range, so most rows sit at its centre. At one thread the "
+                 "draws' band is the rows', at more each thread's band is the centre of its "
+                 "own share, where few rows are")
+    return [flag]
 
 
 def off_turn_flags(points: list[StoredPoint]) -> list[str]:

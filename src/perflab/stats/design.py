@@ -26,8 +26,8 @@ class Design:
     first_look: int = 3
     last_look: int = 3
     # the least lag-1 autocorrelation of rounds an interval allows for (stats/dependence.py),
-    # since a study's own first rounds cannot tell it: by default what this kind of machine
-    # showed, until the lab has measured its own (noise.frozen_dependence)
+    # since a study's own first rounds cannot tell it: what this kind of machine showed, or
+    # more where the lab measured more (noise.frozen_dependence)
     lag1: float = 0.2
     shape: float = POCOCK_SHAPE  # Wang-Tsiatis shape of the looks' boundary
 
