@@ -259,6 +259,8 @@ def main() -> None:
         gap = (fleet[0] - ref[0]) * 100
         print(f"| {effect} | {threads} | {_shown(fleet)} | {_shown(serial)} | "
               f"{ref[0]:+.1%} [{ref[1]:+.1%}, {ref[2]:+.1%}] | {gap:+.1f} pp |")
+    if not args.absolute_pairs:
+        return
     print(f"\n| threads | perflab point ({args.seconds} s) / plain sysbench "
           f"({args.pair_seconds} s), same server |")
     print("|---|---|")

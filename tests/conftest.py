@@ -175,3 +175,18 @@ def tune_plan_file(tmp_path: Path, name: str, knobs: str, extra: str = "") -> Pa
     path = tmp_path / f"{name}.toml"
     path.write_text(TUNE_PLAN.format(name=name, knobs=knobs, extra=extra))
     return path
+
+
+@pytest.fixture
+def spinner_elsewhere():
+    """A process spinning on one CPU outside this process's tree (its shell parent exits, so
+    it is reparented), as another user's work would be; killed by its pid at the end."""
+    out = subprocess.run(["sh", "-c", f"{sys.executable} -c 'while True: pass' "
+                          ">/dev/null 2>&1 & echo $!"], capture_output=True, text=True,
+                         check=True)
+    pid = int(out.stdout.strip())
+    time.sleep(0.3)  # spinning before the test looks
+    try:
+        yield pid
+    finally:
+        os.kill(pid, signal.SIGKILL)

@@ -15,6 +15,8 @@ from perflab.stats.decide import (
     decide,
     detectable_change,
     family_estimates,
+    forecast_detectable,
+    forecast_half_width,
     log_ratios,
     moderated,
     paired,
@@ -207,3 +209,20 @@ def test_a_boundary_fitted_to_the_looks_asks_more_early_and_less_at_the_end():
     assert levels == sorted(levels) and levels[0] < levels[-1] / 10
     assert nominal_level(0.05, 3, 10) < levels[-1] < 0.05
     assert nominal_level(0.05, 3, 10, 12, 0.25) == levels[-1]
+
+
+def test_the_forecast_names_the_change_its_rounds_would_find_with_80_percent_power():
+    """Before the first round: the interval a family of 4 cells reaches in 10 rounds at 4% a
+    round (one look, each cell at alpha / 4, lending its own 9 degrees of freedom), and the
+    smallest change found with 80% power, which is wider by the power's normal quantile; more
+    rounds find a smaller change, and the allowance for autocorrelation costs some."""
+    design = Design(alpha=0.05, margin=0.05, first_look=10, last_look=10, lag1=0.0)
+    t = scipy_stats.t.ppf(1 - 0.05 / 4 / 2, 18)
+    half = forecast_half_width(0.04, 10, 0.05 / 4, 4, design)
+    assert half == pytest.approx(t * 0.04 / math.sqrt(10), rel=1e-6)
+    found = forecast_detectable(0.04, 10, 0.05 / 4, 4, design)
+    assert found == pytest.approx(math.expm1((t + 0.8416) * 0.04 / math.sqrt(10)), rel=1e-3)
+    longer = Design(alpha=0.05, margin=0.05, first_look=20, last_look=20, lag1=0.0)
+    assert forecast_detectable(0.04, 20, 0.05 / 4, 4, longer) < found
+    assert forecast_detectable(0.04, 10, 0.05 / 4, 4, Design(0.05, 0.05, 10, 10)) > found
+    assert forecast_detectable(0.04, 1, 0.05 / 4, 4, design) == math.inf

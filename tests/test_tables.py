@@ -167,3 +167,20 @@ def test_work_per_query_that_changes_with_the_thread_count_is_flagged_and_explai
     assert "(960 at 1, 2.25 at 4 threads)" in flag
     assert "Why: select_random_points draws each key from its thread's own 1/threads" in flag
     assert uneven_work_flags(demo[:1]) == []  # one thread count: nothing to compare
+
+
+def test_points_measured_under_load_are_flagged_with_how_much():
+    """Points during which other processes used more than 5% of the machine's CPU time are
+    not evidence: one flag counts them and gives the worst share; points without the probe
+    (older labs) and quiet ones are not flagged."""
+    from perflab.analysis.quality import load_flags
+
+    def loaded(repeat, share):
+        p = point("off", 4, 1000.0, repeat=repeat)
+        return dataclasses.replace(p, metrics=dataclasses.replace(p.metrics, other_cpu=share))
+
+    assert load_flags([loaded(1, 0.01), loaded(2, None), loaded(3, 0.05)]) == []
+    flag, = load_flags([loaded(1, 0.01), loaded(2, 0.48), loaded(3, 0.12), loaded(4, None)])
+    assert flag.startswith("2 of 4 points were measured while other processes or the "
+                           "hypervisor used more than 5% of the machine's CPU time (up to 48%; "
+                           "rounds 2, 3)")

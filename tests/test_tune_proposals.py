@@ -111,7 +111,8 @@ def measured(config, threads: int, repeat: int) -> SimpleNamespace:
                                 repeat)).encode()).digest()
     noise = random.Random(seed).gauss(0, 0.05)
     qps = 1000.0 * threads * math.exp(response(variables) + noise)
-    metrics = SimpleNamespace(qps=qps, latency_p95_ms=1000 / qps, latency_p99_ms=2000 / qps)
+    metrics = SimpleNamespace(qps=qps, latency_p95_ms=1000 / qps, latency_p99_ms=2000 / qps,
+                              other_cpu=None)
     return SimpleNamespace(point=point, status="ok", error=None, metrics=metrics)
 
 

@@ -91,3 +91,4 @@ def test_calibration_measures_the_noise_the_next_run_forecasts_with(shared_lab, 
     run = run_cli("run", str(plan), "--lab", str(shared_lab.root), "--repeats", "1")
     assert run.returncode == 0, run.stderr  # one round is enough to see the forecast
     assert "per round (measured in this lab over" in run.stderr
+    assert "found with 80% power" in run.stderr

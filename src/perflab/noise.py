@@ -17,7 +17,7 @@ from perflab.load.workloads import ResolvedWorkload
 from perflab.plan import Plan
 from perflab.progress import duration
 from perflab.rounds import comparisons
-from perflab.stats.decide import forecast_half_width
+from perflab.stats.decide import forecast_detectable, forecast_half_width
 from perflab.stats.dependence import lag1, skewness
 from perflab.stats.design import Design
 from perflab.store import Noise, ResultStore, StoredPoint
@@ -98,12 +98,14 @@ def forecast(plan: Plan, design, noise: tuple[float, str]) -> list[str]:
     lines = [f"noise: {sd:.1%} per round ({source}); {cells} comparisons, "
              f"margin ±{design.margin:.0%}",
              f"  lag-1 autocorrelation of rounds allowed for: {design.lag1:.2f} " +
-             ("(perflab's default, until this lab has measured it)"
+             ("(perflab's least; a lab that measured more raises it)"
               if design.lag1 == Design.lag1 else
               "(from this lab's rounds, frozen at the study's first run)")]
     for rounds in sorted({design.first_look, design.last_look}):
         half = math.expm1(forecast_half_width(sd, rounds, level, cells, design))
-        lines.append(f"  {rounds} rounds: intervals about ±{half:.0%}")
+        found = forecast_detectable(sd, rounds, level, cells, design)
+        lines.append(f"  {rounds} rounds: intervals about ±{half:.0%}; a change of {found:.0%} "
+                     "or more found with 80% power")
     if plan.run.time:
         lines.append(f"  budget {duration(plan.run.time)}: rounds go on for the undecided "
                      "comparisons, and the differences found until measured to the margin, "

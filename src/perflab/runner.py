@@ -31,6 +31,7 @@ from perflab.load.clients import Clients, connect_clients
 from perflab.load.workloads import ResolvedWorkload, resolve
 from perflab.noise import forecast, frozen_dependence, lab_noise, save_noise
 from perflab.plan import Dataset, Plan, Point, ServerConfig
+from perflab.probes import busy
 from perflab.probes.profile import Profiler
 from perflab.probes.status import delta, global_status
 from perflab.probes.system import host_facts
@@ -75,6 +76,7 @@ def measure(
     """
     with server.connect() as conn:
         before = global_status(conn)
+        server_pid = busy.server_pid(conn)  # a server perflab did not start: not other work
     if clients is not None:
         result = clients.run_window(sysbench.options(workload, dataset, server.endpoint),
                                     sysbench.driver_variables(workload, server.endpoint),
@@ -82,7 +84,7 @@ def measure(
                                     workload.family.client_files())
     else:
         result = sysbench.run_alone(workload, dataset, server.endpoint, threads, seconds,
-                                    client)
+                                    client, server_pid)
     with server.connect() as conn:
         after = global_status(conn)
     return result, delta(before, after)
@@ -181,6 +183,9 @@ class Runner:
             run = self.plan.run
         for line in forecast(self.plan, design, self.noise()):
             self.say(line)
+        busy_now = busy.quiet_warning()
+        if busy_now:
+            self.say(f"WARNING: {busy_now}")
         summary = RunSummary(self.plan.name, schedule, 0, len(self._ok()), 0, 0, 0.0)
         if summary.already_stored:
             planned = len(self.plan.configs) * len(run.threads) * run.repeats

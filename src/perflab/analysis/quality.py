@@ -9,6 +9,7 @@ import math
 import statistics
 
 from perflab.analysis.tables import groups
+from perflab.probes.busy import BUSY_SHARE, under_load
 from perflab.stats.decide import log_ratios
 from perflab.stats.summary import outliers, summarize, trend
 from perflab.store.records import StoredPoint, throughput
@@ -39,6 +40,7 @@ def flags(points: list[StoredPoint], cv_threshold: float, baseline: str | None =
     out += drift_flags(points, baseline)
     out += off_turn_flags(points)
     out += uneven_work_flags(points)
+    out += load_flags(points)
     failed = [p for p in points if not p.ok]
     if failed:
         out.append(f"{len(failed)} failed point(s); see the failed points list")
@@ -142,6 +144,21 @@ def _paired_drift_flags(points: list[StoredPoint], baseline: str, fitted: dict) 
                    f"{low:+.0%} to {high:+.0%} within the point while the baseline's held: the "
                    "ratio depends on where in the window it is taken")
     return out
+
+
+def load_flags(points: list[StoredPoint]) -> list[str]:
+    """A flag when points were measured while other work loaded the machine (probes/busy.py):
+    they are not evidence, and nothing else in the report can tell."""
+    loaded = sorted((p for p in points if p.ok and under_load(p.metrics.other_cpu)),
+                    key=lambda p: p.metrics.other_cpu)
+    if not loaded:
+        return []
+    rounds = sorted({p.repeat for p in loaded})
+    shown = ", ".join(str(r) for r in rounds[:8]) + (" ..." if len(rounds) > 8 else "")
+    return [f"{len(loaded)} of {sum(p.ok for p in points)} points were measured while other "
+            f"processes or the hypervisor used more than {BUSY_SHARE:.0%} of the machine's CPU "
+            f"time (up to {loaded[-1].metrics.other_cpu:.0%}; rounds {shown}): figures taken "
+            "beside other work are not evidence; measure again on an idle machine"]
 
 
 def uneven_work_flags(points: list[StoredPoint]) -> list[str]:

@@ -15,12 +15,14 @@ import shutil
 import signal
 import subprocess
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from perflab.errors import PerflabError
 from perflab.load.workloads import ResolvedWorkload
 from perflab.plan import Dataset
+from perflab.probes.busy import OtherCpu
 from perflab.procs import die_with_parent
 from perflab.server.connection import Endpoint
 from perflab.store.records import Metrics, Sample
@@ -49,6 +51,7 @@ class LoadResult:
     series: list[Sample] = field(default_factory=list)
     histogram: dict[int, int] = field(default_factory=dict)
     client_cpu: float | None = None  # share of this machine's usable CPUs sysbench used
+    other_cpu: float | None = None  # share of the machine's CPU time others used (probes/busy)
     # fleet: the share of its server's CPU time that fell in the other servers' turns
     off_turn_cpu: float | None = None
     # load from several client machines (load/clients.py): each worker's part of the point
@@ -78,7 +81,7 @@ class LoadResult:
             latency_avg_ms=self.latency_avg_ms, latency_p95_ms=self.latency_p95_ms,
             latency_p99_ms=self.latency_p99_ms, latency_max_ms=self.latency_max_ms,
             rows_per_query=rows_per_query, client_cpu=self.client_cpu,
-            off_turn_cpu=self.off_turn_cpu,
+            off_turn_cpu=self.off_turn_cpu, other_cpu=self.other_cpu,
         )
 
 
@@ -315,33 +318,33 @@ def steady(rates: list[float]) -> bool:
 
 
 def run_alone(workload: ResolvedWorkload, dataset: Dataset, endpoint: Endpoint, threads: int,
-              seconds: float, client: list[str] | None = None) -> LoadResult:
+              seconds: float, client: list[str] | None = None,
+              server_pid: int | None = None) -> LoadResult:
     """One sysbench on `endpoint` measured for `seconds` after a lead of its own in the same
-    run (Slicing.alone); `client` prefixes its command (taskset). Raises LoadFailed."""
+    run (Slicing.alone); `client` prefixes its command (taskset); `server_pid`: a server this
+    process did not start, whose CPU time is not other work. Raises LoadFailed."""
     now = monotonic_ms()
     window = Slicing.alone(now, threads, seconds)
     argv = command(workload, dataset, endpoint, threads, window.run_seconds(now))
-    return run_window([*(client or []), *argv], environment(workload, endpoint), window,
-                      threads, endpoint.sysbench_input())
-
-
-def run_window(argv: list[str], env: dict[str, str], window: Slicing, threads: int,
-               stdin: str | None = None) -> LoadResult:
-    """One sysbench measured in `window` (Slicing.alone). Raises LoadFailed."""
-    (result,) = run_sliced([(argv, env)], window, threads, stdin)
+    (result,) = run_sliced([([*(client or []), *argv], environment(workload, endpoint))],
+                           window, threads, endpoint.sysbench_input(),
+                           [server_pid] if server_pid else [])
     if isinstance(result, LoadFailed):
         raise result
     return result
 
 
 def run_sliced(jobs: list[tuple[list[str], dict[str, str]]], slicing: Slicing,
-               threads: int, stdin: str | None = None) -> list[LoadResult | LoadFailed]:
+               threads: int, stdin: str | None = None, servers: Sequence[int] = ()
+               ) -> list[LoadResult | LoadFailed]:
     """Start one sysbench per job (each with its place in the slicing), wait for all, and give
     each job's result or its failure: one server failing does not fail the others. `stdin`:
-    as for `start`, to every job."""
+    as for `start`, to every job; `servers`: pids of servers this process did not start,
+    whose CPU time is not other work (probes/busy.py)."""
     processes = []
     results: list[LoadResult | LoadFailed] = []
-    with ClientCpu() as cpu:  # the jobs together: they share the client machine
+    # the jobs together: they share the client machine
+    with ClientCpu() as cpu, OtherCpu(servers) as others:
         for index, (argv, env) in enumerate(jobs):
             processes.append(start(argv, {**env, "PERFLAB_SLICES": slicing.variable(index)},
                                    stdin))
@@ -354,6 +357,7 @@ def run_sliced(jobs: list[tuple[list[str], dict[str, str]]], slicing: Slicing,
     for result in results:
         if isinstance(result, LoadResult):
             result.client_cpu = cpu.share
+            result.other_cpu = others.share
     return results
 
 

@@ -432,9 +432,27 @@ def forecast_half_width(sd: float, rounds: int, level: float, cells: int, design
     freedom, and the design's allowance for autocorrelation widening them."""
     if rounds < 2:
         return math.inf
+    spread, lent = _forecast_spread(sd, rounds, cells, design)
+    return half_width(spread, rounds, design.nominal(level, rounds), lent)
+
+
+def forecast_detectable(sd: float, rounds: int, level: float, cells: int, design: Design
+                        ) -> float:
+    """The smallest change (a ratio - 1) that `rounds` rounds of per-round spread `sd` would
+    find with 80% power, judged as forecast_half_width's intervals are."""
+    if rounds < 2:
+        return math.inf
+    spread, lent = _forecast_spread(sd, rounds, cells, design)
+    return detectable_change(spread, rounds, level, design, rounds - 1 + lent)
+
+
+def _forecast_spread(sd: float, rounds: int, cells: int, design: Design
+                     ) -> tuple[float, float]:
+    """The per-round spread a forecast judges with (widened for the design's allowance for
+    autocorrelation) and the degrees of freedom the family would lend."""
     own = Estimate(0.0, sd / math.sqrt(rounds), rounds - 1, rounds, sd)
     lent = LENT_PER_OWN * (rounds - 1) if cells >= 3 else 0.0
-    return half_width(widened(own, design.lag1).sd, rounds, design.nominal(level, rounds), lent)
+    return widened(own, design.lag1).sd, lent
 
 
 def detectable_change(sd: float, n: int, level: float, design: Design, df: float | None = None

@@ -47,6 +47,9 @@ class Metrics:
     # (background work they are charged for: probes/turns.py); None for a serial point, or
     # when no share could be measured
     off_turn_cpu: float | None = None
+    # Share of the machine's CPU time other processes and the hypervisor used during the point
+    # (probes/busy.py): above BUSY_SHARE the point was measured under load
+    other_cpu: float | None = None
 
     @classmethod
     def names(cls) -> tuple[str, ...]:

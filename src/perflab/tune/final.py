@@ -21,6 +21,7 @@ from perflab.plan import Plan, ServerConfig
 from perflab.runner import Runner
 from perflab.stats.decide import FASTER, INCONCLUSIVE, SLOWER, decide, half_width
 from perflab.store import ResultStore, StoredPoint
+from perflab.tune.inert import inert_knobs
 from perflab.tune.result import TrialOutcome, TuneResult, moved
 from perflab.tune.settings import TuneSettings
 from perflab.tune.space import setting_key
@@ -80,7 +81,8 @@ def remeasure(store: ResultStore, result: TuneResult, plan: Plan, settings: Tune
 
 def put_back(store: ResultStore, result: TuneResult, plan: Plan, settings: TuneSettings,
              variables: Callable[[dict], Variables], lab: Lab, say: Say) -> None:
-    """Keep in the winner only the knobs whose own effect is shown: each moved knob put back
+    """Keep in the winner only the knobs whose own effect is shown: first the knobs that cannot
+    act beside its other settings are left out (tune/inert.py); then each moved knob put back
     to its default alone, measured side by side with the winner in one family; a knob stays
     when the winner without it is slower. The winner's gain over the defaults is shown, so some
     knob carries it: when no absence is shown slower, the knob whose absence cost most (an
@@ -89,19 +91,25 @@ def put_back(store: ResultStore, result: TuneResult, plan: Plan, settings: TuneS
     winner's own gain; more than MAX_PUT_BACK moved knobs all stay, unchecked."""
     if result.best is None or result.gain_vs_default is None:
         return
-    knobs = sorted(moved(result.best.params, result.defaults))
     if result.gain_vs_default.verdict != FASTER:
         result.kept = []  # not shown better than the defaults: nothing to recommend
         return
+    changed = moved(result.best.params, result.defaults)
+    inert = inert_knobs(changed, result.defaults)
+    if inert:
+        say("left out of the my.cnf before measuring, they cannot act beside the winner's other "
+            "settings: " + "; ".join(f"{name} ({why})" for name, why in sorted(inert.items())))
+    knobs = sorted(name for name in changed if name not in inert)
     if len(knobs) < 2:
         result.kept = knobs
         return
     if len(knobs) > MAX_PUT_BACK:
         say(f"the winner moves {len(knobs)} knobs, more than the {MAX_PUT_BACK} put back one at "
             "a time (a server each): its my.cnf keeps them all, their own effects not checked")
+        result.kept = knobs
         return
     baseline = plan.config(plan.baseline)
-    params = result.best.params
+    params = {name: value for name, value in result.best.params.items() if name not in inert}
     configs = [replace(baseline, name="winner", variables=variables(params))]
     configs += [replace(baseline, name=f"without-{name}",
                         variables=variables({k: v for k, v in params.items() if k != name}))

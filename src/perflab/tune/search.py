@@ -34,6 +34,7 @@ from optuna.trial import FrozenTrial, TrialState
 from perflab.errors import PerflabError
 from perflab.lab import Lab
 from perflab.plan import Plan, Point
+from perflab.probes import busy
 from perflab.runner import Runner
 from perflab.server.memory import configured_sizes, memory_estimate
 from perflab.store import ResultStore
@@ -129,6 +130,10 @@ class Tuner:
         self.space = Space(tuple(self.knobs), startup_values(self.knobs, self.catalog),
                            self._memory, memory_budget(self.settings.memory_share))
         self.runner.add_config(self.reference)
+        busy_now = busy.quiet_warning()
+        if busy_now:
+            self.say(f"WARNING: {busy_now}; the trials' readings would rank the load, not the "
+                     "settings")
         study = self._study()
         session = self.runner.open_session()
         outcome_of_session = "interrupted"
@@ -293,6 +298,11 @@ class Tuner:
             self._tell(study, trial, Outcome.FAILED, error=error, cause=cause)
             return
         measured = [r.metrics for r in records if r.point.config.name == config.name]
+        loaded = max((m.other_cpu for r in records if (m := r.metrics) and
+                      m.other_cpu is not None), default=None)
+        if busy.under_load(loaded):
+            self.say(f"trial {number}: WARNING: measured while other processes used {loaded:.0%} "
+                     "of the machine's CPU time: its reading is not evidence")
         if self.settings.min_qps and min(m.qps for m in measured) < self.settings.min_qps:
             error = f"throughput under the floor of {self.settings.min_qps} qps"
             self.say(f"trial {number}: failed ({error}) with {label}")

@@ -1,0 +1,183 @@
+"""What else uses this machine's CPUs while perflab measures.
+
+A measurement taken while other work loads the machine is not evidence: on two cores, a tune
+whose readings were taken beside other work found a key-cache setting 36% slower that a quiet
+machine shows 56% faster (lock contention needs both CPUs). So perflab measures the share of
+the machine's CPU time that went neither to itself nor to idle: other processes, and the
+hypervisor's steal. Its own share is its process tree: this process, the servers and load
+generators it started, and whatever they started (reaped children included, through their
+parents' cumulative times), from /proc.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import struct
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pymysql
+
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+BUSY_SHARE = 0.05  # others' share of the machine's CPU time beyond which figures are under load
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+@dataclass(frozen=True)
+class CpuTimes:
+    """Cumulative CPU seconds at one moment: the machine's (busy, steal included) and perflab's
+    own process tree's."""
+
+    busy: float
+    ours: float
+    at: float  # time.monotonic()
+
+
+def sample(also: Sequence[int] = ()) -> CpuTimes:
+    """The machine's CPU seconds, and those of this process's tree and of the trees of `also`
+    (a server perflab measures but did not start)."""
+    return CpuTimes(_machine_busy(), _tree_cpu([os.getpid(), *also]), time.monotonic())
+
+
+def others_share(before: CpuTimes, after: CpuTimes) -> float | None:
+    """The share of the machine's CPU time between two samples that went to other processes
+    and steal (0..1); None over a window too short to tell."""
+    wall = after.at - before.at
+    if wall < 0.2:
+        return None
+    others = (after.busy - before.busy) - (after.ours - before.ours)
+    return min(1.0, max(0.0, others / (wall * (os.cpu_count() or 1))))
+
+
+class OtherCpu:
+    """The share of the machine's CPU time others used while the block ran (`share`); the
+    processes of `also` and theirs count as perflab's own."""
+
+    def __init__(self, also: Sequence[int] = ()):
+        self.also = tuple(also)
+
+    def __enter__(self) -> OtherCpu:
+        self.share: float | None = None
+        self._before = sample(self.also)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.share = others_share(self._before, sample(self.also))
+
+
+def server_pid(connection) -> int | None:
+    """The pid of the server at the other end of a pymysql connection, when it runs on this
+    machine: on a Unix socket the kernel says (SO_PEERCRED); over loopback TCP its pid file
+    does, if it names a mariadbd or mysqld. None for a server elsewhere or one that cannot be
+    told (its CPU time then counts as other work: a warning too many, never one too few)."""
+    sock = getattr(connection, "_sock", None)
+    if sock is not None and sock.family == socket.AF_UNIX:
+        try:
+            pid, _, _ = struct.unpack("3i", sock.getsockopt(
+                socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))
+        except OSError:
+            return None
+        return pid or None
+    if getattr(connection, "host", None) not in LOOPBACK:
+        return None
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT @@pid_file")
+            (path,) = cursor.fetchone()
+        pid = int(Path(path).read_text().split()[0])
+        named = Path(f"/proc/{pid}/comm").read_text().strip()
+    except (OSError, ValueError, IndexError, TypeError, pymysql.MySQLError):
+        return None
+    return pid if named in ("mariadbd", "mysqld") else None
+
+
+def under_load(share: float | None) -> bool:
+    return share is not None and share > BUSY_SHARE
+
+
+def busiest_others(seconds: float = 0.5, count: int = 3) -> tuple[float | None, list[str]]:
+    """Others' share of the machine over `seconds` from now, and the processes outside
+    perflab's tree that used the most CPU in that time ("pid 4242 python3 48%", share of one
+    CPU), the busiest first."""
+    before, first = sample(), _per_process()
+    time.sleep(seconds)
+    after, second = sample(), _per_process()
+    wall = after.at - before.at
+    ours = _tree([os.getpid()])
+    used = []
+    for pid, (name, cpu) in second.items():
+        if pid in ours or pid not in first:
+            continue
+        share = (cpu - first[pid][1]) / wall
+        if share >= 0.01:
+            used.append((share, pid, name))
+    used.sort(reverse=True)
+    return others_share(before, after), [f"pid {pid} {name} {share:.0%}"
+                                         for share, pid, name in used[:count]]
+
+
+def quiet_warning(seconds: float = 0.5) -> str | None:
+    """A sentence for the user when the machine is not idle before a measurement, else None."""
+    share, busiest = busiest_others(seconds)
+    if not under_load(share):
+        return None
+    named = f" ({', '.join(busiest)} of one CPU)" if busiest else ""
+    return (f"the machine is not idle: {share:.0%} of its CPU time went to other processes or "
+            f"the hypervisor{named}. Figures measured beside other work are not evidence; "
+            "stop it, or read the report's flags for the points measured under load")
+
+
+def _machine_busy() -> float:
+    """Busy CPU seconds since boot over all CPUs: user, nice, system, irq, softirq, steal
+    (guest time is inside user already)."""
+    fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(f) for f in fields[:8])
+    return (user + nice + system + irq + softirq + steal) / TICKS
+
+
+def _stat(pid: int) -> tuple[int, str, float] | None:
+    """(parent pid, name, utime + stime + cutime + cstime seconds) of a process."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    name = text[text.index("(") + 1:text.rindex(")")]
+    rest = text[text.rindex(")") + 2:].split()
+    return int(rest[1]), name, sum(int(v) for v in rest[11:15]) / TICKS
+
+
+def _all() -> dict[int, tuple[int, str, float]]:
+    out = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            found = _stat(int(entry))
+            if found is not None:
+                out[int(entry)] = found
+    return out
+
+
+def _tree(roots: Sequence[int], processes: dict | None = None) -> set[int]:
+    processes = _all() if processes is None else processes
+    children: dict[int, list[int]] = {}
+    for pid, (parent, _, _) in processes.items():
+        children.setdefault(parent, []).append(pid)
+    tree, stack = set(), list(roots)
+    while stack:
+        pid = stack.pop()
+        if pid not in tree:
+            tree.add(pid)
+            stack += children.get(pid, [])
+    return tree
+
+
+def _tree_cpu(roots: Sequence[int]) -> float:
+    processes = _all()
+    return sum(processes[pid][2] for pid in _tree(roots, processes) if pid in processes)
+
+
+def _per_process() -> dict[int, tuple[str, float]]:
+    """Each process's own CPU seconds (utime + stime + its reaped children's)."""
+    return {pid: (name, cpu) for pid, (_, name, cpu) in _all().items()}
