@@ -20,7 +20,7 @@ def test_another_process_spinning_is_other_work_and_named(spinner_elsewhere):
     assert others.share is not None
     assert others.share >= 0.6 / (busy.os.cpu_count() or 1)
     assert busy.under_load(others.share)
-    warning = busy.quiet_warning(0.5)
+    warning = busy.Watch().warning(0.5)
     assert warning is not None and warning.startswith("the machine is not idle")
     assert f"pid {spinner_elsewhere} " in warning
 

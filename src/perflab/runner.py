@@ -162,6 +162,7 @@ class Runner:
 
     def _rounds(self) -> RunSummary:
         started = time.monotonic()
+        watch = busy.Watch()  # other work on the machine while the study sets up
         for config in self.plan.configs:
             self.side.ensure_dataset(config)
         run = self.plan.run  # the budget is for the rounds: it starts once the data is there
@@ -183,7 +184,7 @@ class Runner:
             run = self.plan.run
         for line in forecast(self.plan, design, self.noise()):
             self.say(line)
-        busy_now = busy.quiet_warning()
+        busy_now = watch.warning()
         if busy_now:
             self.say(f"WARNING: {busy_now}")
         summary = RunSummary(self.plan.name, schedule, 0, len(self._ok()), 0, 0, 0.0)

@@ -98,36 +98,43 @@ def under_load(share: float | None) -> bool:
     return share is not None and share > BUSY_SHARE
 
 
-def busiest_others(seconds: float = 0.5, count: int = 3) -> tuple[float | None, list[str]]:
-    """Others' share of the machine over `seconds` from now, and the processes outside
-    perflab's tree that used the most CPU in that time ("pid 4242 python3 48%", share of one
-    CPU), the busiest first."""
-    before, first = sample(), _per_process()
-    time.sleep(seconds)
-    after, second = sample(), _per_process()
-    wall = after.at - before.at
-    ours = _tree([os.getpid()])
-    used = []
-    for pid, (name, cpu) in second.items():
-        if pid in ours or pid not in first:
-            continue
-        share = (cpu - first[pid][1]) / wall
-        if share >= 0.01:
-            used.append((share, pid, name))
-    used.sort(reverse=True)
-    return others_share(before, after), [f"pid {pid} {name} {share:.0%}"
-                                         for share, pid, name in used[:count]]
+class Watch:
+    """Other work on the machine from now until `warning` is asked: perflab may go on with its
+    own work meanwhile (its tree is not other work), so the watch costs a run no time when
+    its set-up takes longer than the watch needs."""
 
+    def __init__(self):
+        self._before, self._first = sample(), _per_process()
 
-def quiet_warning(seconds: float = 0.5) -> str | None:
-    """A sentence for the user when the machine is not idle before a measurement, else None."""
-    share, busiest = busiest_others(seconds)
-    if not under_load(share):
-        return None
-    named = f" ({', '.join(busiest)} of one CPU)" if busiest else ""
-    return (f"the machine is not idle: {share:.0%} of its CPU time went to other processes or "
-            f"the hypervisor{named}. Figures measured beside other work are not evidence; "
-            "stop it, or read the report's flags for the points measured under load")
+    def busiest(self, least: float = 0.5, count: int = 3) -> tuple[float | None, list[str]]:
+        """Others' share of the machine since the watch began (waiting until `least` seconds
+        have passed), and the processes outside perflab's tree that used the most CPU in that
+        time ("pid 4242 python3 48%", share of one CPU), the busiest first."""
+        time.sleep(max(0.0, least - (time.monotonic() - self._before.at)))
+        after, second = sample(), _per_process()
+        wall = after.at - self._before.at
+        ours = _tree([os.getpid()])
+        used = []
+        for pid, (name, cpu) in second.items():
+            if pid in ours or pid not in self._first:
+                continue
+            share = (cpu - self._first[pid][1]) / wall
+            if share >= 0.01:
+                used.append((share, pid, name))
+        used.sort(reverse=True)
+        return others_share(self._before, after), [f"pid {pid} {name} {share:.0%}"
+                                                   for share, pid, name in used[:count]]
+
+    def warning(self, least: float = 0.5) -> str | None:
+        """A sentence for the user when the machine was not idle while watched, else None."""
+        share, busiest = self.busiest(least)
+        if not under_load(share):
+            return None
+        named = f" ({', '.join(busiest)} of one CPU)" if busiest else ""
+        return (f"the machine is not idle: {share:.0%} of its CPU time went to other processes "
+                f"or the hypervisor{named}. Figures measured beside other work are not "
+                "evidence; stop it, or read the report's flags for the points measured under "
+                "load")
 
 
 def _machine_busy() -> float:

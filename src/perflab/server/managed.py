@@ -85,17 +85,26 @@ def install_datadir(datadir: Path) -> None:
 
 
 def _run_install(datadir: Path) -> subprocess.CompletedProcess:
+    """One mariadb-install-db. Its bootstrap server gets a tmpdir of its own, as every server
+    perflab starts does (see the module's docstring): with /tmp it deleted the on-disk
+    temporary tables of every other server using /tmp (CI: a test's file there vanished)."""
     datadir.mkdir(parents=True, exist_ok=True)
+    tmpdir = datadir.with_name(datadir.name + ".install-tmp")
+    tmpdir.mkdir(exist_ok=True)
     argv = [
         INSTALL_DB,
         "--no-defaults",
         f"--datadir={datadir}",
         "--auth-root-authentication-method=normal",
         "--skip-test-db",
+        f"--tmpdir={tmpdir}",  # passed on to the bootstrap mariadbd
     ]
     if os.geteuid() == 0:
         argv.append("--user=root")
-    return subprocess.run(argv, capture_output=True, text=True, check=False)
+    try:
+        return subprocess.run(argv, capture_output=True, text=True, check=False)
+    finally:
+        shutil.rmtree(tmpdir, ignore_errors=True)
 
 
 class ManagedServer:

@@ -120,6 +120,7 @@ class Tuner:
             return self._run(store, started)
 
     def _run(self, store: ResultStore, started: float) -> TuneResult:
+        watch = busy.Watch()  # other work on the machine while the search sets up
         self.runner = Runner(self.plan, self.lab, store, self.say)
         if self.storage is None:
             self.storage = workers.open_storage(f"sqlite:///{self.lab.db_path}")
@@ -130,7 +131,7 @@ class Tuner:
         self.space = Space(tuple(self.knobs), startup_values(self.knobs, self.catalog),
                            self._memory, memory_budget(self.settings.memory_share))
         self.runner.add_config(self.reference)
-        busy_now = busy.quiet_warning()
+        busy_now = watch.warning()
         if busy_now:
             self.say(f"WARNING: {busy_now}; the trials' readings would rank the load, not the "
                      "settings")
