@@ -30,15 +30,21 @@ def test_the_issues_winner_keeps_only_the_knob_that_acts():
     assert inert_knobs(cache_on, DEFAULTS) == {}
 
 
-def test_a_block_smaller_than_myisams_index_block_and_the_query_cache_when_off():
+def test_a_block_smaller_than_myisams_index_block_and_what_the_plan_fixes():
     assert "key_cache_block_size" in inert_knobs({"key_cache_block_size": "566"}, DEFAULTS)
     assert inert_knobs({"key_cache_block_size": "4096"}, DEFAULTS) == {}
-    # the query cache is off by default here: its limit cannot act, unless the winner
-    # switches it on; the size that switches it off is the change, not inert
-    assert set(inert_knobs({"query_cache_limit": "2M"}, DEFAULTS)) == {"query_cache_limit"}
-    assert inert_knobs({"query_cache_limit": "2M", "query_cache_type": "ON"}, DEFAULTS) == {}
-    on = {**DEFAULTS, "query_cache_type": "ON"}
-    assert inert_knobs({"query_cache_size": "0"}, on) == {}
+    # the query cache is left to measurement: MariaDB turns it on when its size is given
+    assert inert_knobs({"query_cache_limit": "2M", "query_cache_size": "64M"}, DEFAULTS) == {}
+    # a thread-pool knob, thread_handling not searched: MariaDB's default runs no pool,
+    # unless the plan's server section asks for one
+    searched = {"thread_pool_stall_limit": "500"}
+    assert set(inert_knobs({"thread_pool_stall_limit": "30"}, searched)) == {
+        "thread_pool_stall_limit"}
+    assert inert_knobs({"thread_pool_stall_limit": "30"}, searched,
+                       {"thread_handling": "pool-of-threads"}) == {}
+    # the plan itself switches the key cache off: every key-cache setting is inert
+    assert set(inert_knobs({"key_cache_segments": "8"}, {"key_cache_segments": "0"},
+                           {"key_buffer_size": "0"})) == {"key_cache_segments"}
 
 
 @given(st.dictionaries(st.sampled_from(sorted(DEFAULTS)),

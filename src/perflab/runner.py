@@ -162,9 +162,11 @@ class Runner:
 
     def _rounds(self) -> RunSummary:
         started = time.monotonic()
-        watch = busy.Watch()  # other work on the machine while the study sets up
         for config in self.plan.configs:
             self.side.ensure_dataset(config)
+        # other work on the machine while the study sets up (after the data: an existing
+        # server loading it is not other work, and the watch cannot name it yet)
+        watch = busy.Watch()
         run = self.plan.run  # the budget is for the rounds: it starts once the data is there
         deadline = time.monotonic() + run.time if run.time else None
         schedule, why = self.side.schedule()

@@ -71,7 +71,8 @@ class OtherCpu:
 def server_pid(connection) -> int | None:
     """The pid of the server at the other end of a pymysql connection, when it runs on this
     machine: on a Unix socket the kernel says (SO_PEERCRED); over loopback TCP its pid file
-    does, if it names a mariadbd or mysqld. None for a server elsewhere or one that cannot be
+    does, if it names a mariadbd or mysqld working in the server's datadir. None for a server
+    elsewhere or one that cannot be
     told (its CPU time then counts as other work: a warning too many, never one too few)."""
     sock = getattr(connection, "_sock", None)
     if sock is not None and sock.family == socket.AF_UNIX:
@@ -85,13 +86,15 @@ def server_pid(connection) -> int | None:
         return None
     try:
         with connection.cursor() as cursor:
-            cursor.execute("SELECT @@pid_file")
-            (path,) = cursor.fetchone()
+            cursor.execute("SELECT @@pid_file, @@datadir")
+            path, datadir = cursor.fetchone()
         pid = int(Path(path).read_text().split()[0])
         named = Path(f"/proc/{pid}/comm").read_text().strip()
+        working = os.path.realpath(f"/proc/{pid}/cwd")  # mariadbd works in its datadir
     except (OSError, ValueError, IndexError, TypeError, pymysql.MySQLError):
         return None
-    return pid if named in ("mariadbd", "mysqld") else None
+    same = working == os.path.realpath(datadir)  # not a server in a container, say
+    return pid if named in ("mariadbd", "mysqld") and same else None
 
 
 def under_load(share: float | None) -> bool:
@@ -138,11 +141,13 @@ class Watch:
 
 
 def _machine_busy() -> float:
-    """Busy CPU seconds since boot over all CPUs: user, nice, system, irq, softirq, steal
-    (guest time is inside user already)."""
+    """Busy CPU seconds since boot over all CPUs: user, nice, system, steal (guest time is
+    inside user already). Interrupt time is left out: with IRQ time accounting no process is
+    charged for it, so perflab's own loopback traffic and disk interrupts would read as other
+    work."""
     fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
-    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(f) for f in fields[:8])
-    return (user + nice + system + irq + softirq + steal) / TICKS
+    user, nice, system, _idle, _iowait, _irq, _softirq, steal = (int(f) for f in fields[:8])
+    return (user + nice + system + steal) / TICKS
 
 
 def _stat(pid: int) -> tuple[int, str, float] | None:

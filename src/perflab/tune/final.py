@@ -94,8 +94,9 @@ def put_back(store: ResultStore, result: TuneResult, plan: Plan, settings: TuneS
     if result.gain_vs_default.verdict != FASTER:
         result.kept = []  # not shown better than the defaults: nothing to recommend
         return
+    baseline = plan.config(plan.baseline)
     changed = moved(result.best.params, result.defaults)
-    inert = inert_knobs(changed, result.defaults)
+    inert = inert_knobs(changed, result.defaults, dict(baseline.variables))
     if inert:
         say("left out of the my.cnf before measuring, they cannot act beside the winner's other "
             "settings: " + "; ".join(f"{name} ({why})" for name, why in sorted(inert.items())))
@@ -108,7 +109,6 @@ def put_back(store: ResultStore, result: TuneResult, plan: Plan, settings: TuneS
             "a time (a server each): its my.cnf keeps them all, their own effects not checked")
         result.kept = knobs
         return
-    baseline = plan.config(plan.baseline)
     params = {name: value for name, value in result.best.params.items() if name not in inert}
     configs = [replace(baseline, name="winner", variables=variables(params))]
     configs += [replace(baseline, name=f"without-{name}",

@@ -41,22 +41,23 @@ COMPONENTS = (
               lambda values: _size(values.get("key_buffer_size")) == 0),
     Component("the thread pool (thread_handling is not pool-of-threads)",
               lambda knob: knob == "thread_handling" or knob.startswith("thread_pool_"),
-              lambda values: str(values.get("thread_handling", "pool-of-threads")).lower()
-              != "pool-of-threads"),
-    Component("the query cache (query_cache_type = OFF or query_cache_size = 0)",
-              lambda knob: knob.startswith("query_cache_"),
-              lambda values: str(values.get("query_cache_type", "ON")).upper() in ("OFF", "0")
-              or _size(values.get("query_cache_size")) == 0),
+              lambda values: str(values.get("thread_handling", "one-thread-per-connection"))
+              .lower() != "pool-of-threads"),
 )
+# The query cache is left to measurement: MariaDB switches it on when query_cache_size is
+# given at start, whatever query_cache_type says, so which knob turns it on or off depends on
+# how the server was started.
 
 
-def inert_knobs(moved: Mapping[str, str], defaults: Mapping[str, str | None]
-                ) -> dict[str, str]:
-    """{knob: why} for the knobs of `moved` (the winner's changes from the `defaults`) that
-    cannot act beside the winner's other values: a member of a component that stays off with
-    the knob at its default (so the knob that switches it off is never inert itself), and a
-    key-cache block smaller than MyISAM's index block."""
-    values = {name: str(value) for name, value in defaults.items() if value is not None}
+def inert_knobs(moved: Mapping[str, str], defaults: Mapping[str, str | None],
+                fixed: Mapping[str, str] | None = None) -> dict[str, str]:
+    """{knob: why} for the knobs of `moved` (the winner's changes from the `defaults`, the
+    searched knobs' startup values) that cannot act beside the winner's other values, `fixed`
+    (what the plan sets for every trial) included: a member of a component that stays off
+    with the knob at its default (so the knob that switches it off is never inert itself),
+    and a key-cache block smaller than MyISAM's index block."""
+    values = {name: str(value) for name, value in (fixed or {}).items()}
+    values.update({name: str(value) for name, value in defaults.items() if value is not None})
     values.update(moved)
     out = {}
     for knob in moved:
