@@ -136,6 +136,7 @@ class Runner:
                  existing: ExistingServer | None = None):
         sysbench.sysbench_version()
         self.plan, self.lab, self.store, self.say = plan, lab, store, say
+        self.existing = existing
         self.workload: ResolvedWorkload = resolve(plan.workload)
         self.workload.family.write_files(lab.root / "workload")
         self.side: ServerSide = (ExistingSide(existing, plan, self.workload, say) if existing
@@ -160,13 +161,20 @@ class Runner:
             if self.clients is not None:
                 self.clients.close()
 
+    def _existing_pid(self) -> list[int]:
+        """The existing server this run measures, when it runs on this machine: its work (the
+        dataset loading into it, the load) is not other work (probes/busy.py)."""
+        if self.existing is None:
+            return []
+        with self.existing.connect() as conn:
+            pid = busy.server_pid(conn)
+        return [pid] if pid else []
+
     def _rounds(self) -> RunSummary:
         started = time.monotonic()
+        watch = busy.Watch(self._existing_pid())  # other work while the study sets up
         for config in self.plan.configs:
             self.side.ensure_dataset(config)
-        # other work on the machine while the study sets up (after the data: an existing
-        # server loading it is not other work, and the watch cannot name it yet)
-        watch = busy.Watch()
         run = self.plan.run  # the budget is for the rounds: it starts once the data is there
         deadline = time.monotonic() + run.time if run.time else None
         schedule, why = self.side.schedule()

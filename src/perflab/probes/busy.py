@@ -104,19 +104,20 @@ def under_load(share: float | None) -> bool:
 class Watch:
     """Other work on the machine from now until `warning` is asked: perflab may go on with its
     own work meanwhile (its tree is not other work), so the watch costs a run no time when
-    its set-up takes longer than the watch needs."""
+    its set-up takes longer than the watch needs. `also`: as for `sample`."""
 
-    def __init__(self):
-        self._before, self._first = sample(), _per_process()
+    def __init__(self, also: Sequence[int] = ()):
+        self.also = tuple(also)
+        self._before, self._first = sample(self.also), _per_process()
 
     def busiest(self, least: float = 0.5, count: int = 3) -> tuple[float | None, list[str]]:
         """Others' share of the machine since the watch began (waiting until `least` seconds
         have passed), and the processes outside perflab's tree that used the most CPU in that
         time ("pid 4242 python3 48%", share of one CPU), the busiest first."""
         time.sleep(max(0.0, least - (time.monotonic() - self._before.at)))
-        after, second = sample(), _per_process()
+        after, second = sample(self.also), _per_process()
         wall = after.at - self._before.at
-        ours = _tree([os.getpid()])
+        ours = _tree([os.getpid(), *self.also])
         used = []
         for pid, (name, cpu) in second.items():
             if pid in ours or pid not in self._first:
