@@ -16,7 +16,6 @@ from perflab.store import (
     ResultStore,
     RuleResult,
     Sample,
-    StoredPoint,
     Symbol,
     VariableRow,
     load_study,
@@ -299,28 +298,3 @@ def test_events_longer_than_their_slice_allows_still_fail_the_point():
     total = {"reads": 40, "writes": 0, "other": 0}
     with pytest.raises(LoadFailed, match="30.0 ms on average, too long for 250 ms slices"):
         _sliced_result(total, windows, {0: 40}, slicing, 0)
-
-
-def test_rounds_measured_under_load_are_left_out_of_the_labs_noise(tmp_path):
-    """A round with a point measured while other work loaded the machine says how noisy the
-    load is, not the lab: the noise a forecast or a tune plans with leaves it out."""
-    import statistics
-
-    from perflab.load.workloads import resolve
-    from perflab.noise import _dataset, save_noise, way_of_measuring
-
-    workload = resolve(PLAN.workload)
-
-    def stored(config: str, repeat: int, qps: float, other: float) -> StoredPoint:
-        return StoredPoint(0, PLAN.name, "d", config, "w", 1, repeat, "ok", 1, None, 0.0, 0.0,
-                           dataclasses.replace(metrics(qps), other_cpu=other))
-
-    quiet = [0.01, -0.01, 0.02, -0.02]
-    points = [p for r, z in enumerate(quiet, 1)
-              for p in (stored("off", r, 1000.0, 0.0), stored("on", r, 1000 * math.exp(z), 0.0))]
-    points += [stored("off", 5, 1000.0, 0.4), stored("on", 5, 2000.0, 0.01)]  # round 5: loaded
-    with ResultStore(tmp_path / "noise.sqlite") as store:
-        save_noise(store, PLAN, workload, "fleet", points, "test")
-        (noise,) = store.noise(workload.workload.label, _dataset(PLAN, workload),
-                               way_of_measuring(PLAN, "fleet"), PLAN.run.run_seconds)
-    assert noise.rounds == 4 and noise.sd == pytest.approx(statistics.stdev(quiet))

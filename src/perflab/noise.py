@@ -15,7 +15,6 @@ from dataclasses import replace
 
 from perflab.load.workloads import ResolvedWorkload
 from perflab.plan import Plan
-from perflab.probes.busy import under_load
 from perflab.progress import duration
 from perflab.rounds import comparisons
 from perflab.stats.decide import forecast_detectable, forecast_half_width
@@ -118,12 +117,7 @@ def save_noise(store: ResultStore, plan: Plan, workload: ResolvedWorkload, sched
                ok: list[StoredPoint], source: str) -> None:
     """What a study's rounds say of the noise: per thread count, the pooled sd of its
     comparisons' log ratios, for the next run's forecast, with how consecutive rounds depend
-    on one another and how skewed they are (stats/dependence.py). A round with a point
-    measured while other work loaded the machine (probes/busy.py) is left out at its thread
-    count: its spread is the load's, and a forecast or a tune's rounds planned on it would
-    be planned for a busy machine."""
-    loaded = {(p.threads, p.repeat) for p in ok if under_load(p.metrics.other_cpu)}
-    ok = [p for p in ok if (p.threads, p.repeat) not in loaded]
+    on one another and how skewed they are (stats/dependence.py)."""
     per_threads: dict[int, list[list[float]]] = {}
     for (_, threads), rounds in comparisons(plan, ok).items():
         values = [v for _, v in sorted(rounds.items())]
