@@ -232,14 +232,13 @@ def test_profiles_are_recorded_side_by_side_as_one_server_at_a_time(shared_lab, 
     assert "profiles skipped" not in out.stderr, out.stderr
     points = stored_points(shared_lab, "profiled")
     assert sorted(p["config"] for p in points) == ["big", "small"]
-    profiles = {p["config"]: json.loads(p["profile_json"]) for p in points}
-    for config, symbols in profiles.items():
-        # each its own server's samples: its code, its libraries and the kernel on its
-        # behalf, never the load generator's (a contended 1 MB key cache can spend its top
-        # symbols in the kernel and libc, each of mariadbd's own functions under 0.5%)
+    for point in points:
+        # its own server's samples: its code, its libraries and the kernel on its behalf,
+        # never the load generator's. Not "mariadbd's own code in the top 15": in a loaded
+        # suite both servers' top symbols were all kernel and libc, twice in six runs
+        symbols = json.loads(point["profile_json"])
         dsos = {s["dso"] for s in symbols}
-        assert symbols and not any("sysbench" in d or "lua" in d for d in dsos), (config, dsos)
-    assert any("mariadbd" in s["dso"] for symbols in profiles.values() for s in symbols)
+        assert symbols and not any("sysbench" in d or "lua" in d for d in dsos), dsos
 
 
 SLEEPS = '[[statements]]\nsql = "SELECT SLEEP({seconds})"\n'
