@@ -36,10 +36,13 @@ class CpuTimes:
     at: float  # time.monotonic()
 
 
-def sample(also: Sequence[int] = ()) -> CpuTimes:
+def sample(also: Sequence[int] = (), processes: dict | None = None) -> CpuTimes:
     """The machine's CPU seconds, and those of this process's tree and of the trees of `also`
-    (a server perflab measures but did not start)."""
-    return CpuTimes(_machine_busy(), _tree_cpu([os.getpid(), *also]), time.monotonic())
+    (a server perflab measures but did not start); `processes`: a scan of /proc (`_all`)
+    already taken at this moment."""
+    processes = _all() if processes is None else processes
+    ours = sum(processes[pid][2] for pid in _tree([os.getpid(), *also], processes))
+    return CpuTimes(_machine_busy(), ours, time.monotonic())
 
 
 def others_share(before: CpuTimes, after: CpuTimes) -> float | None:
@@ -108,21 +111,23 @@ class Watch:
 
     def __init__(self, also: Sequence[int] = ()):
         self.also = tuple(also)
-        self._before, self._first = sample(self.also), _per_process()
+        self._first = _all()
+        self._before = sample(self.also, self._first)
 
     def busiest(self, least: float = 0.5, count: int = 3) -> tuple[float | None, list[str]]:
         """Others' share of the machine since the watch began (waiting until `least` seconds
         have passed), and the processes outside perflab's tree that used the most CPU in that
         time ("pid 4242 python3 48%", share of one CPU), the busiest first."""
         time.sleep(max(0.0, least - (time.monotonic() - self._before.at)))
-        after, second = sample(self.also), _per_process()
+        second = _all()
+        after = sample(self.also, second)
         wall = after.at - self._before.at
-        ours = _tree([os.getpid(), *self.also])
+        ours = _tree([os.getpid(), *self.also], second)
         used = []
-        for pid, (name, cpu) in second.items():
+        for pid, (_, name, cpu) in second.items():
             if pid in ours or pid not in self._first:
                 continue
-            share = (cpu - self._first[pid][1]) / wall
+            share = (cpu - self._first[pid][2]) / wall
             if share >= 0.01:
                 used.append((share, pid, name))
         used.sort(reverse=True)
@@ -172,25 +177,15 @@ def _all() -> dict[int, tuple[int, str, float]]:
     return out
 
 
-def _tree(roots: Sequence[int], processes: dict | None = None) -> set[int]:
-    processes = _all() if processes is None else processes
+def _tree(roots: Sequence[int], processes: dict) -> set[int]:
+    """The pids of `roots` that are alive in `processes` and all their descendants."""
     children: dict[int, list[int]] = {}
     for pid, (parent, _, _) in processes.items():
         children.setdefault(parent, []).append(pid)
-    tree, stack = set(), list(roots)
+    tree, stack = set(), [pid for pid in roots if pid in processes]
     while stack:
         pid = stack.pop()
         if pid not in tree:
             tree.add(pid)
             stack += children.get(pid, [])
     return tree
-
-
-def _tree_cpu(roots: Sequence[int]) -> float:
-    processes = _all()
-    return sum(processes[pid][2] for pid in _tree(roots, processes) if pid in processes)
-
-
-def _per_process() -> dict[int, tuple[str, float]]:
-    """Each process's own CPU seconds (utime + stime + its reaped children's)."""
-    return {pid: (name, cpu) for pid, (_, name, cpu) in _all().items()}
