@@ -59,7 +59,7 @@ def ask(study: optuna.Study, method: AdditiveSearch) -> optuna.Trial:
     attributes it records (the defaults first, as every method starts)."""
     trials = study.get_trials(deepcopy=False)
     proposal = method.next(trials, len(trials))
-    study.enqueue_trial(proposal.params, user_attrs=proposal.attrs)
+    study.enqueue_trial(method.space.draws(proposal.params), user_attrs=proposal.attrs)
     return study.ask(method.space.distributions())
 
 
@@ -71,8 +71,9 @@ def search(space: Space, seed: int, trials: int, fast_noise: float = 0.05) -> op
     noise = random.Random(seed)
     for _ in range(trials):
         trial = ask(study, method)
-        assert space.fits(trial.params), "a proposal that does not fit in memory"
-        gain = response(space, trial.params)
+        setting = space.within(trial.params)  # what the tuner measures
+        assert space.fits(setting), "a proposal that does not fit in memory"
+        gain = response(space, setting)
         sd = 0.05 + (fast_noise - 0.05) * min(1.0, max(0.0, gain))
         study.tell(trial, math.exp(gain + noise.gauss(0, sd)))
     return study
@@ -107,7 +108,7 @@ def test_the_best_believed_setting_has_the_gain_and_not_the_harm(space):
     good = 0
     for seed in range(10):
         study = search(space, seed, trials=20)
-        best = believed_order(space, study.trials, "maximize")[0].params
+        best = space.within(believed_order(space, study.trials, "maximize")[0].params)
         good += response(space, best) >= 0.99
     assert good >= 9
 
@@ -121,7 +122,7 @@ def test_a_knob_known_to_matter_is_not_put_back_again_and_again(space):
     for seed in range(3):
         study = search(space, seed, trials=36, fast_noise=0.15)
         design = len(AdditiveSearch(space, "maximize", seed).design)
-        pool_back += sum(int(t.params[POOL]) < 2 * int(space.defaults[POOL])
+        pool_back += sum(int(space.within(t.params)[POOL]) < 2 * int(space.defaults[POOL])
                          for t in study.trials[design + 3:])
     assert pool_back <= 3
 
@@ -138,7 +139,7 @@ def test_a_companion_of_the_gain_harmful_only_with_it_is_put_back(space):
     seeds = [seed for seed in range(2000) if _rides_with_the_pool(space, seed)][:4]
     for seed in seeds:
         study = search(space, seed, trials=22)
-        best = believed_order(space, study.trials, "maximize")[0].params
+        best = space.within(believed_order(space, study.trials, "maximize")[0].params)
         good += best["thread_handling"] != "pool-of-threads" and response(space, best) >= 0.99
     assert len(seeds) == 4 and good >= 3
 
@@ -149,7 +150,7 @@ def made_trial(space: Space, number: int, params: dict, value: float | None = No
     `state` ("refused", "failed", or None: interrupted, no state of its own), with the
     screening group it measured when `index` is given."""
     made = optuna.trial.create_trial(
-        params=params, distributions=space.distributions(), value=value,
+        params=space.draws(params), distributions=space.distributions(), value=value,
         user_attrs={**({} if state is None else {"state": state}),
                     **({} if index is None else {SCREENING: index})},
         state=TrialState.COMPLETE if value is not None else TrialState.FAIL)
@@ -216,7 +217,7 @@ def test_a_failed_setting_is_believed_far_worse(space):
             trial.set_user_attr("state", "failed")
             study.tell(trial, None, state=TrialState.FAIL)
         else:
-            study.tell(trial, math.exp(response(space, trial.params)))
+            study.tell(trial, math.exp(response(space, space.within(trial.params))))
     assert any(t.state == TrialState.FAIL for t in study.trials)  # the screening tried it
     model = Model(space, *observations(space, study.trials, "maximize"))
     pool_of_threads = {**space.defaults, "thread_handling": "pool-of-threads"}

@@ -235,7 +235,8 @@ def test_ofat_waits_for_a_round_other_workers_run_and_says_when_it_is_done():
     ofat = OneFactorAtATime(space, "maximize")
 
     def trial(number: int, params: dict, state: TrialState, attrs: dict) -> object:
-        made = create_trial(params=params, distributions=space.distributions(), state=state,
+        made = create_trial(params=space.draws(params), distributions=space.distributions(),
+                            state=state,
                             value=1.0 if state == TrialState.COMPLETE else None,
                             user_attrs=attrs)
         made.number = number

@@ -113,7 +113,7 @@ class OneFactorAtATime(SearchMethod):
     """The MySQL 5.5 sysbench tuning study's method (`ofat_next`)."""
 
     def after(self, trials: Sequence[FrozenTrial], number: int) -> Next:
-        return ofat_next(list(self.space.knobs), trials, self.space.defaults, self.direction)
+        return ofat_next(self.space, trials, self.direction)
 
     def describe(self) -> str | None:
         first_round = ofat_first_round(list(self.space.knobs), self.space.defaults)
@@ -124,8 +124,7 @@ class OneFactorAtATime(SearchMethod):
                 "ends it before every knob was tried")
 
 
-def ofat_next(knobs: list[Knob], trials: Sequence[FrozenTrial], defaults: dict,
-              direction: str) -> Next:
+def ofat_next(space: Space, trials: Sequence[FrozenTrial], direction: str) -> Next:
     """One factor at a time, replayed from the trials (so a resumed study goes on).
 
     Round 1 varies every knob alone from the defaults; each later round starts from the
@@ -134,11 +133,15 @@ def ofat_next(knobs: list[Knob], trials: Sequence[FrozenTrial], defaults: dict,
     and a round that needs their results WAITs. A trial whose worker died before it finished
     (failed with no state of its own) is proposed again.
     """
-    tried = {setting_key(t.params) for t in trials
+    def key(trial: FrozenTrial) -> tuple:  # the setting measured, not the sampler's draw
+        return setting_key(space.within(trial.params))
+
+    knobs = list(space.knobs)
+    tried = {key(t) for t in trials
              if not (t.state == TrialState.FAIL and "state" not in t.user_attrs)}
-    pending = {setting_key(t.params) for t in trials if t.state == TrialState.RUNNING}
-    scores = {setting_key(t.params): t.value for t in trials if t.state == TrialState.COMPLETE}
-    baseline, active = dict(defaults), [k.name for k in knobs]
+    pending = {key(t) for t in trials if t.state == TrialState.RUNNING}
+    scores = {key(t): t.value for t in trials if t.state == TrialState.COMPLETE}
+    baseline, active = dict(space.defaults), [k.name for k in knobs]
     while active:
         base_score = scores.get(setting_key(baseline))
         mattered, best_change = [], None

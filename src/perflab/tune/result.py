@@ -9,6 +9,7 @@ not its setting, failed). `tell` writes them; `refused`, `failed_by_setting` and
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -89,10 +90,11 @@ class TrialOutcome:
     error: str | None = None
 
 
-def outcome(trial: FrozenTrial) -> TrialOutcome:
-    """A finished trial as perflab reports it. Only a COMPLETE trial is OK: one whose worker
-    died after recording its state but before telling Optuna is failed, whatever it said."""
-    params = {k: str(v) for k, v in trial.params.items()}
+def outcome(trial: FrozenTrial, setting: Callable[[dict], dict]) -> TrialOutcome:
+    """A finished trial as perflab reports it, its params the `setting` they stand for
+    (Space.within). Only a COMPLETE trial is OK: one whose worker died after recording its
+    state but before telling Optuna is failed, whatever it said."""
+    params = {k: str(v) for k, v in setting(trial.params).items()}
     if trial.state == TrialState.COMPLETE:
         return TrialOutcome(trial.number, params, Outcome.OK, trial.value)
     state = Outcome(trial.user_attrs.get("state", Outcome.FAILED))

@@ -228,7 +228,7 @@ class Tuner:
                 if proposal.step is Step.MEASURE:
                     study.sampler = self.search.sampler(len(trials))
                     trial, trial_id = workers.take_trial(
-                        self.storage, study, proposal.params, proposal.attrs,
+                        self.storage, study, self.space.draws(proposal.params), proposal.attrs,
                         self.space.distributions(), self.lab.root)
             if proposal.step is Step.DONE:
                 self.say(f"{self.method}: {proposal.reason}; stopping early")
@@ -259,8 +259,7 @@ class Tuner:
         return {k.name: self.catalog.variables[k.name].startup_value for k in self.knobs}
 
     def _trial(self, study: optuna.Study, session: int, trial: optuna.Trial) -> None:
-        # measured as Space.complete records it: an Optuna sampler's draw of a zero-off knob
-        # between 0 and its range at the range's low end
+        # the setting the draw stands for (a zero-off knob's draw below its range is 0)
         values = {name: str(value) for name, value in self.space.within(trial.params).items()}
         number = trial.number
         label = " ".join(f"{k}={v}" for k, v in values.items())
@@ -329,7 +328,7 @@ class Tuner:
 
     def _result(self, study: optuna.Study) -> TuneResult:
         finished = study.get_trials(deepcopy=False, states=FINISHED)
-        trials = [outcome(t) for t in finished]
+        trials = [outcome(t, self.space.within) for t in finished]
         numbered = {t.number: t for t in trials}
         ranked = [numbered[t.number] for t in self.search.rank(finished)]
         importance = {}

@@ -136,6 +136,27 @@ class Knob:
         """Whether two values are one setting of this knob (a number however it is typed)."""
         return str(a) == str(b) if self.kind == "choice" else int(a) == int(b)
 
+    @property
+    def drawn_low(self) -> int:
+        """The low end of the samplers' range. Optuna has no 0 on a log scale, so a zero-off
+        knob's range reaches below its own by ZERO_BAND of the log scale (as its positions do),
+        and a draw there stands for 0: every sampler reaches "off" as often as any other band."""
+        if not self.zero_off:
+            return self.low
+        span = math.log(self.high) - math.log(self.low)
+        return max(1, math.floor(self.low * math.exp(-span * ZERO_BAND / (1 - ZERO_BAND))))
+
+    def drawn(self, value, otherwise):
+        """A sampler's draw, or a trial's stored value, as the setting it stands for: a
+        zero-off knob's value below its range is 0; otherwise as `within`."""
+        if self.zero_off and 0 <= int(value) < self.low:
+            return 0
+        return self.within(value, otherwise)
+
+    def to_draw(self, value):
+        """A setting as the samplers' range holds it (the inverse of `drawn`)."""
+        return self.drawn_low if self.zero_off and int(value) == 0 else value
+
     def position(self, value) -> float:
         """A number's place in the search range, 0..1, on the knob's scale (log or linear)."""
         v = int(value)
@@ -239,7 +260,7 @@ def _knob(name, spec, curated, allow_unsafe: bool, durability: bool) -> Knob:
                            "without a curated range",
                            hint=f"remove {name} from tune.knobs; without tune.knobs, perflab "
                            "searches its curated knobs")
-    zero_off = name in ZERO_OFF and int(spec.minimum) <= 0 < low
+    zero_off = name in ZERO_OFF and int(spec.minimum) <= 0 < low and log  # see drawn_low
     return Knob(name, "int", low, high, log and low > 0, (), dynamic, durability, zero_off)
 
 
@@ -271,10 +292,14 @@ class Space:
 
     def distributions(self) -> dict[str, BaseDistribution]:
         return {k.name: CategoricalDistribution(k.choices) if k.kind == "choice"
-                # Optuna has no 0 on a log scale: its samplers draw a zero-off knob linearly
-                # (perflab's additive search and one-factor move it by position, 0 included)
-                else IntDistribution(0, k.high) if k.zero_off
-                else IntDistribution(k.low, k.high, log=k.log) for k in self.knobs}
+                else IntDistribution(k.drawn_low, k.high, log=k.log) for k in self.knobs}
+
+    def draws(self, params: dict) -> dict:
+        """A setting as the samplers hold it: a zero-off knob's 0 at the low end of its
+        drawn range (`Knob.to_draw`), for a trial a method fixes (one-factor, additive)."""
+        knobs = {k.name: k for k in self.knobs}
+        return {name: knobs[name].to_draw(value) if name in knobs else value
+                for name, value in params.items()}
 
     def fits(self, params: dict) -> bool:
         return self.memory(params) <= self.limit
@@ -283,11 +308,11 @@ class Space:
         return [k for k in self.knobs if not k.same(params[k.name], self.defaults[k.name])]
 
     def within(self, params: dict) -> dict:
-        """`params` with each knob's value within today's range: a number clamped into it (an
-        Optuna sampler's draw of a zero-off knob below its range included), a choice no longer
-        offered replaced by the default; a name that is not a knob kept as it is."""
+        """A trial's `params` as the setting measured: each knob's value within today's range
+        (a number clamped into it, a zero-off knob's draw below its range 0, a choice no longer
+        offered replaced by the default); a name that is not a knob kept as it is."""
         knobs = {k.name: k for k in self.knobs}
-        return {name: knobs[name].within(value, self.defaults[name]) if name in knobs else value
+        return {name: knobs[name].drawn(value, self.defaults[name]) if name in knobs else value
                 for name, value in params.items()}
 
     def complete(self, params: dict) -> dict:
