@@ -8,8 +8,9 @@ those of the built-in innodb-small-effects study), each measured four ways:
 - by serial rounds (`schedule = "serial"`: one server, configurations back to back);
 - by plain sysbench, the reference: the workload's own script with no perflab driver, long runs
   (--pair-seconds) against servers started afresh for every measurement (a start moves this
-  machine's throughput by several percent), one at a time, alone on the machine as a user's
-  server would run, copies of the data swapped, in ABBA order;
+  machine's throughput by several percent, and what a server ran before moves it too), one at
+  a time, alone on the machine as a user's server would run, copies of the data swapped, in
+  ABBA order;
 - on absolute qps: a perflab point as a serial study measures it (its driver, its counters,
   run_seconds long) against a long plain sysbench run (--pair-seconds) on the same server, at 1
   to 128 threads: what a short window costs (threads still connecting) shows here.
@@ -153,31 +154,26 @@ def reference(lab: Lab, plan: Plan, args, stored: dict, save) -> dict[int, list[
     """Per thread count, ratios changed/base of plain sysbench runs, each server alone on the
     machine as a user's would be: for every measurement one server is started afresh on its
     copy of the data (copies swapped from one pair to the next, the order alternating, ABBA),
-    warmed up, measured and stopped before the other starts. (An earlier reference kept both
-    servers up and stopped the other with SIGSTOP: at 128 threads with an 8 MiB buffer pool
-    it read -31% where servers alone, in 24-s and 120-s runs, read -40% to -42%.)"""
+    warmed up at that thread count, measured and stopped before the other starts, so that no
+    measurement inherits another thread count's run. (With both servers up and the other
+    stopped by SIGSTOP, or with 64 threads run before 128 on the same server, the 8 MiB pool
+    read -31% at 128 threads; on servers that ran only 128 threads, -40%.)"""
     workload = resolve(plan.workload)
-    for t in args.threads:
-        stored.setdefault(str(t), [])
-    while min(len(stored[str(t)]) for t in args.threads) < args.pairs:
-        number = min(len(stored[str(t)]) for t in args.threads)
-        order = ("base", "changed") if number % 2 == 0 else ("changed", "base")
-        qps: dict[int, dict[str, float]] = {}
-        for name in order:
-            with ExitStack() as stack:
-                (server,) = started(stack, lab, plan, shift=number, only=name).values()
-                for threads in args.threads:
-                    if len(stored[str(threads)]) > number:
-                        continue
+    for threads in args.threads:
+        pairs = stored.setdefault(str(threads), [])
+        while len(pairs) < args.pairs:
+            number = len(pairs)
+            order = ("base", "changed") if number % 2 == 0 else ("changed", "base")
+            qps = {}
+            for name in order:
+                with ExitStack() as stack:
+                    (server,) = started(stack, lab, plan, shift=number, only=name).values()
                     plain(workload, plan, server, threads, args.seconds * 3)  # warm-up
-                    qps.setdefault(threads, {})[name] = plain(workload, plan, server, threads,
-                                                              args.pair_seconds)
-        for threads, pair in qps.items():
-            stored[str(threads)].append(pair["changed"] / pair["base"])
-            print(f"  reference {plan.name} {threads} threads pair "
-                  f"{len(stored[str(threads)])}: {pair['changed'] / pair['base']:.3f}",
-                  flush=True)
-        save()
+                    qps[name] = plain(workload, plan, server, threads, args.pair_seconds)
+            pairs.append(qps["changed"] / qps["base"])
+            save()
+            print(f"  reference {plan.name} {threads} threads pair {len(pairs)}: "
+                  f"{pairs[-1]:.3f}", flush=True)
     return {int(t): ratios for t, ratios in stored.items()}
 
 
@@ -232,7 +228,7 @@ def main() -> None:
         fleet = perflab_ratio(lab, plan_for(effect, "fleet", args))
         serial = perflab_ratio(lab, plan_for(effect, "serial", args))
         ref = reference(lab, plan_for(effect, "fleet", args), args,
-                        stored.setdefault("reference_alone", {}).setdefault(effect, {}), save)
+                        stored.setdefault("reference_fresh", {}).setdefault(effect, {}), save)
         for threads in args.threads:
             r = change(ref[threads])
             rows.append((effect, threads, fleet[threads], serial[threads], r))

@@ -14,6 +14,7 @@ from perflab.probes.system import ram_bytes
 from perflab.server.memory import configured_sizes, memory_estimate
 from perflab.tune.search import (
     MAX_REFUSALS_IN_A_ROW,
+    RETAKE_ROUND,
     Sampler,
     Tuner,
     TuneSettings,
@@ -117,7 +118,8 @@ def test_trial_whose_server_fails_to_start_is_recorded_and_the_study_goes_on(
     assert 0.5 < result.trials[0].value < 2
     reference = [p for p in stored_points(shared_lab, "tune-startfail")
                  if p["config"] == "ofat-reference"]
-    assert sorted(p["repeat"] for p in reference) == [1, 2, 3]
+    # one round per trial (trial 0 measured again if its ratio was far from 1: RETAKE_ROUND)
+    assert sorted(p["repeat"] for p in reference if p["repeat"] < RETAKE_ROUND) == [1, 2, 3]
     assert all(p["status"] == "ok" for p in reference)  # the trial failed, not its reference
     assert result.best.number == 0
     assert result.gain_vs_default is not None  # the honest re-measure ran
@@ -152,7 +154,8 @@ def test_interrupted_study_resumes_to_its_budget(shared_lab, tmp_path):
         deadline = time.monotonic() + 120
         # each trial stores two points (it and its reference): kill it in its third trial,
         # once two trials are done
-        while len(stored_points(shared_lab, "tune-resume")) < 4:
+        while len([p for p in stored_points(shared_lab, "tune-resume")
+                   if p["repeat"] < RETAKE_ROUND]) < 4:  # first readings, not retakes
             assert time.monotonic() < deadline, "no trial finished in time"
             time.sleep(0.1)
     finally:

@@ -1,9 +1,12 @@
-"""Knobs that cannot act beside the winner's other settings (tune/inert.py)."""
+"""Knobs that cannot act beside the winner's other settings (tune/inert.py), and the one that
+alone carries the winner's gain (tune/final.sufficient)."""
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from perflab.stats.decide import EQUIVALENT, FASTER, INCONCLUSIVE, SLOWER, Verdict
+from perflab.tune.final import sufficient
 from perflab.tune.inert import inert_knobs
 
 pytestmark = pytest.mark.fast  # needs no server: scripts/test -m fast
@@ -59,3 +62,28 @@ def test_only_moved_knobs_are_inert_and_a_switch_never_is(winner):
     assert set(inert) <= set(winner) - {"table_open_cache"}
     if winner.get("key_buffer_size") == "0":
         assert "key_buffer_size" not in inert
+
+
+def verdict(said: str, change: float, low: float, high: float) -> Verdict:
+    return Verdict(said, 6, change, low, high, 0.05)
+
+
+def test_a_knob_that_alone_carries_the_gain_is_the_whole_my_cnf():
+    """Issue 44's my.cnf: key_buffer_size = 0 and key_cache_segments = 59 stand in for each
+    other (the winner without either costs nothing). Measured alone against the winner, the
+    one shown no slower is kept; one only inconclusive, or slower beyond the margin, is not."""
+    alone = {"key_buffer_size": verdict(EQUIVALENT, -0.01, -0.04, 0.02),
+             "key_cache_segments": verdict(SLOWER, -0.08, -0.12, -0.04),
+             "key_cache_division_limit": verdict(INCONCLUSIVE, 0.01, -0.2, 0.25)}
+    assert sufficient(alone, 0.05, 0.5) == "key_buffer_size"
+    del alone["key_buffer_size"]
+    assert sufficient(alone, 0.05, 0.5) is None
+    # a real loss smaller than the margin still carries the gain, as does a faster one: the best
+    alone["key_cache_segments"] = verdict(SLOWER, -0.02, -0.04, -0.005)
+    alone["key_buffer_size"] = verdict(FASTER, 0.03, 0.01, 0.05)
+    assert sufficient(alone, 0.05, 0.5) == "key_buffer_size"
+    del alone["key_buffer_size"]
+    assert sufficient(alone, 0.05, 0.5) == "key_cache_segments"
+    # a winner that barely gained: a knob alone no slower than it may carry nothing
+    assert sufficient({"key_buffer_size": verdict(EQUIVALENT, -0.01, -0.04, 0.02)}, 0.05,
+                      0.02) is None

@@ -102,10 +102,10 @@ def measured(config, threads: int, repeat: int) -> SimpleNamespace:
     point = SimpleNamespace(config=config, threads=threads, repeat=repeat)
     variables = config.as_dict()
     if variables.get("innodb_flush_method") == "O_DSYNC":
-        return SimpleNamespace(point=point, status="failed", metrics=None,
+        return SimpleNamespace(point=point, status="failed", metrics=None, server_failed=True,
                                error="mariadbd exited during start-up\nsimulated")
     if config.name.endswith("-reference") and repeat == 4:
-        return SimpleNamespace(point=point, status="failed", metrics=None,
+        return SimpleNamespace(point=point, status="failed", metrics=None, server_failed=True,
                                error="mariadbd died during the point\nsimulated")
     seed = hashlib.sha256(repr((config.name, sorted(variables.items()), threads,
                                 repeat)).encode()).digest()

@@ -70,6 +70,7 @@ class Member:
     server: ManagedServer | None = None
     state_id: int | None = None
     error: str | None = None  # why it has no server this round
+    start_failed: bool = False  # the error is its server's start (the setting's own failure)
 
 
 def fits(plan: Plan, catalog: Catalog, options: dict[str, dict[str, str]], lab: Lab,
@@ -135,6 +136,7 @@ class Fleet:
             key = self.dataset_key(config)
             if self.workload.writes:
                 member.slot.set_state(dirty=True)  # equal footing: every round from the snapshot
+            server = None
             try:
                 member.slot.checkout(key, self.say)
                 server = member.slot.server(self.options[config.name],
@@ -145,6 +147,7 @@ class Fleet:
                 preload(server.endpoint, self.workload.family.schema, member.slot.datadir)
             except (PerflabError, pymysql.MySQLError) as exc:
                 member.error = error_text(exc)
+                member.start_failed = server is not None and member.server is None
                 member.slot.set_state(dirty=True)
                 self.say(f"configuration {config.name}: {member.error.splitlines()[0]}")
                 if member.server is not None:
@@ -163,7 +166,9 @@ class Fleet:
             point = self._point(config, threads, round_number)
             if member.server is None or not member.server.alive():
                 error = member.error or self._died(member)
-                records.append(points.failed(point, started, member.state_id, error))
+                records.append(points.failed(point, started, member.state_id, error,
+                                             server_failed=member.error is None
+                                             or member.start_failed))
             else:
                 live.append((member, point))
         if not live:
@@ -268,9 +273,10 @@ class Fleet:
     def _record(self, member: Member, point: Point, result, before: dict,
                 started: float, profile: list[Symbol]) -> PointRecord:
         if isinstance(result, sysbench.LoadFailed) or not member.server.alive():
-            error = self._died(member) if member.server.died() else error_text(result)
+            died = member.server.died()
+            error = self._died(member) if died else error_text(result)
             self.say(f"point {point.label} failed: {error.splitlines()[0]}")
-            return points.failed(point, started, member.state_id, error)
+            return points.failed(point, started, member.state_id, error, server_failed=died)
         try:
             with member.server.connect() as conn:
                 moved = delta(before, global_status(conn))

@@ -19,6 +19,9 @@ def measured(point: Point, started: float, state_id: int | None, result: LoadRes
                        histogram=result.histogram, profile=profile, clients=result.clients)
 
 
-def failed(point: Point, started: float, state_id: int | None, error: str) -> PointRecord:
-    """A point that did not run, or whose run failed, with why."""
-    return PointRecord(point, "failed", started, time.time(), state_id, None, error=error)
+def failed(point: Point, started: float, state_id: int | None, error: str,
+           server_failed: bool = False) -> PointRecord:
+    """A point that did not run, or whose run failed, with why (`server_failed`: its server
+    could not start or died)."""
+    return PointRecord(point, "failed", started, time.time(), state_id, None, error=error,
+                       server_failed=server_failed)

@@ -382,8 +382,12 @@ class Runner:
         try:
             self._activate(session, point.config)
         except (PerflabError, pymysql.MySQLError) as exc:  # LoadFailed is a PerflabError
+            # the setting's own failure when its server did not start or died (not when the
+            # warm-up's load failed on a live server)
+            server = self.side.server
+            gone = server is None or not server.alive()
             self.side.stop()
-            return points.failed(point, started, None, error_text(exc))
+            return points.failed(point, started, None, error_text(exc), server_failed=gone)
         return self._measure(point, started)
 
     def _measure(self, point: Point, started: float) -> PointRecord:
@@ -399,9 +403,11 @@ class Runner:
         except (sysbench.LoadFailed, pymysql.MySQLError) as exc:
             # sysbench failed, or the server went away under it: expected, stored as failed
             Profiler.finish(recorder, profile_data)
-            error = self.side.death() or error_text(exc)
+            death = self.side.death()
+            error = death or error_text(exc)
             self.say(f"point {point.label} failed: {error.splitlines()[0]}")
-            return points.failed(point, started, self.server_state_id, error)
+            return points.failed(point, started, self.server_state_id, error,
+                                 server_failed=death is not None)
         profile = Profiler.finish(recorder, profile_data) if recorder else None
         if self.workload.writes:
             self.side.wrote()

@@ -107,6 +107,9 @@ class PointRecord:
     profile: list[Symbol] | None = None
     error: str | None = None
     clients: list[dict] | None = None  # load from several client machines: each worker's part
+    # a failed point's server could not start or died: the setting's own failure, which
+    # measuring again would repeat (not stored: the error says it)
+    server_failed: bool = False
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,9 @@ comparisons), instead of the lucky trial's figure.
 Then the answer is made clean and explained. Every knob the winner moves is put back to its
 default, one at a time, each measured side by side with the winner (`put_back`): only a knob
 whose absence is shown slower stays in the my.cnf, so a knob that rode along with the one that
-matters does not. And the status counters of the re-measure say what the server did
+matters does not. When no absence costs anything, the knobs may stand in for each other: each
+is then measured alone against the winner, and one that alone is shown no slower is the
+my.cnf. And the status counters of the re-measure say what the server did
 differently under the winner (tune/why.py)."""
 
 from __future__ import annotations
@@ -19,7 +21,16 @@ from dataclasses import replace
 from perflab.lab import Lab
 from perflab.plan import Plan, ServerConfig
 from perflab.runner import Runner
-from perflab.stats.decide import FASTER, INCONCLUSIVE, SLOWER, decide, half_width
+from perflab.stats.decide import (
+    EQUIVALENT,
+    FASTER,
+    INCONCLUSIVE,
+    SLOWER,
+    Verdict,
+    decide,
+    half_width,
+)
+from perflab.stats.design import Design
 from perflab.store import ResultStore, StoredPoint
 from perflab.tune.inert import inert_knobs
 from perflab.tune.result import TrialOutcome, TuneResult, moved
@@ -85,9 +96,11 @@ def put_back(store: ResultStore, result: TuneResult, plan: Plan, settings: TuneS
     act beside its other settings are left out (tune/inert.py); then each moved knob put back
     to its default alone, measured side by side with the winner in one family; a knob stays
     when the winner without it is slower. The winner's gain over the defaults is shown, so some
-    knob carries it: when no absence is shown slower, the knob whose absence cost most (an
-    interval still open, its estimate a loss) stays, and when none did, they all stay (knobs
-    that stand in for each other, or small effects together). A lone moved knob's effect is the
+    knob carries it: when no absence is shown slower, the knobs may stand in for each other,
+    and each is measured alone against the winner (`_each_alone`): one shown to carry the gain
+    alone (`sufficient`) is the my.cnf; else the knob whose absence cost most (an interval
+    still open, its estimate a loss) stays, and when none did, they all stay (small effects
+    together). A lone moved knob's effect is the
     winner's own gain; more than MAX_PUT_BACK moved knobs all stay, unchecked."""
     if result.best is None or result.gain_vs_default is None:
         return
@@ -110,33 +123,79 @@ def put_back(store: ResultStore, result: TuneResult, plan: Plan, settings: TuneS
         result.kept = knobs
         return
     params = {name: value for name, value in result.best.params.items() if name not in inert}
-    configs = [replace(baseline, name="winner", variables=variables(params))]
-    configs += [replace(baseline, name=f"without-{name}",
-                        variables=variables({k: v for k, v in params.items() if k != name}))
-                for name in knobs]
-    study = f"{plan.name}:{result.method}:put-back@{len(result.trials)}"
-    by_round = _side_by_side(
-        store, plan, study, configs, "winner", len(knobs), settings, lab, say,
-        lambda rounds, why: f"putting back each of the winner's {len(knobs)} moved knobs alone, "
-        f"side by side with the winner: {rounds} rounds ({why})")
-    scores = _scores(by_round, plan, settings)
-    comparisons = {knob: _gains(settings.direction, scores.get("winner", {}),
-                                scores.get(f"without-{knob}", {})) for knob in knobs}
-    design = store.design(study)  # as the run froze it
-    result.knob_effects = decide(comparisons, design)
+    result.knob_effects, design = _against_winner(
+        store, result, plan, settings, variables, lab, say, params, "put-back",
+        {name: {k: v for k, v in params.items() if k != name} for name in knobs},
+        f"putting back each of the winner's {len(knobs)} moved knobs alone, side by side with "
+        "the winner")
     effects = result.knob_effects
     # a knob stays when its absence costs more than the margin could call negligible
     result.kept = [name for name in knobs if effects[name].verdict == SLOWER
                    and not effects[name].within(design.margin)]
+    if not result.kept:  # no knob is needed: knobs that stand in for each other, or no effect
+        result.alone_effects = _each_alone(store, result, plan, settings, variables, lab, say,
+                                           params, knobs)
+        alone = sufficient(result.alone_effects, design.margin, result.gain_vs_default.low)
+        if alone is not None:
+            say(f"{alone} alone carries the winner's gain (its setting alone against the "
+                f"winner: {result.alone_effects[alone].verdict})")
+            result.kept = [alone]
     if not result.kept:
         costly = [name for name in knobs
                   if effects[name].verdict == INCONCLUSIVE and effects[name].change < 0]
-        # the most costly absence carries the gain; with none, no knob alone does (two that
-        # stand in for each other, or small effects together): all stay
+        # the most costly absence carries the gain; with none, no knob alone does (small
+        # effects that only add up): all stay
         result.kept = [min(costly, key=lambda name: effects[name].change)] if costly else knobs
     dropped = [name for name in knobs if name not in result.kept]
     if dropped:
         say(f"left out of the my.cnf, no effect of their own shown: {', '.join(dropped)}")
+
+
+def _each_alone(store: ResultStore, result: TuneResult, plan: Plan, settings: TuneSettings,
+                variables: Callable[[dict], Variables], lab: Lab, say: Say, params: dict,
+                knobs: list[str]) -> dict[str, Verdict]:
+    """Each knob's winning value alone (over the plan's baseline), side by side with the
+    winner, in one family: the knobs whose absence cost nothing may stand in for each other
+    (key_buffer_size = 0 and a segmented key cache both lift the key cache's lock), and one of
+    them alone may carry the whole gain."""
+    return _against_winner(
+        store, result, plan, settings, variables, lab, say, params, "alone",
+        {name: {name: params[name]} for name in knobs},
+        f"no knob's absence cost the winner anything: each of its {len(knobs)} knobs alone, "
+        "side by side with the winner")[0]
+
+
+def _against_winner(store: ResultStore, result: TuneResult, plan: Plan, settings: TuneSettings,
+                    variables: Callable[[dict], Variables], lab: Lab, say: Say, params: dict,
+                    kind: str, others: dict[str, dict], saying: str
+                    ) -> tuple[dict[str, Verdict], Design]:
+    """The winner (`params`) and, per knob, another setting (`others`), side by side in a study
+    of their own (`kind`): each knob's verdict against the winner, and the study's design."""
+    baseline = plan.config(plan.baseline)
+    configs = [replace(baseline, name="winner", variables=variables(params))]
+    prefix = {"put-back": "without", "alone": "only"}[kind]  # the configurations' names
+    configs += [replace(baseline, name=f"{prefix}-{name}", variables=variables(setting))
+                for name, setting in others.items()]
+    study = f"{plan.name}:{result.method}:{kind}@{len(result.trials)}"
+    by_round = _side_by_side(store, plan, study, configs, "winner", len(others), settings, lab,
+                             say, lambda rounds, why: f"{saying}: {rounds} rounds ({why})")
+    scores = _scores(by_round, plan, settings)
+    comparisons = {name: _gains(settings.direction, scores.get("winner", {}),
+                                scores.get(f"{prefix}-{name}", {})) for name in others}
+    design = store.design(study)  # as the run froze it
+    return decide(comparisons, design), design
+
+
+def sufficient(alone: dict[str, Verdict], margin: float, gain_low: float) -> str | None:
+    """The knob that alone carries the winner's gain: its setting alone shown no slower than
+    the winner (equivalent, faster, or slower by less than the margin), and keeping a gain over
+    the defaults (its interval against the winner above what the winner's gain, `gain_low` at
+    the least, would lose: a knob that does nothing is no slower than a winner that barely
+    gained); the best estimate of those, None when no knob alone is shown to carry it."""
+    keeps_gain = 1 / (1 + gain_low) - 1
+    enough = [name for name, v in alone.items() if v.low > keeps_gain and (
+        v.verdict in (EQUIVALENT, FASTER) or (v.verdict == SLOWER and v.within(margin)))]
+    return max(enough, key=lambda name: alone[name].change) if enough else None
 
 
 def _side_by_side(store: ResultStore, plan: Plan, name: str, configs: list[ServerConfig],

@@ -51,18 +51,21 @@ def tables(result: TuneResult, objective: str) -> list[Table]:
                          "re-measure keeps one 5% error rate together)",
                          ["Comparison", "Rounds", "Gain", "Interval", "Verdict"], gains))
     if result.knob_effects:
-        out.append(Table(
+        out.append(_knob_table(
+            result, result.knob_effects, "Change without it",
             "Each moved knob put back alone (the winner without it, against the winner; a knob "
-            "stays in the my.cnf when the winner without it is slower, or, when none is, the "
-            "one whose absence cost most: the winner's gain is shown, some knob carries it)",
-            ["Knob", "Winner's value", "Rounds", "Change without it", "Interval", "Verdict",
-             "my.cnf"],
-            [[name, str(result.best.params.get(name, "-")) if result.best else "-",
-              *_gain_cells(v), "kept" if name in (result.kept or ()) else "left out"]
-             for name, v in result.knob_effects.items()],
+            "stays in the my.cnf when the winner without it is slower; when none is, one knob "
+            "shown to carry the gain alone, else the one whose absence cost most: the winner's "
+            "gain is shown, some knob carries it)",
             note="The my.cnf below leaves out the knobs marked so; the gains above are the "
                  "whole winner's, measured with them."
             if len(result.kept or ()) < len(result.knob_effects) else ""))
+    if result.alone_effects:
+        out.append(_knob_table(
+            result, result.alone_effects, "Change alone",
+            "Each knob alone (its winning value over the baseline, against the winner): no "
+            "knob's absence cost anything, so they may stand in for each other; one alone "
+            "shown to carry the gain is the my.cnf"))
     if result.final_by is not None:
         out.append(Table("Re-measure", ["Done by", "Lab"],
                          [[f"the worker on {result.final_by['host']} (pid "
@@ -133,6 +136,16 @@ def render_html(result: TuneResult, objective: str, direction: str) -> str:
             f"<li>{html.escape(line)}</li>" for line in result.why) + "</ul>")
     body.append(f"<h2>my.cnf</h2><pre>{html.escape(result.mycnf() or 'none')}</pre>")
     return page(f"perflab tune: {result.study}", "\n".join(body))
+
+
+def _knob_table(result: TuneResult, effects: dict, change: str, title: str,
+                note: str = "") -> Table:
+    """One row per knob: the winner's value, its verdict against the winner, kept or not."""
+    return Table(title, ["Knob", "Winner's value", "Rounds", change, "Interval", "Verdict",
+                         "my.cnf"],
+                 [[name, str(result.best.params.get(name, "-")) if result.best else "-",
+                   *_gain_cells(v), "kept" if name in (result.kept or ()) else "left out"]
+                  for name, v in effects.items()], note=note)
 
 
 def _gain_cells(v: Verdict) -> list[str]:

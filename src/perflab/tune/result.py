@@ -128,6 +128,8 @@ class TuneResult:
     # each moved knob put back alone: the winner without it, against the winner
     knob_effects: dict[str, Verdict] = field(default_factory=dict)
     kept: list[str] | None = None  # the moved knobs with a shown effect (None: not checked)
+    # when no knob's absence cost anything: each knob's value alone, against the winner
+    alone_effects: dict[str, Verdict] = field(default_factory=dict)
 
     @property
     def relative(self) -> bool:

@@ -33,7 +33,7 @@ from optuna.trial import FrozenTrial, TrialState
 
 from perflab.errors import PerflabError
 from perflab.lab import Lab
-from perflab.plan import Plan, Point
+from perflab.plan import Plan, Point, ServerConfig
 from perflab.probes import busy
 from perflab.runner import Runner
 from perflab.server.memory import configured_sizes, memory_estimate
@@ -52,8 +52,8 @@ from perflab.tune.methods import (
     interleaved,
     ofat_first_round,
 )
+from perflab.tune.reading import Reading, combined, reading, retake_reason
 from perflab.tune.result import (
-    REFERENCE,
     Measured,
     Outcome,
     TrialOutcome,
@@ -79,6 +79,10 @@ __all__ = ["MAX_REFUSALS_IN_A_ROW", "Measured", "Method", "Sampler", "TrialOutco
 MAX_REFUSALS_IN_A_ROW = 50
 STARTED = (TrialState.COMPLETE, TrialState.FAIL, TrialState.RUNNING)  # in this worker or another
 FINISHED = (TrialState.COMPLETE, TrialState.FAIL)
+# A trial's second reading is stored as this round plus the trial's number: apart from every
+# first reading's (trial n is round n + 1), one more place along, so the trial and its reference
+# swap slots and turns and the thread counts' order moves by one
+RETAKE_ROUND = 997_922  # 1 + 36 x 27,720 (lcm of 2..12): 2 to 12 thread counts rotate by one
 Say = Callable[[str], None]
 
 
@@ -135,7 +139,10 @@ class Tuner:
         if busy_now:
             self.say(f"WARNING: {busy_now}; the trials' readings would rank the load, not the "
                      "settings")
-        study = self._study()
+        study = self._study()  # it may keep the way of measuring it started with
+        # a round's noise here for this way of measuring: how far from the reference a reading
+        # must land to be measured again before the search believes it (tune/reading.py)
+        self.round_sd = self.runner.noise()[0]
         session = self.runner.open_session()
         outcome_of_session = "interrupted"
         try:
@@ -285,37 +292,52 @@ class Tuner:
                          f"{why_not}")
                 self._tell(study, trial, Outcome.REFUSED, error=f"with its reference: {why_not}")
                 return
+        taken = self._reading(session, config, number + 1)
+        why = retake_reason(taken, None if taken.failed else taken.value(self.settings.score),
+                            self.round_sd)
+        if why is not None:
+            rotated = ", the placement rotated," if self.measured is Measured.SIDE_BY_SIDE else ""
+            self.say(f"trial {number}: measured again{rotated} before the search believes it: "
+                     f"{why}")
+            taken = combined(taken, self._reading(session, config, RETAKE_ROUND + number))
+        self._judge(study, trial, taken, label)
+
+    def _reading(self, session: int, config: ServerConfig, round_number: int) -> Reading:
+        """One reading of a trial: a round side by side with the reference (the placement
+        follows the round number), or the trial alone at every thread count."""
+        if self.measured is Measured.SIDE_BY_SIDE:
             records = self.runner.measure_side_by_side(session, [self.reference, config],
-                                                       number + 1)
-        else:
-            records = [self.runner.measure_point(session, Point(
-                config, self.plan.workload, threads, 1, self.plan.definition(config)))
-                for threads in self.plan.run.threads]
-        failure = _failure(records, config.name)
-        if failure:
-            error, cause = failure
-            self.say(f"trial {number}: failed ({error.splitlines()[0]}) with {label}")
-            self._tell(study, trial, Outcome.FAILED, error=error, cause=cause)
+                                                       round_number)
+            return reading(records, config.name, self.reference.name)
+        records = [self.runner.measure_point(session, Point(
+            config, self.plan.workload, threads, round_number, self.plan.definition(config)))
+            for threads in self.plan.run.threads]
+        return reading(records, config.name, None)
+
+    def _judge(self, study: optuna.Study, trial: optuna.Trial, taken: Reading,
+               label: str) -> None:
+        """Tell Optuna what the trial's reading says: failed, or its figure."""
+        number = trial.number
+        if taken.failed:
+            self.say(f"trial {number}: failed ({taken.error.splitlines()[0]}) with {label}")
+            self._tell(study, trial, Outcome.FAILED, error=taken.error, cause=taken.cause)
             return
-        measured = [r.metrics for r in records if r.point.config.name == config.name]
-        loaded = max((m.other_cpu for r in records if (m := r.metrics) and
-                      m.other_cpu is not None), default=None)
-        if busy.under_load(loaded):
-            self.say(f"trial {number}: WARNING: measured while other processes used {loaded:.0%} "
-                     "of the machine's CPU time: its reading is not evidence")
-        if self.settings.min_qps and min(m.qps for m in measured) < self.settings.min_qps:
+        if busy.under_load(taken.loaded):
+            self.say(f"trial {number}: WARNING: measured while other processes used "
+                     f"{taken.loaded:.0%} of the machine's CPU time: its reading is not "
+                     "evidence")
+        if self.settings.min_qps and min(m.qps for m in taken.own) < self.settings.min_qps:
             error = f"throughput under the floor of {self.settings.min_qps} qps"
             self.say(f"trial {number}: failed ({error}) with {label}")
             self._tell(study, trial, Outcome.FAILED, error=error)
             return
-        value = self.settings.score(measured)
+        value = taken.value(self.settings.score)
         figures = f"{value:.2f}"
-        if self.measured is Measured.SIDE_BY_SIDE:
-            reference = self.settings.score(
-                [r.metrics for r in records if r.point.config.name == self.reference.name])
-            value, figures = value / reference, f"{figures} against the reference's " \
-                                                 f"{reference:.2f}: ×{value / reference:.3f}"
-        self.say(f"trial {number}: {self.settings.objective} {figures} with {label}")
+        if taken.reference:
+            figures = (f"{self.settings.score(list(taken.own)):.2f} against the reference's "
+                       f"{self.settings.score(list(taken.reference)):.2f}: ×{value:.3f}")
+        twice = " (two readings)" if taken.pooled else " (the retake)" if taken.retaken else ""
+        self.say(f"trial {number}: {self.settings.objective} {figures}{twice} with {label}")
         self._tell(study, trial, Outcome.OK, value)
 
     def _tell(self, study: optuna.Study, trial: optuna.Trial, ended: Outcome,
@@ -385,8 +407,8 @@ def _checked(method: str, sampler: str, budget: int | None, seconds: float | Non
 
 def space_changed(study: optuna.Study, distributions: dict) -> str | None:
     """The first knob whose stored trials were drawn from a distribution Optuna cannot resume
-    with `distributions` (a study made by an earlier perflab: key_buffer_size was searched on a
-    log scale before 0 meant "off"), else None."""
+    with `distributions` (a study made by an earlier perflab: one that drew key_buffer_size
+    linearly over 0..1 GiB), else None."""
     for trial in study.get_trials(deepcopy=False):
         for name, old in trial.distributions.items():
             if name in distributions:
@@ -413,19 +435,6 @@ def _recorded(study: optuna.Study, measured: Measured,
         searched = Sampler.TPE if begun else sampler
         study.set_user_attr("sampler", str(searched))
     return Measured(recorded), Sampler(searched)
-
-
-def _failure(records: list, config_name: str) -> tuple[str, str | None] | None:
-    """A trial's error and its cause, when a point of it failed or completed no query: the
-    setting is blamed unless only its reference failed (the cause is then REFERENCE)."""
-    failed = [(r, r.error or "failed") if r.status != "ok" else (r, "no query completed")
-              for r in records if r.status != "ok" or not r.metrics.qps > 0]
-    if not failed:
-        return None
-    own = [f for f in failed if f[0].point.config.name == config_name]
-    if own:
-        return own[0][1], None
-    return f"its reference {failed[0][1]}", REFERENCE
 
 
 def refusals_in_a_row(trials: Sequence[FrozenTrial]) -> int:
