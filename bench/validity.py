@@ -155,9 +155,10 @@ def reference(lab: Lab, plan: Plan, args, stored: dict, save) -> dict[int, list[
     machine as a user's would be: for every measurement one server is started afresh on its
     copy of the data (copies swapped from one pair to the next, the order alternating, ABBA),
     warmed up at that thread count, measured and stopped before the other starts, so that no
-    measurement inherits another thread count's run. (With both servers up and the other
-    stopped by SIGSTOP, or with 64 threads run before 128 on the same server, the 8 MiB pool
-    read -31% at 128 threads; on servers that ran only 128 threads, -40%.)"""
+    measurement inherits another's server. The pairs run after perflab's rounds, not between
+    them: on this machine the 8 MiB pool's ratio at 128 threads wandered from -42% to -24%
+    over tens of minutes (2026-11-27), so a reference taken at another time can miss a right
+    estimate; interleaving the two is the next step."""
     workload = resolve(plan.workload)
     for threads in args.threads:
         pairs = stored.setdefault(str(threads), [])
