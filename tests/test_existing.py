@@ -591,7 +591,12 @@ def run_in_process(plan: Path, lab: Lab, server: ManagedServer, flags) -> str:
             server.endpoint, Journal(lab.root), permissions))
     except PerflabError as exc:
         return f"{exc.message} (hint: {exc.hint})"
-    return "ran" if summary.failed == 0 else "failed"
+    if summary.failed == 0:
+        return "ran"
+    with lab.store() as store:  # the failed points' own words, for a reader of the failure
+        errors = {p.error for study in store.studies() for p in store.points(study)
+                  if not p.ok}
+    return "failed: " + "; ".join(sorted(e.splitlines()[0] for e in errors if e))
 
 
 def test_a_write_that_reaches_a_read_only_run_fails_at_the_server(site, tmp_path):

@@ -112,6 +112,23 @@ def test_uniform_random_points_mean_the_same_at_any_thread_count(tmp_path):
     assert 0.7 < uniform < 1.4
 
 
+def test_a_window_begun_before_the_threads_started_is_measured_again_after_a_longer_lead(
+        tmp_path):
+    """A point whose threads were still starting when its window began (a loaded machine;
+    here a lead of 0 ms, which no thread's first event can precede) is not failed at once: it
+    is measured again after LATE_LEAD_MS, in a window as long."""
+    install_datadir(tmp_path / "data")
+    dataset = Dataset(engine="MyISAM", rows=2000)
+    workload = resolve(Workload("oltp_point_select"))
+    with ManagedServer(tmp_path / "data", tmp_path) as server:
+        load_sbtest(server.endpoint, dataset)
+        began = time.monotonic()
+        result = sysbench.run_alone(workload, dataset, server.endpoint, 2, 1, lead_ms=0)
+        took = time.monotonic() - began
+    assert result.events > 0 and result.seconds == pytest.approx(1, rel=0.2)
+    assert took > sysbench.LATE_LEAD_MS / 1000  # the second run's lead
+
+
 @pytest.mark.parametrize(("allocator", "library"), [
     ("jemalloc", "libjemalloc"), ("tcmalloc", "libtcmalloc"), ("glibc", None)])
 def test_allocator_is_really_mapped_into_mariadbd(allocator, library, tmp_path):

@@ -90,6 +90,11 @@ class LoadFailed(PerflabError):
     point stores it; elsewhere the CLI prints it."""
 
 
+class LateStart(LoadFailed):
+    """A measured window began before every sysbench thread had run its first event (a machine
+    slow to start them, under load): the window would hold their start."""
+
+
 def sysbench_version() -> str:
     if shutil.which(SYSBENCH) is None:
         raise PerflabError(
@@ -154,6 +159,7 @@ def driver_variables(workload: ResolvedWorkload, endpoint: Endpoint | None = Non
 START_ALLOWANCE_MS = 200  # sysbench's start, before a sliced run's clock begins ...
 PER_THREAD_MS = 3  # ... plus this per client thread of all its processes
 POINT_LEAD_MS = 1000  # a point's own warm-up: its threads connected, statements prepared
+LATE_LEAD_MS = 5000  # the lead of a point measured again because its threads started late
 POINT_SLICE_MS = 250  # a point's series: events counted per quarter second
 
 
@@ -185,15 +191,17 @@ class Slicing:
         return now_ms + START_ALLOWANCE_MS + PER_THREAD_MS * threads
 
     @classmethod
-    def alone(cls, now_ms: float, threads: int, seconds: float) -> Slicing:
+    def alone(cls, now_ms: float, threads: int, seconds: float,
+              lead_ms: float = POINT_LEAD_MS) -> Slicing:
         """One process measured for `seconds` after a lead of its own."""
-        return cls.starting(cls.epoch(now_ms, threads), seconds)
+        return cls.starting(cls.epoch(now_ms, threads), seconds, lead_ms)
 
     @classmethod
-    def starting(cls, epoch_ms: float, seconds: float) -> Slicing:
+    def starting(cls, epoch_ms: float, seconds: float,
+                 lead_ms: float = POINT_LEAD_MS) -> Slicing:
         """One process measured for `seconds` after a lead of its own, its clock beginning at
         `epoch_ms` (several client workers given one start: load/clients.py)."""
-        return cls(epoch_ms, POINT_SLICE_MS, 1, POINT_LEAD_MS, seconds * 1000)
+        return cls(epoch_ms, POINT_SLICE_MS, 1, lead_ms, seconds * 1000)
 
     def timeout(self, threads: int) -> float:
         """How long a process of this slicing with `threads` threads may take to end."""
@@ -319,16 +327,21 @@ def steady(rates: list[float]) -> bool:
 
 def run_alone(workload: ResolvedWorkload, dataset: Dataset, endpoint: Endpoint, threads: int,
               seconds: float, client: list[str] | None = None,
-              server_pid: int | None = None) -> LoadResult:
+              server_pid: int | None = None, lead_ms: float = POINT_LEAD_MS) -> LoadResult:
     """One sysbench on `endpoint` measured for `seconds` after a lead of its own in the same
     run (Slicing.alone); `client` prefixes its command (taskset); `server_pid`: a server this
-    process did not start, whose CPU time is not other work. Raises LoadFailed."""
-    now = monotonic_ms()
-    window = Slicing.alone(now, threads, seconds)
-    argv = command(workload, dataset, endpoint, threads, window.run_seconds(now))
-    (result,) = run_sliced([([*(client or []), *argv], environment(workload, endpoint))],
-                           window, threads, endpoint.sysbench_input(),
-                           [server_pid] if server_pid else [])
+    process did not start, whose CPU time is not other work. A window that began before every
+    thread had started (LateStart: a machine slow to start them) is measured once more after a
+    lead of LATE_LEAD_MS, a window as long, so the figures mean the same. Raises LoadFailed."""
+    for lead in (lead_ms, max(lead_ms, LATE_LEAD_MS)):
+        now = monotonic_ms()
+        window = Slicing.alone(now, threads, seconds, lead)
+        argv = command(workload, dataset, endpoint, threads, window.run_seconds(now))
+        (result,) = run_sliced([([*(client or []), *argv], environment(workload, endpoint))],
+                               window, threads, endpoint.sysbench_input(),
+                               [server_pid] if server_pid else [])
+        if not isinstance(result, LateStart):
+            break
     if isinstance(result, LoadFailed):
         raise result
     return result
@@ -426,7 +439,7 @@ def _sliced_result(total: dict, windows: list[dict], histogram: dict[int, int],
     late = [w["first_ms"] for w in windows if w["first_ms"] > slicing.lead_ms]
     if late or not windows:
         started, lead = max(late or [0]) / 1000, slicing.lead_ms / 1000
-        raise LoadFailed(
+        raise LateStart(
             "sysbench threads were still starting when the measured window began "
             f"(a first event at {started:.1f} s, the window began at {lead:.1f} s)",
             hint="this machine is slow to start this many threads; lower the thread count or "
