@@ -23,6 +23,7 @@ import math
 import statistics
 from dataclasses import dataclass
 
+from perflab.stats.dependence import lag1
 from perflab.store.records import StoredPoint
 
 MAX_LAG1 = 0.8  # a higher pooled lag-1 says the point is one or two level shifts, not noise
@@ -52,21 +53,24 @@ class Split:
         return max(0.0, self.round_variance - self.within_variance)
 
     @property
+    def slice_variance(self) -> float:
+        """The within-point variance one slice carries (a point of n slices: this / n)."""
+        return self.within_variance * self.slices
+
+    @property
     def best_slices(self) -> float:
         """Slices per point that buy the most precision per second (capped at GROWTH_CAP times
         today's when the rounds show no between-round part)."""
-        per_slice = self.within_variance * self.slices
         cap = GROWTH_CAP * self.slices
         if self.between_variance <= 0 or self.slice_seconds <= 0:
             return cap
-        best = math.sqrt(per_slice * self.fixed_seconds / (self.between_variance
+        best = math.sqrt(self.slice_variance * self.fixed_seconds / (self.between_variance
                                                            * self.slice_seconds))
         return min(cap, max(1.0, best))
 
     def seconds_for_precision(self, slices: float) -> float:
         """Seconds of rounds per unit of precision (variance x cost) at `slices` per point."""
-        per_slice = self.within_variance * self.slices
-        return ((self.between_variance + per_slice / slices)
+        return ((self.between_variance + self.slice_variance / slices)
                 * (self.fixed_seconds + self.slice_seconds * slices))
 
     @property
@@ -125,24 +129,11 @@ def _mean_variance(point: StoredPoint) -> float:
 
 
 def _pooled_lag1(points: list[StoredPoint]) -> float:
-    """Lag-1 autocorrelation of the slices, each point centred on its own mean, pooled; the
-    estimator's bias at n values (about -(1 + 3 rho)/n, Marriott & Pope 1954) put back."""
-    products, squares, lengths = 0.0, 0.0, []
-    for point in points:
-        logs = _log_slices(point)
-        if len(logs) < 3:
-            continue
-        mean = statistics.fmean(logs)
-        centred = [v - mean for v in logs]
-        products += sum(a * b for a, b in zip(centred[:-1], centred[1:], strict=True))
-        squares += sum(v * v for v in centred)
-        lengths.append(len(logs))
-    if not squares or not lengths:
-        return 0.0
-    n = statistics.fmean(lengths)
-    raw = products / squares
-    corrected = (n * raw + 1) / (n - 3) if n > 3 else raw
-    return min(MAX_LAG1, max(0.0, corrected))
+    """Lag-1 autocorrelation of the slices, each point centred on its own mean, pooled and
+    bias-corrected (stats/dependence.lag1), within [0, MAX_LAG1]; 0 where it cannot be
+    estimated (points of 3 slices or fewer)."""
+    rho = lag1([_log_slices(point) for point in points])
+    return 0.0 if math.isnan(rho) else min(MAX_LAG1, max(0.0, rho))
 
 
 def _costs(points: list[StoredPoint], threads: int) -> tuple[float, float]:
