@@ -15,10 +15,15 @@ those of the built-in innodb-small-effects study), each measured four ways:
   run_seconds long) against a long plain sysbench run (--pair-seconds) on the same server, at 1
   to 128 threads: what a short window costs (threads still connecting) shows here.
 
-Each ratio is printed as its geometric mean with a 95% interval; a fleet or serial ratio must
-agree with the reference within +-1.5 percentage points (goal of issue 31). Resumable: run again
-with the same --stamp and what is stored (perflab's points, the reference pairs in
-bench/out/validity-STAMP.json) is kept.
+The three are interleaved, as every comparison on this machine must be: round k is one fleet
+round, one serial round (each a study of one round of its own, `v-EFFECT-SCHEDULE-k`, run
+through `perflab.run`), then the reference's pair k at every thread count, so that a drift of
+the machine over tens of minutes falls on all three alike. perflab's figure is the geometric
+mean of its rounds' ratios (changed/base, per thread count) with the same t interval as the
+reference's pairs. Each ratio is printed as its geometric mean with a 95% interval; a fleet or
+serial ratio must agree with the reference within +-1.5 percentage points (goal of issue 31).
+Resumable: run again with the same --stamp and what is stored (perflab's studies, the reference
+pairs in bench/out/validity-STAMP.json) is kept.
 
     .venv/bin/python bench/validity.py --stamp 2026-11-25b
 """
@@ -33,7 +38,6 @@ from dataclasses import replace
 
 from common import ROOT, plain_command, plain_qps, ratio_bounds, ratio_interval
 from perflab import run as perflab_run
-from perflab.analysis.verdicts import judge
 from perflab.lab import Lab
 from perflab.load import sysbench
 from perflab.load.workloads import resolve
@@ -98,27 +102,33 @@ max_connections = 300
 ABSOLUTE_THREADS = (1, 4, 16, 64, 128)
 
 
-def plan_for(effect: str, schedule: str, args) -> Plan:
-    path = ROOT / "out" / f"validity-{args.stamp}" / f"{effect}-{schedule}.toml"
+def plan_for(effect: str, schedule: str, args, block: int) -> Plan:
+    """The plan of round `block` of `effect` on `schedule`: a study of one round."""
+    name = f"v-{effect}-{schedule}-{block}"
+    path = ROOT / "out" / f"validity-{args.stamp}" / f"{name}.toml"
     path.parent.mkdir(parents=True, exist_ok=True)
     what, workload, variables = EFFECTS[effect]
     if "{init_file}" in variables:  # bg-aa's background writer
         init_file = path.parent / "background.sql"
         init_file.write_text(BACKGROUND_EVENT)
         variables = variables.format(init_file=init_file)
-    path.write_text(PLAN.format(name=f"v-{effect}-{schedule}", threads=list(args.threads),
-                                seconds=args.seconds, rounds=args.rounds, schedule=schedule,
-                                workload=workload, variables=variables))
+    path.write_text(PLAN.format(name=name, threads=list(args.threads), seconds=args.seconds,
+                                rounds=1, schedule=schedule, workload=workload,
+                                variables=variables))
     return resolve_plan(str(path))
 
 
-def perflab_ratio(lab: Lab, plan: Plan) -> dict[int, tuple[float, float, float, str]]:
-    """Per thread count: perflab's change with its interval and verdict (the run resumes)."""
+def perflab_round(lab: Lab, plan: Plan) -> dict[int, float]:
+    """Per thread count, the changed/base ratio of the plan's one round (the run resumes; a
+    thread count with a failed point has no ratio)."""
     perflab_run(plan, lab, say=lambda line: print(f"  [{plan.name}] {line}", flush=True))
-    study = lab.study(plan.name)
-    judged = judge(study.plan, study.points, study.design)
-    return {threads: (v.change, v.low, v.high, v.verdict)
-            for (_, threads), v in judged.verdicts.items()}
+    qps: dict[tuple[str, int], float] = {}
+    for point in lab.study(plan.name).points:
+        if point.ok:
+            qps[(point.config, point.threads)] = point.metrics.qps
+    return {threads: qps[("changed", threads)] / qps[("base", threads)]
+            for threads in plan.run.threads
+            if ("changed", threads) in qps and ("base", threads) in qps}
 
 
 def plain(workload, plan: Plan, server, threads: int, seconds: int) -> float:
@@ -150,19 +160,16 @@ def started(stack: ExitStack, lab: Lab, plan: Plan, shift: int = 0,
     return servers
 
 
-def reference(lab: Lab, plan: Plan, args, stored: dict, save) -> dict[int, list[float]]:
-    """Per thread count, ratios changed/base of plain sysbench runs, each server alone on the
-    machine as a user's would be: for every measurement one server is started afresh on its
-    copy of the data (copies swapped from one pair to the next, the order alternating, ABBA),
-    warmed up at that thread count, measured and stopped before the other starts, so that no
-    measurement inherits another's server. The pairs run after perflab's rounds, not between
-    them: on this machine the 8 MiB pool's ratio at 128 threads wandered from -42% to -24%
-    over tens of minutes (2026-11-27), so a reference taken at another time can miss a right
-    estimate; interleaving the two is the next step."""
+def reference(lab: Lab, plan: Plan, args, stored: dict, save, pairs_wanted: int) -> None:
+    """Per thread count, ratios changed/base of plain sysbench runs (up to `pairs_wanted`
+    pairs), each server alone on the machine as a user's would be: for every measurement one
+    server is started afresh on its copy of the data (copies swapped from one pair to the next,
+    the order alternating, ABBA), warmed up at that thread count, measured and stopped before
+    the other starts, so that no measurement inherits another's server."""
     workload = resolve(plan.workload)
     for threads in args.threads:
         pairs = stored.setdefault(str(threads), [])
-        while len(pairs) < args.pairs:
+        while len(pairs) < pairs_wanted:
             number = len(pairs)
             order = ("base", "changed") if number % 2 == 0 else ("changed", "base")
             qps = {}
@@ -175,7 +182,6 @@ def reference(lab: Lab, plan: Plan, args, stored: dict, save) -> dict[int, list[
             save()
             print(f"  reference {plan.name} {threads} threads pair {len(pairs)}: "
                   f"{pairs[-1]:.3f}", flush=True)
-    return {int(t): ratios for t, ratios in stored.items()}
 
 
 def absolute(lab: Lab, plan: Plan, args, stored: dict, save) -> dict[int, list[float]]:
@@ -198,12 +204,6 @@ def absolute(lab: Lab, plan: Plan, args, stored: dict, save) -> dict[int, list[f
     return {int(t): ratios for t, ratios in stored.items()}
 
 
-def change(ratios: list[float]) -> tuple[float, float, float]:
-    """A change with its 95% interval, from ratios."""
-    mean, low, high = ratio_bounds(ratios)
-    return mean - 1, low - 1, high - 1
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -212,7 +212,8 @@ def main() -> None:
     parser.add_argument("--threads", type=int, nargs="*", default=[8, 32])
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--seconds", type=int, default=3)
-    parser.add_argument("--pairs", type=int, default=6)
+    parser.add_argument("--schedules", nargs="*", default=["fleet", "serial"],
+                        choices=["fleet", "serial"])
     parser.add_argument("--pair-seconds", type=int, default=10)
     parser.add_argument("--absolute-pairs", type=int, default=3)
     args = parser.parse_args()
@@ -226,23 +227,34 @@ def main() -> None:
     rows = []
     for effect in args.effects:
         print(f"== {effect}: {EFFECTS[effect][0]} ({EFFECTS[effect][1]})", flush=True)
-        fleet = perflab_ratio(lab, plan_for(effect, "fleet", args))
-        serial = perflab_ratio(lab, plan_for(effect, "serial", args))
-        ref = reference(lab, plan_for(effect, "fleet", args), args,
-                        stored.setdefault("reference_fresh", {}).setdefault(effect, {}), save)
+        ours: dict[str, dict[int, list[float]]] = {s: {} for s in args.schedules}
+        theirs = stored.setdefault("interleaved", {}).setdefault(effect, {})
+        for block in range(1, args.rounds + 1):
+            for schedule in args.schedules:
+                found = perflab_round(lab, plan_for(effect, schedule, args, block))
+                for threads, ratio in found.items():
+                    ours[schedule].setdefault(threads, []).append(ratio)
+            reference(lab, plan_for(effect, "fleet", args, block), args, theirs, save, block)
+            print(f"  round {block} at {time.strftime('%H:%M:%S')}: " + ", ".join(
+                f"{threads} threads " + " ".join(
+                    f"{s} {ours[s][threads][-1]:.3f}" for s in args.schedules
+                    if len(ours[s].get(threads, [])) == block)
+                + f" reference {theirs[str(threads)][block - 1]:.3f}"
+                for threads in args.threads), flush=True)
         for threads in args.threads:
-            r = change(ref[threads])
-            rows.append((effect, threads, fleet[threads], serial[threads], r))
-    abs_ratios = absolute(lab, plan_for(args.effects[0], "serial", args), args,
-                          stored.setdefault("absolute", {}), save)
+            rows.append((effect, threads, [_change(ours[s].get(threads, [])) for s in
+                                           args.schedules], _change(theirs[str(threads)])))
+    abs_ratios = (absolute(lab, plan_for(args.effects[0], "serial", args, 0), args,
+                           stored.setdefault("absolute", {}), save)
+                  if args.absolute_pairs else {})
 
-    print("\n| effect | threads | fleet | serial | plain sysbench (reference) "
-          "| fleet - reference |")
-    print("|---|---|---|---|---|---|")
-    for effect, threads, fleet, serial, ref in rows:
-        gap = (fleet[0] - ref[0]) * 100
-        print(f"| {effect} | {threads} | {_shown(fleet)} | {_shown(serial)} | "
-              f"{ref[0]:+.1%} [{ref[1]:+.1%}, {ref[2]:+.1%}] | {gap:+.1f} pp |")
+    print(f"\n| effect | threads | {' | '.join(args.schedules)} | plain sysbench (reference) "
+          f"| {' | '.join(f'{s} - reference' for s in args.schedules)} |")
+    print("|---|---|" + "---|" * (2 * len(args.schedules) + 1))
+    for effect, threads, found, ref in rows:
+        gaps = [f"{(f[0] - ref[0]) * 100:+.1f} pp" if f else "-" for f in found]
+        print(f"| {effect} | {threads} | {' | '.join(_shown(f) for f in found)} | "
+              f"{_shown(ref)} | {' | '.join(gaps)} |")
     if not args.absolute_pairs:
         return
     print(f"\n| threads | perflab point ({args.seconds} s) / plain sysbench "
@@ -253,9 +265,20 @@ def main() -> None:
         print(f"| {threads} | {shown} |")
 
 
-def _shown(found: tuple[float, float, float, str]) -> str:
-    mid, low, high, verdict = found
-    return f"{mid:+.1%} [{low:+.1%}, {high:+.1%}] {verdict}"
+def _change(ratios: list[float]) -> tuple[float, float, float, int] | None:
+    """A change with its 95% interval and the number of ratios, from ratios (None for fewer
+    than two)."""
+    if len(ratios) < 2:
+        return None
+    mean, low, high = ratio_bounds(ratios)
+    return mean - 1, low - 1, high - 1, len(ratios)
+
+
+def _shown(found: tuple[float, float, float, int] | None) -> str:
+    if found is None:
+        return "fewer than 2 rounds"
+    mid, low, high, count = found
+    return f"{mid:+.1%} [{low:+.1%}, {high:+.1%}] ({count})"
 
 
 if __name__ == "__main__":
