@@ -19,7 +19,7 @@ from common import bench_lab, dataset_server, ratio_interval
 from perflab.load.clients import Clients, LocalCluster
 from perflab.load.workloads import resolve
 from perflab.plan import Dataset, Environment, Workload
-from perflab.runner import measure
+from perflab.running.measurer import measure
 from perflab.server.environment import server_environment
 
 

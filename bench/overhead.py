@@ -27,8 +27,8 @@ import subprocess
 from common import bench_lab, dataset_server, plain_command, plain_qps, ratio_interval
 from perflab.load import sysbench
 from perflab.load.workloads import resolve
-from perflab.runner import measure
-from perflab.side import check_configs
+from perflab.running.measurer import measure
+from perflab.running.side import check_configs
 from perflab.studies import builtin_names, resolve_plan
 
 

@@ -42,9 +42,9 @@ from perflab.lab import Lab
 from perflab.load import sysbench
 from perflab.load.workloads import resolve
 from perflab.plan import Plan
-from perflab.runner import measure
+from perflab.running.measurer import measure
+from perflab.running.side import ManagedSide
 from perflab.server import environment as env
-from perflab.side import ManagedSide
 from perflab.studies import resolve_plan
 
 EFFECTS = {  # name: (what, workload, the changed configuration's variables)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -25,8 +26,34 @@ for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_name, "1")
 
 from perflab.lab import Lab  # noqa: E402
+from perflab.load.sysbench import SYSBENCH  # noqa: E402
+from perflab.server.managed import INSTALL_DB, MARIADBD  # noqa: E402
 
 PERFLAB = [sys.executable, "-m", "perflab.cli"]
+
+
+def missing_tools() -> list[str]:
+    """What the tests outside the fast tier need and this machine lacks (scripts/test installs
+    them: mariadb-server, sysbench)."""
+    wanted = {MARIADBD: "mariadbd (Debian package mariadb-server)",
+              INSTALL_DB: "mariadb-install-db (Debian package mariadb-server)"}
+    found = [what for path, what in wanted.items() if not os.access(path, os.X_OK)]
+    if shutil.which(SYSBENCH) is None:
+        found.append("sysbench (Debian package sysbench)")
+    return found
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    """Tests that need a server or sysbench are skipped, with what is missing, on a machine
+    without them (scripts/test installs them first); the fast tier runs anywhere."""
+    missing = missing_tools()
+    if not missing:
+        return
+    skip = pytest.mark.skip(reason=f"needs {', '.join(missing)}: run scripts/test, which "
+                            "installs them")
+    for item in items:
+        if item.get_closest_marker("fast") is None:
+            item.add_marker(skip)
 
 
 def mariadbd_under(root: Path) -> list[int]:

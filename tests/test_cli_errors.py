@@ -65,13 +65,15 @@ def test_outputs_that_cannot_be_written_fail_before_the_work(tmp_path, capsys, m
 def test_bad_option_values_are_user_errors(tmp_path, capsys, monkeypatch):
     code, lines = perflab(capsys, monkeypatch, "compare", tmp_path, tmp_path,
                           "--margin", "0.7")
-    assert_user_error(code, lines, "--margin must be a fraction", "0.05")
+    assert_user_error(code, lines, "margin must be a fraction", "0.05")
+    assert lines[-2].endswith("(--margin)")  # the API's argument, shown as its flag
     code, lines = perflab(capsys, monkeypatch, "env", "--path", tmp_path / "missing")
     assert_user_error(code, lines, "does not exist", "existing directory")
     # checked before perflab connects anywhere
     code, lines = perflab(capsys, monkeypatch, "health", "--socket", tmp_path / "no.sock",
                           "--interval", "-1")
-    assert_user_error(code, lines, "--interval must be 0 or more", "since start")
+    assert_user_error(code, lines, "interval must be 0 or more", "since start")
+    assert lines[-2].endswith("(--interval)")
     code, lines = perflab(capsys, monkeypatch, "health", "--socket", tmp_path / "no.sock",
                           "--defaults-file", tmp_path / "missing.cnf")
     assert_user_error(code, lines, "is not a file", "[client]")

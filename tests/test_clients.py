@@ -28,7 +28,7 @@ from perflab.load.clients import Clients, LocalCluster, Worker, merge, split
 from perflab.load.sysbench import LoadResult
 from perflab.load.workloads import resolve
 from perflab.plan import Environment, load_plan
-from perflab.runner import measure
+from perflab.running.measurer import measure
 from perflab.server.environment import server_environment
 from perflab.store.records import Sample
 

@@ -43,10 +43,13 @@ def test_a_paired_interval_is_a_t_interval_on_the_mean_log_ratio():
     assert verdict.verdict == FASTER and verdict.n == 5
 
 
-def test_an_interval_never_reaches_below_minus_100_percent():
+def test_an_interval_is_symmetric_in_logs_so_a_wild_cell_never_reaches_minus_100_percent():
     wild = {"x": {1: -1.5, 2: 0.4, 3: -0.2, 4: 0.9}}  # log ratios of a very noisy cell
     verdict = decide(wild, Design(first_look=4, last_look=4))["x"]
-    assert -1 < verdict.low < verdict.change < verdict.high
+    centre = math.log1p(verdict.change)
+    assert math.log1p(verdict.high) - centre == pytest.approx(centre - math.log1p(verdict.low))
+    # the same interval symmetric in percent would reach below -100%: this one stops short
+    assert 2 * verdict.change - verdict.high < -1 < verdict.low
 
 
 def test_equivalent_slower_and_inconclusive():

@@ -580,7 +580,7 @@ def test_a_battery_of_writes_and_locks_is_refused_and_reads_run(site, tmp_path):
 
 def run_in_process(plan: Path, lab: Lab, server: ManagedServer, flags) -> str:
     """perflab run PLAN --socket ... FLAGS, as the CLI calls it: "ran" or the error's words."""
-    from perflab.runner import run_study
+    from perflab.running.runner import run_study
     from perflab.server.existing import ExistingServer, Permissions
     from perflab.studies import resolve_plan
 
@@ -604,7 +604,7 @@ def test_a_write_that_reaches_a_read_only_run_fails_at_the_server(site, tmp_path
     sysbench connection and of perflab's own stops it at the server."""
     from perflab.load.workloads import resolve
     from perflab.plan import Dataset, Workload
-    from perflab.runner import run_load
+    from perflab.running.measurer import run_load
     from perflab.server.existing import ExistingServer, Permissions
 
     server, _, _ = site
@@ -631,7 +631,7 @@ def test_no_statement_of_a_run_outlives_it_on_someone_elses_server(site, tmp_pat
     run is aborted there, through sysbench's sessions and perflab's own."""
     from perflab.load.workloads import resolve
     from perflab.plan import Dataset, Workload
-    from perflab.runner import run_load
+    from perflab.running.measurer import run_load
     from perflab.server.existing import ExistingServer, Permissions
 
     server, _, _ = site
@@ -784,7 +784,7 @@ def test_what_reaches_the_server_is_exactly_one_classified_statement_per_call(si
     from perflab.load.sqlworkload import load_sql_workload
     from perflab.load.workloads import resolve
     from perflab.plan import Dataset, Workload
-    from perflab.runner import run_load
+    from perflab.running.measurer import run_load
     from perflab.server.existing import ExistingServer, Permissions
 
     server, _, _ = site

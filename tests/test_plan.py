@@ -3,7 +3,7 @@ from pathlib import Path
 import pytest
 
 from perflab.errors import PerflabError
-from perflab.plan import expand, parse_plan
+from perflab.plan import parse_plan
 from perflab.studies import builtin_names, resolve_plan
 
 pytestmark = pytest.mark.fast  # needs no server: scripts/test -m fast
@@ -40,16 +40,6 @@ def test_plan_parses_configs_with_shared_variables():
     assert plan.config("b").as_dict() == {"key_buffer_size": "64M", "key_cache_segments": 8}
     assert plan.config("c").as_dict()["key_buffer_size"] == "128M"
     assert plan.workload.label == "select_random_points(random_points=10)"
-
-
-def test_expand_interleaves_configurations_and_rotates_them_per_repeat():
-    points = expand(parse_plan(PLAN))
-    assert len(points) == 3 * 2 * 3
-    order = [(p.repeat, p.config.name) for p in points[::2]]
-    assert order == [(1, "a"), (1, "b"), (1, "c"), (2, "b"), (2, "c"), (2, "a"),
-                     (3, "c"), (3, "a"), (3, "b")]
-    keys = {(p.config.name, p.threads, p.repeat) for p in points}
-    assert len(keys) == len(points)
 
 
 def test_definition_ignores_repeats_and_threads_but_not_durations():

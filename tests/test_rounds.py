@@ -9,7 +9,7 @@ import pytest
 
 from perflab.errors import PerflabError
 from perflab.plan import load_plan
-from perflab.rounds import Measure, Stop, fitted_looks, next_round
+from perflab.running.rounds import Measure, Stop, fitted_looks, next_round
 from perflab.store.records import Metrics, StoredPoint
 
 pytestmark = pytest.mark.fast

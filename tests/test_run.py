@@ -158,7 +158,7 @@ def test_mariadbd_killed_mid_point_gives_one_failed_point_and_the_sweep_goes_on(
 ):
     plan = write_plan(tmp_path / "crash.toml", "crash", configs=ONE_CONFIG,
                       threads=(1, 2, 4), repeats=1, run_seconds=3)
-    pid_file = Path(shared_lab.server_dir / "mysqld.pid")
+    pid_file = Path(shared_lab.slot(0).root / "mysqld.pid")
     proc = subprocess.Popen([*PERFLAB, "run", str(plan), "--lab", str(shared_lab.root)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:

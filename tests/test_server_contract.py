@@ -7,13 +7,13 @@ from dataclasses import replace
 import pytest
 
 from conftest import write_plan
-from perflab.existing_side import ExistingSide
 from perflab.load.workloads import resolve
+from perflab.running.existing_side import ExistingSide
+from perflab.running.side import ManagedSide, ServerSide
 from perflab.server.connection import query
 from perflab.server.existing import ExistingServer, Journal, Permissions
 from perflab.server.managed import ManagedServer, install_datadir
 from perflab.server.protocol import Server
-from perflab.side import ManagedSide, ServerSide
 from perflab.studies import resolve_plan
 
 KEY_BUFFER = 8 << 20
@@ -107,7 +107,7 @@ def test_a_side_checks_applies_and_puts_back_a_configuration(side):
     assert made.activate(config) in ("start", "set")
     assert measured_key_buffer() == int(SMALL)
     assert made.activate(config) is None  # it runs it already: no warm-up due
-    assert made.death() is None
+    assert made.death_report() is None
     server = made.server
     made.stop()
     if before is None:  # perflab's own: shut down

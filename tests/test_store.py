@@ -7,7 +7,7 @@ import sqlite3
 
 import pytest
 
-from perflab.plan import Point, expand, parse_plan
+from perflab.plan import Plan, Point, parse_plan
 from perflab.store import (
     HealthReport,
     HealthView,
@@ -77,9 +77,16 @@ def test_every_builtin_plan_survives_its_json(name):
         plan.definition(c) for c in plan.configs]
 
 
+def every_point(plan: Plan) -> list[Point]:
+    """Every point of the plan: each round, configuration and thread count."""
+    return [Point(config, plan.workload, threads, repeat, plan.definition(config))
+            for repeat in range(1, plan.run.repeats + 1) for config in plan.configs
+            for threads in plan.run.threads]
+
+
 def test_written_records_read_back_typed_after_a_reopen(tmp_path):
     path = tmp_path / "perflab.sqlite"
-    points = expand(PLAN)
+    points = every_point(PLAN)
     with ResultStore(path) as store:
         plan_id = store.save_plan(PLAN)
         assert store.save_plan(PLAN) == plan_id  # the same plan is stored once
@@ -119,15 +126,15 @@ def test_written_records_read_back_typed_after_a_reopen(tmp_path):
 
 
 def test_a_failed_point_is_replaced_by_its_retry_and_an_ok_one_only_when_asked(tmp_path):
-    point: Point = expand(PLAN)[0]
+    point: Point = every_point(PLAN)[0]
     with ResultStore(tmp_path / "db.sqlite") as store:
         session = store.begin_session(PLAN.name, store.save_plan(PLAN), {})
         store.save_point(session, PLAN.name, PointRecord(point, "failed", 1, 2, None, None,
                                                          error="x"))
-        assert not store.done(PLAN.name, point.definition, point.threads, point.repeat)
+        assert not [p for p in store.points(PLAN.name) if p.ok]
         store.save_point(session, PLAN.name, PointRecord(point, "ok", 3, 4, None, metrics(5.0)))
         store.save_point(session, PLAN.name, PointRecord(point, "ok", 5, 6, None, metrics(9.0)))
-        assert store.done(PLAN.name, point.definition, point.threads, point.repeat)
+        assert [p.repeat for p in store.points(PLAN.name) if p.ok] == [point.repeat]
         stored = store.points(PLAN.name)
         # a round's thread count measured again whole (rounds.py) replaces what it measured
         store.save_point(session, PLAN.name, PointRecord(point, "ok", 7, 8, None, metrics(7.0)),
@@ -216,7 +223,7 @@ def test_the_dependence_a_lab_measured_is_frozen_into_a_study_at_its_first_run(t
     rounds lower it, not the lab's), once the lab has measured enough;
     once the study has run, later figures (which may include its own rounds) change nothing."""
     from perflab.load.workloads import resolve
-    from perflab.noise import _dataset, frozen_dependence, way_of_measuring
+    from perflab.running.noise import _dataset, frozen_dependence, way_of_measuring
     from perflab.store import Noise
 
     workload = resolve(PLAN.workload)
@@ -251,7 +258,7 @@ def test_looks_fitted_at_a_studys_first_look_are_kept_by_every_later_run(tmp_pat
     """The rounds a budget holds, fitted at the first look, become the last look of the study's
     design (on the fitted boundary), in the plan rows stored before the fit too; a later run
     with a larger max_rounds keeps them, so no look is added after the data were seen."""
-    from perflab.rounds import fitted_looks
+    from perflab.running.rounds import fitted_looks
 
     budgeted = dataclasses.replace(PLAN, run=dataclasses.replace(PLAN.run, repeats=3,
                                                                  time=600.0, max_rounds=20))

@@ -14,13 +14,13 @@ from perflab.probes.system import ram_bytes
 from perflab.server.memory import configured_sizes, memory_estimate
 from perflab.tune.search import (
     MAX_REFUSALS_IN_A_ROW,
-    RETAKE_ROUND,
     Sampler,
     Tuner,
     TuneSettings,
     interleaved,
 )
 from perflab.tune.space import DURABILITY, knob_space
+from perflab.tune.trial import RETAKE_ROUND
 
 
 @pytest.fixture(scope="module")

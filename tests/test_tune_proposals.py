@@ -117,7 +117,7 @@ def measured(config, threads: int, repeat: int) -> SimpleNamespace:
 
 
 class SimulatedRunner:
-    """What the tuner asks of perflab.runner.Runner, answered by `measured`."""
+    """What the tuner asks of perflab.running's Measurer and Runner, answered by `measured`."""
 
     def __init__(self, plan, lab, store, say=print):
         self.plan, self.store = plan, store
@@ -190,8 +190,9 @@ def proposals(tmp_path: Path, monkeypatch, name: str, say=lambda _: None) -> dic
     """One seeded simulated study of the case `name`: its trials and its result."""
     method, options, knobs, serial = CASES[name]
     for module in [m for n, m in sys.modules.items() if n.startswith("perflab.tune.")]:
-        if hasattr(module, "Runner"):
-            monkeypatch.setattr(module, "Runner", SimulatedRunner)
+        for name_of_class in ("Measurer", "Runner"):
+            if hasattr(module, name_of_class):
+                monkeypatch.setattr(module, name_of_class, SimulatedRunner)
     monkeypatch.setattr("perflab.tune.space.ram_bytes", lambda: 8 << 30)
     plan = parse_plan(PLAN.format(name=name, knobs=json.dumps(knobs),
                                   schedule='schedule = "serial"' if serial else ""))

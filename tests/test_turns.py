@@ -1,4 +1,4 @@
-"""The fleet's probe of background work (probes/turns.py) on real processes: CPU time is
+"""The fleet's probe of background work (running/turns.py) on real processes: CPU time is
 credited to the turn it was spent in."""
 
 import subprocess
@@ -8,7 +8,7 @@ import time
 import pytest
 
 from perflab.load.sysbench import Slicing, monotonic_ms
-from perflab.probes.turns import TICKS, TurnCpu, guard_ms
+from perflab.running.turns import TICKS, TurnCpu, guard_ms
 
 pytestmark = pytest.mark.fast  # needs no server: scripts/test -m fast
 

@@ -7,7 +7,7 @@ import re
 
 from conftest import run_cli, stored_points, write_plan
 from perflab.plan import parse_plan
-from perflab.runner import Runner
+from perflab.running.runner import Runner
 
 DECIDING = """
 time = "60s"

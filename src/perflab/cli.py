@@ -10,23 +10,19 @@ from __future__ import annotations
 import argparse
 import getpass
 import json
-import math
 import os
 import signal
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
 
 import perflab
 from perflab.digest import render as digest_render
-from perflab.digest.digest import digest_logs
 from perflab.digest.workload import write_workload
 from perflab.errors import PerflabError
 from perflab.health import render as health_render
-from perflab.health.check import take_health
 from perflab.lab import Lab
-from perflab.plan import Plan, load_plan
+from perflab.plan import load_plan
 from perflab.probes.system import host_facts
 from perflab.procs import request_stop
 from perflab.server.connection import Endpoint
@@ -85,7 +81,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"perflab {__version__}")
     sub = parser.add_subparsers(required=True, metavar="COMMAND")
+    for add in (_add_run, _add_restore, _add_report, _add_compare, _add_calibrate, _add_tune,
+                _add_health, _add_digest, _add_studies, _add_env):
+        add(sub)
+    return parser
 
+
+def _add_run(sub) -> None:
     run = sub.add_parser("run", help="run a study (built-in name or plan file) in a lab")
     run.add_argument("study", help="built-in study name (see: perflab studies) or a plan .toml")
     run.add_argument("--lab", required=True, type=Path, help="lab directory (created if missing)")
@@ -126,6 +128,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "write privilege): the server then enforces the read-only promise")
     run.set_defaults(func=cmd_run)
 
+
+def _add_restore(sub) -> None:
     restore = sub.add_parser(
         "restore", help="put back the variables a killed perflab left changed on a server it "
         "did not start (any command on the lab tries this first)")
@@ -136,6 +140,8 @@ def build_parser() -> argparse.ArgumentParser:
     _login_options(restore)
     restore.set_defaults(func=cmd_restore)
 
+
+def _add_report(sub) -> None:
     report = sub.add_parser("report", help="print a lab's tables from its results database")
     report.add_argument("lab", type=Path)
     report.add_argument("--study", help="which study of the lab (default: the latest)")
@@ -149,6 +155,8 @@ def build_parser() -> argparse.ArgumentParser:
     _statistics_options(report)
     report.set_defaults(func=cmd_report)
 
+
+def _add_compare(sub) -> None:
     compare = sub.add_parser("compare", help="two labs side by side, with verdicts (B vs A)")
     compare.add_argument("lab_a", type=Path, help="the reference lab")
     compare.add_argument("lab_b", type=Path)
@@ -158,6 +166,8 @@ def build_parser() -> argparse.ArgumentParser:
     _statistics_options(compare)
     compare.set_defaults(func=cmd_compare)
 
+
+def _add_calibrate(sub) -> None:
     calibrate = sub.add_parser(
         "calibrate", help="measure this machine's noise for a study (an A/A run), kept in the "
         "lab for the study's runs",
@@ -171,6 +181,8 @@ def build_parser() -> argparse.ArgumentParser:
                            help="thread counts (default: the plan's smallest, middle, largest)")
     calibrate.set_defaults(func=cmd_calibrate)
 
+
+def _add_tune(sub) -> None:
     tune = sub.add_parser("tune", help="search server settings for a plan's workload")
     tune.add_argument("study", help="built-in study name or plan .toml (its [tune] section)")
     tune.add_argument("--lab", required=True, type=Path)
@@ -200,6 +212,8 @@ def build_parser() -> argparse.ArgumentParser:
     tune.add_argument("--html", type=Path, metavar="FILE", help="also write an HTML report")
     tune.set_defaults(func=cmd_tune)
 
+
+def _add_health(sub) -> None:
     health = sub.add_parser(
         "health", help="judge a server's counters against acceptable ranges, since start and hot",
         description="Read-only. Exit status 1 when a rule fails, 2 on a usage error.")
@@ -222,6 +236,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="also print each rule's formula, variables and threshold source")
     health.set_defaults(func=cmd_health)
 
+
+def _add_digest(sub) -> None:
     digest = sub.add_parser(
         "digest", help="fingerprints, costs and waste findings from MariaDB query logs",
         description="Reads general and slow query logs (plain or gzip), streaming. Groups "
@@ -247,13 +263,16 @@ def build_parser() -> argparse.ArgumentParser:
                         "always masked)")
     digest.set_defaults(func=cmd_digest)
 
+
+def _add_studies(sub) -> None:
     studies = sub.add_parser("studies", help="list the built-in studies")
     studies.set_defaults(func=cmd_studies)
 
+
+def _add_env(sub) -> None:
     env = sub.add_parser("env", help="print the facts perflab records about this machine")
     env.add_argument("--path", type=Path, default=Path("."), help="where a datadir would live")
     env.set_defaults(func=cmd_env)
-    return parser
 
 
 def _login_options(parser) -> None:
@@ -299,14 +318,8 @@ def _note_pending_journal(args: argparse.Namespace) -> None:
 
 
 def cmd_restore(args: argparse.Namespace) -> int:
-    from perflab.server.existing import Journal, restore_pending
-
-    lab = Lab(args.lab)
-    if Journal(lab.root).pending() is None:
-        print(f"{lab.root}: nothing to put back", file=sys.stderr)
-        return 0
-    with lab.locked():
-        restore_pending(lab.root, _endpoint(args), _say)
+    if not perflab.restore(args.lab, _endpoint(args), _say):
+        print(f"{Lab(args.lab).root}: nothing to put back", file=sys.stderr)
     return 0
 
 
@@ -357,13 +370,13 @@ def cmd_report(args: argparse.Namespace) -> int:
     from perflab.report import charts
     from perflab.report.study import ReportOptions, judgement, series_point
 
-    _check_statistics(args)
+    options = ReportOptions(args.margin, args.cv_threshold, args.series)
+    perflab.api.check_report_options(options)
     if args.html:
         _check_output("--html", args.html)
     if args.charts:
         _check_output("--charts", args.charts, directory=True)
     study = perflab.load_study(args.lab, args.study)
-    options = ReportOptions(args.margin, args.cv_threshold, args.series)
     print(perflab.render(study, args.format, options))
     if args.html:
         args.html.write_text(perflab.render(study, "html", options))
@@ -377,39 +390,29 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from perflab.analysis.compare import compare_labs
-
-    _check_statistics(args)
-    table = compare_labs(Lab(args.lab_a).study(args.study_a), Lab(args.lab_b).study(args.study_b),
-                         args.margin or 0.05)
+    table = perflab.compare(args.lab_a, args.lab_b, args.study_a, args.study_b,
+                            args.margin or 0.05)
     print({"text": table.render, "md": table.markdown, "csv": table.csv}[args.format]())
     return 0
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
-    from perflab.calibrate import calibrate
-
-    result = calibrate(resolve_plan(args.study), Lab(args.lab), args.rounds, args.threads, _say)
+    result = perflab.calibrate(args.study, args.lab, args.rounds, args.threads, _say)
     print("\n\n".join(table.render() for table in result.tables()))
     return 0
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
     from perflab.tune import render as tune_render
-    from perflab.tune.search import Tuner, TuneSettings
+    from perflab.tune.settings import TuneSettings
 
     if args.html:
         _check_output("--html", args.html)
-    plan = resolve_plan(args.study)
-    settings = TuneSettings.from_plan(dict(plan.tune))
-    if args.knobs is not None:
-        settings = replace(settings, knobs=args.knobs)
-    if args.exclude is not None:
-        settings = replace(settings, exclude=args.exclude)
-    tuner = Tuner(plan, Lab(args.lab), settings, args.method, budget=args.budget,
-                  seconds=args.time, storage=args.storage, sampler=args.sampler,
-                  seed=args.seed, allow_unsafe=args.allow_unsafe, say=_say)
-    result = tuner.run()
+    result = perflab.tune_server(args.study, args.lab, args.method, budget=args.budget,
+                          seconds=args.time, sampler=args.sampler, storage=args.storage,
+                          seed=args.seed, knobs=args.knobs, exclude=args.exclude,
+                          allow_unsafe=args.allow_unsafe, say=_say)
+    settings = TuneSettings.from_plan(dict(perflab.load_plan(args.study).tune))
     print(tune_render.render_text(result, settings.objective))
     if args.html:
         args.html.write_text(tune_render.render_html(result, settings.objective,
@@ -419,21 +422,11 @@ def cmd_tune(args: argparse.Namespace) -> int:
 
 
 def cmd_health(args: argparse.Namespace) -> int:
-    if not (math.isfinite(args.interval) and args.interval >= 0):
-        raise PerflabError(f"--interval must be 0 or more seconds, got {args.interval}",
-                           hint="0 reports the view since start only")
-    if args.threads is not None and args.threads < 1:
-        raise PerflabError(f"--threads must be at least 1, got {args.threads}")
     if args.lab:
-        from perflab.health.lab import lab_health
-
-        lab = Lab(args.lab)
-        plan = _lab_plan(lab, args.study)
-        threads = args.threads or plan.run.effective_warmup_threads
-        seconds = max(1, round(args.interval))
-        report = lab_health(lab, plan, args.config, threads, seconds, _say)
+        report = perflab.check_lab_health(args.lab, args.study, args.config, args.threads,
+                                          args.interval, _say)
     else:
-        report = take_health(_endpoint(args), args.interval)
+        report = perflab.check_health(_endpoint(args), args.interval)
     if args.format == "json":
         print(health_render.render_json(report))
     else:
@@ -442,16 +435,13 @@ def cmd_health(args: argparse.Namespace) -> int:
 
 
 def cmd_digest(args: argparse.Namespace) -> int:
-    for path in args.logs:
-        if not path.is_file():
-            raise PerflabError(f"{path} is not a file", hint="give one or more log files")
-    if args.burst < 2 or not args.window > 0 or args.top < 1 or args.jobs < 1:
-        raise PerflabError("--burst must be at least 2, --window, --top and --jobs positive")
+    if args.top < 1:
+        raise PerflabError(f"--top must be at least 1, got {args.top}",
+                           hint="the fingerprints the profile lists")
     if args.workload:
         _check_output("--workload", args.workload)
-    result = digest_logs(args.logs, args.log_format, args.burst, args.window, args.jobs, _say)
-    if args.redact:
-        result = result.without_literals()
+    result = perflab.digest_logs(args.logs, args.log_format, args.burst, args.window,
+                                 args.jobs, args.redact, _say)
     for info in result.files:
         if info.get("damaged"):
             print(f"perflab: warning: {info['path']}: {info['damaged']}; the report covers "
@@ -477,27 +467,6 @@ def cmd_env(args: argparse.Namespace) -> int:
                            hint="give an existing directory: where a lab's datadir would live")
     print(json.dumps(host_facts(args.path), indent=2))
     return 0
-
-
-def _lab_plan(lab: Lab, study: str | None) -> Plan:
-    """A lab command's --study: a plan file, a study the lab holds (its stored plan, with the
-    overrides it ran with), or a built-in study; by default the lab's latest study."""
-    if study is None:
-        return lab.study().plan
-    if not (study.endswith(".toml") or Path(study).exists()) and lab.exists():
-        with lab.store() as store:
-            if study in store.studies():
-                return lab.study(study).plan
-    return resolve_plan(study)
-
-
-def _check_statistics(args: argparse.Namespace) -> None:
-    if args.margin is not None and not 0 < args.margin < 0.5:
-        raise PerflabError(f"--margin must be a fraction from 0 to 0.5, got {args.margin}",
-                           hint="e.g. 0.05: within ±5% two configurations are equivalent")
-    if not args.cv_threshold >= 0:
-        raise PerflabError(f"--cv-threshold must be 0 or more, got {args.cv_threshold}",
-                           hint="e.g. 0.05 flags points whose CV exceeds 5%")
 
 
 def _check_output(option: str, path: Path, directory: bool = False) -> None:

@@ -139,10 +139,6 @@ class Lab:
         name = "server" if number == 0 else f"server-{number}"
         return Slot(self.root / name, self.snapshot)
 
-    @property
-    def server_dir(self) -> Path:
-        return self.slot(0).root
-
     # -- catalog -------------------------------------------------------------------------------
 
     def catalog(self) -> Catalog:

@@ -15,6 +15,7 @@ import math
 import re
 import tomllib
 from dataclasses import dataclass, fields, replace
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +46,18 @@ ENVIRONMENT_KEYS = ("engine", "allocator", "server_cpus", "client_cpus", "connec
 ALLOCATORS = ("glibc", "jemalloc", "tcmalloc")
 CONNECTIONS = ("socket", "tcp")
 AXES = ("engine", "allocator", "connection", "pinning")
-SCHEDULES = ("auto", "fleet", "serial")
+
+
+class Schedule(StrEnum):
+    """How a run measures the configurations of a round: FLEET, one server each taking turns in
+    time slices; SERIAL, one server, back to back; AUTO, fleet when they fit side by side."""
+
+    AUTO = "auto"
+    FLEET = "fleet"
+    SERIAL = "serial"
+
+
+SCHEDULES = tuple(Schedule)
 
 Scalar = int | float | bool | str
 
@@ -129,7 +141,7 @@ class RunSettings:
     # How configurations are measured side by side: "fleet" (one server each, taking turns in
     # time slices of slice_seconds), "serial" (one server, back to back) or "auto" (fleet when
     # the servers fit in memory and disk).
-    schedule: str = "auto"
+    schedule: Schedule = Schedule.AUTO
     slice_seconds: float = 0.25
     # A Dask scheduler's address: each point's threads spread over its workers, several
     # client machines (load/clients.py); "" for load from this machine.
@@ -223,7 +235,8 @@ class Plan:
         dataset = Dataset(**data["dataset"])
         run_fields = {f.name for f in fields(RunSettings)}
         run = RunSettings(**{**{k: v for k, v in data["run"].items() if k in run_fields},
-                             "threads": tuple(data["run"]["threads"])})
+                             "threads": tuple(data["run"]["threads"]),
+                             "schedule": Schedule(data["run"].get("schedule", Schedule.AUTO))})
         own_engines = data.get("config_engines")
         configs = []
         for name, variables in data["configs"].items():
@@ -243,6 +256,10 @@ class Plan:
                    ladder=data.get("ladder", False),
                    changes=tuple(data.get("changes", {}).items()),
                    layout=data.get("layout", "configs-down"), tune=tune)
+
+    def point(self, config: ServerConfig, threads: int, round_number: int) -> Point:
+        """The point of `config` at `threads` in round `round_number`: the one builder."""
+        return Point(config, self.workload, threads, round_number, self.definition(config))
 
     def definition(self, config: ServerConfig) -> str:
         """A hash of everything that shapes one configuration's measurements.
@@ -329,7 +346,7 @@ def _check_clients(run: RunSettings, configs, where: str) -> None:
     """Load from several machines is measured serially and never pinned on this machine."""
     if not run.clients:
         return
-    if run.schedule == "fleet":
+    if run.schedule == Schedule.FLEET:
         raise PerflabError(
             f"{where}: run.schedule = \"fleet\" cannot take load from several client machines: "
             "the fleet's servers take turns in quarter-second slices timed on one machine's "
@@ -364,24 +381,6 @@ class Point:
     @property
     def label(self) -> str:
         return f"{self.config.name} threads={self.threads} repeat={self.repeat}"
-
-
-def expand(plan: Plan) -> list[Point]:
-    """All points in run order.
-
-    Repeats are the outer loop and configurations are interleaved inside it, rotated by one each
-    repeat, so that drift of a noisy machine spreads over all configurations instead of landing
-    on whichever ran last. Within a configuration the thread counts run in the plan's order.
-    """
-    points = []
-    n = len(plan.configs)
-    for repeat in range(1, plan.run.repeats + 1):
-        shift = (repeat - 1) % n
-        for config in plan.configs[shift:] + plan.configs[:shift]:
-            definition = plan.definition(config)
-            for threads in plan.run.threads:
-                points.append(Point(config, plan.workload, threads, repeat, definition))
-    return points
 
 
 def load_plan(path: Path) -> Plan:
@@ -442,7 +441,24 @@ def _build(data: dict[str, Any], origin: str) -> Plan:
             hint=f"configurations: {', '.join(names)}",
         )
 
-    workload_table = sections["workload"]
+    workload = _workload(sections["workload"], origin)
+    dataset = _dataset(sections["dataset"], origin)
+    run = _run_settings(sections["run"], origin)
+    _check_clients(run, configs, origin)
+    layout = _string(study, "layout", f"{origin}: study.layout") or "configs-down"
+    if layout not in ("configs-down", "threads-down"):
+        raise PerflabError(f"{origin}: study.layout = {layout!r} is not allowed "
+                           "(allowed: configs-down, threads-down)")
+    tune = data.get("tune", {})
+    if not isinstance(tune, dict):
+        raise PerflabError(f"{origin}: [tune] must be a table",
+                           hint="write a [tune] header, then key = value lines")
+    tune_items = tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in tune.items())
+    return Plan(name, description, baseline, tuple(configs), workload, dataset, run, source,
+                ladder=bool(changes), changes=changes, layout=layout, tune=tune_items)
+
+
+def _workload(workload_table: dict[str, Any], origin: str) -> Workload:
     workload_name = _string(workload_table, "name", f"{origin}: workload.name", required=True)
     options = workload_table.get("options", {})
     if not isinstance(options, dict):
@@ -451,18 +467,20 @@ def _build(data: dict[str, Any], origin: str) -> Plan:
     for key, value in options.items():
         if not isinstance(value, int | float | bool | str):
             raise PerflabError(f"{origin}: workload.options.{key} must be a number, bool or string")
-    workload = Workload(workload_name, tuple(sorted(options.items())))
+    return Workload(workload_name, tuple(sorted(options.items())))
 
-    ds = sections["dataset"]
+
+def _dataset(ds: dict[str, Any], origin: str) -> Dataset:
     engine = _string(ds, "engine", f"{origin}: dataset.engine") or Dataset.engine
-    dataset = Dataset(
+    return Dataset(
         engine=_engine(engine, f"{origin}: dataset.engine"),
         tables=_int(ds, "tables", Dataset.tables, f"{origin}: dataset.tables", minimum=1),
         rows=_int(ds, "rows", Dataset.rows, f"{origin}: dataset.rows", minimum=1),
         existing=_identifier(ds, "existing", f"{origin}: dataset.existing"),
     )
 
-    run_table = sections["run"]
+
+def _run_settings(run_table: dict[str, Any], origin: str) -> RunSettings:
     if "threads" not in run_table:
         raise PerflabError(f"{origin}: run.threads is required, e.g. threads = [1, 2, 4, 8]")
     def run_int(key: str, default: int, minimum: int) -> int:
@@ -481,25 +499,14 @@ def _build(data: dict[str, Any], origin: str) -> Plan:
         max_rounds=run_int("max_rounds", RunSettings.max_rounds, 2),
         slice_seconds=_positive_number(f"{origin}: run.slice_seconds",
                                        run_table.get("slice_seconds", RunSettings.slice_seconds)),
-        schedule=_choice(f"{origin}: run.schedule", run_table.get("schedule", "auto"),
-                         SCHEDULES),
+        schedule=Schedule(_choice(f"{origin}: run.schedule",
+                                  run_table.get("schedule", Schedule.AUTO), SCHEDULES)),
         clients=_clients(run_table.get("clients", ""), f"{origin}: run.clients"),
     )
-    _check_clients(run, configs, origin)
     if run.time and run.max_rounds < run.repeats:
         raise PerflabError(f"{origin}: run.max_rounds ({run.max_rounds}) is below run.repeats "
                            f"({run.repeats})", hint="max_rounds caps the rounds a budget adds")
-    layout = _string(study, "layout", f"{origin}: study.layout") or "configs-down"
-    if layout not in ("configs-down", "threads-down"):
-        raise PerflabError(f"{origin}: study.layout = {layout!r} is not allowed "
-                           "(allowed: configs-down, threads-down)")
-    tune = data.get("tune", {})
-    if not isinstance(tune, dict):
-        raise PerflabError(f"{origin}: [tune] must be a table",
-                           hint="write a [tune] header, then key = value lines")
-    tune_items = tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in tune.items())
-    return Plan(name, description, baseline, tuple(configs), workload, dataset, run, source,
-                ladder=bool(changes), changes=changes, layout=layout, tune=tune_items)
+    return run
 
 
 def _configs(table: Any, shared: dict[str, Scalar], origin: str) -> list[ServerConfig]:
@@ -683,13 +690,6 @@ def _bool(table: dict[str, Any], key: str, where: str) -> bool:
     if not isinstance(value, bool):
         raise PerflabError(f"{where} must be true or false, got {value!r}")
     return value
-
-
-def _fraction(table: dict[str, Any], key: str, where: str) -> float:
-    value = table.get(key, 0.0)
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < 1:
-        raise PerflabError(f"{where} must be a fraction such as 0.02 (for ±2%), got {value!r}")
-    return float(value)
 
 
 def _seconds(where: str, value: Any) -> float:

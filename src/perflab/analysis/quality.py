@@ -204,7 +204,7 @@ def off_turn_flags(points: list[StoredPoint]) -> list[str]:
 
 def leaning(points: list[StoredPoint]) -> list[tuple[str, int, float, float]]:
     """(config, threads, share, excess) of the fleet cells whose server worked in the other
-    servers' turns more than the others in the same turns (probes/turns.py), by thread count:
+    servers' turns more than the others in the same turns (running/turns.py), by thread count:
     that work slows the server whose turn it is, so the fleet's ratios lean toward the server
     that does it. Each point is compared with the least share of its own run (round and
     thread count), because a share grows with the number of servers taking turns, which falls

@@ -14,9 +14,9 @@ from perflab.health.check import take_health
 from perflab.lab import Lab
 from perflab.load.workloads import resolve
 from perflab.plan import Plan
-from perflab.runner import run_load
+from perflab.running.measurer import run_load
+from perflab.running.side import ManagedSide
 from perflab.server import environment as env
-from perflab.side import ManagedSide
 from perflab.store import HealthReport
 
 
@@ -40,7 +40,7 @@ def lab_health(lab: Lab, plan: Plan, config_name: str | None, threads: int, seco
             run_load(server, workload, plan.dataset_for(config), threads, seconds,
                      env.client_prefix(config.environment))
             if workload.writes:
-                side.wrote()
+                side.after_writes()
 
         try:
             server = side.start_fresh(config)

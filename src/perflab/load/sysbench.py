@@ -456,7 +456,29 @@ def _sliced_result(total: dict, windows: list[dict], histogram: dict[int, int],
                  f"{latency_avg / MAX_LATENCY_SHARE_OF_SLICE / 1000:.2g}, or set "
                  'schedule = "serial"')
     share = measured / executed if executed else 0.0
-    seconds = slicing.seconds
+    return LoadResult(
+        seconds=slicing.seconds,
+        events=round(measured),
+        reads=round(total["reads"] * share),
+        writes=round(total["writes"] * share),
+        other=round(total["other"] * share),
+        errors=round(total["errors"] * share),
+        reconnects=round(total["reconnects"] * share),
+        latency_min_ms=min((w["latency_min_ms"] for w in windows if w["measured"]),
+                           default=0.0),
+        latency_avg_ms=latency_avg,
+        latency_max_ms=max((w["latency_max_ms"] for w in windows), default=0.0),
+        latency_p95_ms=percentile(histogram, 95),
+        latency_p99_ms=percentile(histogram, 99),
+        series=_slice_series(total, windows, slicing, index, executed),
+        histogram=histogram,
+    )
+
+
+def _slice_series(total: dict, windows: list[dict], slicing: Slicing, index: int,
+                  executed: float) -> list[Sample]:
+    """One sample per slice of this process (every `slicing.count`-th from `index`), its
+    events counted in the slice and its queries at the run's queries per event."""
     per_slice: dict[int, int] = {}
     for w in windows:
         for s, n in w["slices"].items():
@@ -474,23 +496,7 @@ def _sliced_result(total: dict, windows: list[dict], histogram: dict[int, int],
             other_ps=n * per_event * _part(total, "other") / slice_seconds,
             errors_ps=0.0, reconnects_ps=0.0, latency_p95_ms=None,
             threads=len(windows)))
-    return LoadResult(
-        seconds=seconds,
-        events=round(measured),
-        reads=round(total["reads"] * share),
-        writes=round(total["writes"] * share),
-        other=round(total["other"] * share),
-        errors=round(total["errors"] * share),
-        reconnects=round(total["reconnects"] * share),
-        latency_min_ms=min((w["latency_min_ms"] for w in windows if w["measured"]),
-                           default=0.0),
-        latency_avg_ms=latency_avg,
-        latency_max_ms=max((w["latency_max_ms"] for w in windows), default=0.0),
-        latency_p95_ms=percentile(histogram, 95),
-        latency_p99_ms=percentile(histogram, 99),
-        series=series,
-        histogram=histogram,
-    )
+    return series
 
 
 def _part(total: dict, kind: str) -> float:

@@ -42,7 +42,12 @@ DEFAULT_OPTIONS = ReportOptions()
 
 
 def judgement(study: Study, options: ReportOptions) -> Judgement:
-    return judge(study.plan, study.points, study.design, options.margin)
+    """The study's verdicts at the options' margin, judged once per study read and reused by
+    every table, chart and headline that shows them."""
+    if options.margin not in study.judged:
+        study.judged[options.margin] = judge(study.plan, study.points, study.design,
+                                             options.margin)
+    return study.judged[options.margin]
 
 
 def tables(study: Study, options: ReportOptions) -> list[Table]:

@@ -160,7 +160,7 @@ class ManagedServer:
                 )
             tell_sentinel("start", self.process.pid)
             self._wait_ready(timeout)
-            self._check_preload()
+            _check_preload(self.environment, self.process.pid)
         except BaseException:
             self.kill()
             raise
@@ -210,15 +210,6 @@ class ManagedServer:
                     detail=self.error_log_tail(),
                 )
             time.sleep(0.05)
-
-    def _check_preload(self) -> None:
-        if not self.environment.preload:
-            return
-        maps = Path(f"/proc/{self.process.pid}/maps").read_text()
-        for lib in self.environment.preload:
-            if os.path.realpath(lib) not in maps and lib not in maps:
-                raise PerflabError(f"{lib} was preloaded but is not mapped into mariadbd",
-                                   hint='check the library with ldd, or use allocator = "glibc"')
 
     def facts(self) -> dict:
         """What the lab records of this server's process and how it is reached."""
@@ -314,6 +305,17 @@ class ManagedServer:
         except OSError:
             return ""
         return "\n".join(text.strip().splitlines()[-lines:])
+
+
+def _check_preload(environment: ServerEnvironment, pid: int) -> None:
+    """Refuse a server whose preloaded libraries (an allocator) are not mapped into it."""
+    if not environment.preload:
+        return
+    maps = Path(f"/proc/{pid}/maps").read_text()
+    for lib in environment.preload:
+        if os.path.realpath(lib) not in maps and lib not in maps:
+            raise PerflabError(f"{lib} was preloaded but is not mapped into mariadbd",
+                               hint='check the library with ldd, or use allocator = "glibc"')
 
 
 def stop_stale(pid_file: Path, datadir: Path, timeout: float = 600) -> None:

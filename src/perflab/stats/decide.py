@@ -33,9 +33,9 @@ on the interval of twice the level, which an equivalent verdict shows. Looks aft
 use the nominal levels of sequential.py, and a verdict, once given, is final: the data of later
 rounds cannot undo it.
 
-A difference, once found, may still be measured on (rounds.py: until its rounds could detect a
-change the size of the margin), so that its size is known and not only its sign. Its verdict
-stays the one given; its estimate and interval are then those of all its rounds, at the
+A difference, once found, may still be measured on (running/rounds.py: until its rounds could
+detect a change the size of the margin), so that its size is known and not only its sign. Its
+verdict stays the one given; its estimate and interval are then those of all its rounds, at the
 family share it was decided at and on the boundary of the look at that many rounds: a repeated
 confidence interval (Jennison and Turnbull), as valid at any look as the one at the decision.
 Should that interval no longer support the verdict, the decision's own figures stay and the
@@ -47,14 +47,25 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from enum import StrEnum
 
 import numpy as np
 
 from perflab.stats.design import Design
 from perflab.stats.sequential import critical_t
 
-FASTER, SLOWER, EQUIVALENT, INCONCLUSIVE = "faster", "slower", "equivalent", "inconclusive"
-TOO_FEW = "too few rounds"
+
+class Decision(StrEnum):
+    """What a comparison's rounds say (a Verdict's `verdict`)."""
+
+    FASTER = "faster"
+    SLOWER = "slower"
+    EQUIVALENT = "equivalent"
+    INCONCLUSIVE = "inconclusive"
+    TOO_FEW = "too few rounds"
+
+
+FASTER, SLOWER, EQUIVALENT, INCONCLUSIVE, TOO_FEW = Decision
 LENT_PER_OWN = 1  # a prior lends at most a cell's own degrees of freedom
 UNLIKE = 0.2  # a cell noisier than the family's prior at this level keeps its own variance
 MAX_LAG1 = 0.6  # an autocorrelation estimated above this is taken as this
@@ -233,7 +244,7 @@ def welch(base: list[float], other: list[float]) -> Estimate:
 
 @dataclass(frozen=True)
 class Verdict:
-    verdict: str  # faster, slower, equivalent, inconclusive, or "too few rounds"
+    verdict: Decision  # faster, slower, equivalent, inconclusive, or "too few rounds"
     n: int
     change: float  # exp(estimated log ratio) - 1
     low: float  # interval, as changes; nan without one

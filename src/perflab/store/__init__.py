@@ -8,6 +8,7 @@ from perflab.store.records import (
     Metrics,
     Noise,
     PointRecord,
+    PointStatus,
     RuleResult,
     Sample,
     ServerState,
@@ -22,7 +23,7 @@ from perflab.store.records import (
 from perflab.store.study import load_study, study_name
 
 __all__ = [
-    "HealthReport", "HealthView", "Metrics", "Noise", "PointRecord", "ResultStore",
+    "HealthReport", "HealthView", "Metrics", "Noise", "PointRecord", "PointStatus", "ResultStore",
     "RuleResult", "Sample",
     "ServerState", "Session", "StoredHealth", "StoredPoint", "Study", "Symbol", "VariableRow",
     "load_study", "study_name", "throughput",

@@ -27,6 +27,7 @@ from perflab.store.records import (
     Metrics,
     Noise,
     PointRecord,
+    PointStatus,
     Sample,
     ServerState,
     Session,
@@ -119,7 +120,82 @@ LATER_COLUMNS = {  # columns added after the first labs were made
 }
 
 
-class ResultStore:
+class _Frozen:
+    """What a study fixes before it decides anything and keeps for every later run (its
+    slices, the rounds its budget was fitted to, its design), and the noise the lab measured:
+    the part of the results database the round policy reads."""
+
+    db: sqlite3.Connection
+
+    def slices(self, study: str) -> dict[int, float]:
+        """The turn length (ms) the study's side-by-side points take at each thread count,
+        sized before its first round (fleet.Fleet.size_slices) and kept for every later run."""
+        rows = self.db.execute("SELECT threads, slice_ms FROM slices WHERE study = ?", (study,))
+        return {row["threads"]: row["slice_ms"] for row in rows}
+
+    def save_slices(self, study: str, sized: dict[int, tuple[float, float | None]]) -> None:
+        """Record {threads: (slice_ms, the probe's mean event latency)}; never replaces one."""
+        self.db.executemany(
+            "INSERT OR IGNORE INTO slices (study, threads, slice_ms, probe_latency_ms, "
+            "created_at) VALUES (?, ?, ?, ?, ?)",
+            [(study, t, ms, latency, time.time()) for t, (ms, latency) in sized.items()])
+
+    def planned_rounds(self, study: str) -> int:
+        """The rounds the study's budget was fitted to hold at its first look (0: never
+        fitted): later runs keep them, so that its looks stay those chosen before any look."""
+        rows = self.db.execute("SELECT plan_json FROM plans WHERE study = ?", (study,))
+        return max((json.loads(r["plan_json"])["run"].get("planned_rounds", 0) for r in rows),
+                   default=0)
+
+    def fit_rounds(self, study: str, rounds: int) -> None:
+        """Record the rounds fitted at the study's first look in every budgeted plan it was run
+        with, so that its design (`design`) looks up to them and no further."""
+        rows = self.db.execute("SELECT id, plan_json FROM plans WHERE study = ?",
+                               (study,)).fetchall()
+        for row in rows:
+            data = json.loads(row["plan_json"])
+            if data["run"].get("time") and not data["run"].get("planned_rounds"):
+                data["run"]["planned_rounds"] = rounds
+                self.db.execute("UPDATE plans SET plan_json = ? WHERE id = ?",
+                                (json.dumps(data), row["id"]))
+
+    def design(self, study: str) -> Design:
+        """How the study's verdicts are judged, over every plan it was run with (spanning)."""
+        found = self.design_of(study)
+        if found is None:
+            raise KeyError(study)
+        return found
+
+    def design_of(self, study: str) -> Design | None:
+        """The study's design (see `design`), None before its first run."""
+        rows = self.db.execute("SELECT plan_json FROM plans WHERE study = ? ORDER BY id",
+                               (study,)).fetchall()
+        if not rows:
+            return None
+        return spanning([Plan.from_json(json.loads(r["plan_json"])).run.design() for r in rows])
+
+    def save_noise(self, records: list[Noise]) -> None:
+        for r in records:
+            self.db.execute(
+                "INSERT INTO noise (study, workload, dataset, schedule, run_seconds, threads, "
+                "rounds, sd, source, created_at, lag1, skew) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (r.study, r.workload, r.dataset, r.schedule, r.run_seconds, r.threads,
+                 r.rounds, r.sd, r.source, time.time(), _number(r.lag1), _number(r.skew)))
+
+    def noise(self, workload: str, dataset: str, schedule: str, run_seconds: float
+              ) -> list[Noise]:
+        """What this lab measured of the noise of one way of measuring, the latest first."""
+        rows = self.db.execute(
+            "SELECT * FROM noise WHERE workload = ? AND dataset = ? AND schedule = ? AND "
+            "run_seconds = ? ORDER BY id DESC", (workload, dataset, schedule, run_seconds))
+        return [Noise(row["workload"], row["dataset"], row["schedule"], row["run_seconds"],
+                      row["threads"], row["rounds"], row["sd"], row["source"], row["study"],
+                      row["created_at"], _nan(row["lag1"]), _nan(row["skew"]))
+                for row in rows]
+
+
+class ResultStore(_Frozen):
     """The lab's results database. Use it as a context manager so that it is always closed."""
 
     def __init__(self, path: Path):
@@ -200,7 +276,7 @@ class ResultStore:
     def save_point(self, session_id: int, study: str, record: PointRecord,
                    replace: bool = False) -> None:
         """Store a measured point. A stored 'ok' point is kept, unless `replace` (a round's
-        thread count measured again whole, rounds.py); a 'failed' one is replaced by its
+        thread count measured again whole, running/rounds.py); a 'failed' one is replaced by its
         retry."""
         point = record.point
         metrics = record.metrics.as_dict() if record.metrics else {}
@@ -242,72 +318,12 @@ class ResultStore:
             "INSERT INTO health_reports (study, config, report_json, created_at) "
             "VALUES (?, ?, ?, ?)", (study, config, json.dumps(report.to_json()), time.time()))
 
-    def save_noise(self, records: list[Noise]) -> None:
-        for r in records:
-            self.db.execute(
-                "INSERT INTO noise (study, workload, dataset, schedule, run_seconds, threads, "
-                "rounds, sd, source, created_at, lag1, skew) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (r.study, r.workload, r.dataset, r.schedule, r.run_seconds, r.threads,
-                 r.rounds, r.sd, r.source, time.time(), _number(r.lag1), _number(r.skew)))
-
     # -- reading -------------------------------------------------------------------------------
-
-    def noise(self, workload: str, dataset: str, schedule: str, run_seconds: float
-              ) -> list[Noise]:
-        """What this lab measured of the noise of one way of measuring, the latest first."""
-        rows = self.db.execute(
-            "SELECT * FROM noise WHERE workload = ? AND dataset = ? AND schedule = ? AND "
-            "run_seconds = ? ORDER BY id DESC", (workload, dataset, schedule, run_seconds))
-        return [Noise(row["workload"], row["dataset"], row["schedule"], row["run_seconds"],
-                      row["threads"], row["rounds"], row["sd"], row["source"], row["study"],
-                      row["created_at"], _nan(row["lag1"]), _nan(row["skew"]))
-                for row in rows]
-
-    def done(self, study: str, definition: str, threads: int, repeat: int) -> bool:
-        row = self.db.execute(
-            "SELECT 1 FROM points WHERE study = ? AND definition = ? AND threads = ? "
-            "AND repeat = ? AND status = 'ok'",
-            (study, definition, threads, repeat),
-        ).fetchone()
-        return row is not None
 
     def studies(self) -> list[str]:
         """Study names, the most recently planned first."""
         rows = self.db.execute("SELECT study FROM plans GROUP BY study ORDER BY MAX(id) DESC")
         return [row["study"] for row in rows]
-
-    def slices(self, study: str) -> dict[int, float]:
-        """The turn length (ms) the study's side-by-side points take at each thread count,
-        sized before its first round (fleet.Fleet.size_slices) and kept for every later run."""
-        rows = self.db.execute("SELECT threads, slice_ms FROM slices WHERE study = ?", (study,))
-        return {row["threads"]: row["slice_ms"] for row in rows}
-
-    def save_slices(self, study: str, sized: dict[int, tuple[float, float | None]]) -> None:
-        """Record {threads: (slice_ms, the probe's mean event latency)}; never replaces one."""
-        self.db.executemany(
-            "INSERT OR IGNORE INTO slices (study, threads, slice_ms, probe_latency_ms, "
-            "created_at) VALUES (?, ?, ?, ?, ?)",
-            [(study, t, ms, latency, time.time()) for t, (ms, latency) in sized.items()])
-
-    def planned_rounds(self, study: str) -> int:
-        """The rounds the study's budget was fitted to hold at its first look (0: never
-        fitted): later runs keep them, so that its looks stay those chosen before any look."""
-        rows = self.db.execute("SELECT plan_json FROM plans WHERE study = ?", (study,))
-        return max((json.loads(r["plan_json"])["run"].get("planned_rounds", 0) for r in rows),
-                   default=0)
-
-    def fit_rounds(self, study: str, rounds: int) -> None:
-        """Record the rounds fitted at the study's first look in every budgeted plan it was run
-        with, so that its design (`design`) looks up to them and no further."""
-        rows = self.db.execute("SELECT id, plan_json FROM plans WHERE study = ?",
-                               (study,)).fetchall()
-        for row in rows:
-            data = json.loads(row["plan_json"])
-            if data["run"].get("time") and not data["run"].get("planned_rounds"):
-                data["run"]["planned_rounds"] = rounds
-                self.db.execute("UPDATE plans SET plan_json = ? WHERE id = ?",
-                                (json.dumps(data), row["id"]))
 
     def latest_plan(self, study: str) -> tuple[Plan, list[str]] | None:
         """The study's latest plan and the definitions its configurations' points are stored
@@ -321,21 +337,6 @@ class ResultStore:
         plan = Plan.from_json(data)
         stored = data.get("definitions", {})
         return plan, [stored.get(c.name) or plan.definition(c) for c in plan.configs]
-
-    def design(self, study: str) -> Design:
-        """How the study's verdicts are judged, over every plan it was run with (spanning)."""
-        found = self.design_of(study)
-        if found is None:
-            raise KeyError(study)
-        return found
-
-    def design_of(self, study: str) -> Design | None:
-        """The study's design (see `design`), None before its first run."""
-        rows = self.db.execute("SELECT plan_json FROM plans WHERE study = ? ORDER BY id",
-                               (study,)).fetchall()
-        if not rows:
-            return None
-        return spanning([Plan.from_json(json.loads(r["plan_json"])).run.design() for r in rows])
 
     def points(self, study: str, definitions: list[str] | None = None,
                threads: int | None = None) -> list[StoredPoint]:
@@ -379,11 +380,11 @@ class ResultStore:
 
 
 def _point(row: sqlite3.Row) -> StoredPoint:
-    ok = row["status"] == "ok"
+    ok = row["status"] == PointStatus.OK
     return StoredPoint(
         id=row["id"], study=row["study"], definition=row["definition"], config=row["config"],
         workload=row["workload"], threads=row["threads"], repeat=row["repeat"],
-        status=row["status"], session_id=row["session_id"],
+        status=PointStatus(row["status"]), session_id=row["session_id"],
         server_state_id=row["server_state_id"], started_at=row["started_at"],
         finished_at=row["finished_at"],
         metrics=Metrics(**{name: row[name] for name in Metrics.names()}) if ok else None,

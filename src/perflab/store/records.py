@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any, get_type_hints
 
 from perflab.plan import Plan, Point
@@ -44,7 +45,7 @@ class Metrics:
     # points stored before it was)
     client_cpu: float | None = None
     # A fleet point: the share of its server's CPU time that fell in the other servers' turns
-    # (background work they are charged for: probes/turns.py); None for a serial point, or
+    # (background work they are charged for: running/turns.py); None for a serial point, or
     # when no share could be measured
     off_turn_cpu: float | None = None
     # Share of the machine's CPU time other processes and the hypervisor used during the point
@@ -91,12 +92,19 @@ class Symbol:
     symbol: str
 
 
+class PointStatus(StrEnum):
+    """How a point ended: measured, or failed (with the error it stores)."""
+
+    OK = "ok"
+    FAILED = "failed"
+
+
 @dataclass(frozen=True)
 class PointRecord:
     """What the runner hands the store for one finished point (the write side)."""
 
     point: Point
-    status: str  # "ok" or "failed"
+    status: PointStatus
     started_at: float
     finished_at: float
     server_state_id: int | None
@@ -123,7 +131,7 @@ class StoredPoint:
     workload: str
     threads: int
     repeat: int
-    status: str
+    status: PointStatus
     session_id: int
     server_state_id: int | None
     started_at: float
@@ -140,7 +148,7 @@ class StoredPoint:
 
     @property
     def ok(self) -> bool:
-        return self.status == "ok" and self.metrics is not None
+        return self.status == PointStatus.OK and self.metrics is not None
 
     def value(self, metric: str) -> float | None:
         """A metric of a successful point (None for a failed one or a missing figure)."""
@@ -285,6 +293,9 @@ class Study:
     server_states: list[ServerState]
     health: list[StoredHealth]
     design: Design  # how its verdicts are judged: over the looks of all its runs
+    # its verdicts per margin, judged once for every table, chart and headline that shows them
+    # (report/study.judgement); a Study is read whole and never changes
+    judged: dict[float | None, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def ok_points(self) -> list[StoredPoint]:

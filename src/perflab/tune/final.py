@@ -1,6 +1,7 @@
 """The final re-measure of `perflab tune`: before the search is believed, its best CANDIDATES
-are measured again, interleaved with the server defaults and the plan's baseline, for as many
-rounds as the lab's measured noise needs to resolve the plan's margin. The winner is the best
+are measured again (with each knob's best reading the search left behind), interleaved with
+the server defaults and the plan's baseline, for as many rounds as the lab's measured noise
+needs to resolve the plan's margin. The winner is the best
 re-measured one, and every gain is a paired interval with a verdict (one error rate across the
 comparisons), instead of the lucky trial's figure.
 
@@ -20,7 +21,9 @@ from dataclasses import replace
 
 from perflab.lab import Lab
 from perflab.plan import Plan, ServerConfig
-from perflab.runner import Runner
+from perflab.running.measurer import Measurer
+from perflab.running.runner import Runner
+from perflab.say import Say
 from perflab.stats.decide import (
     EQUIVALENT,
     FASTER,
@@ -34,13 +37,13 @@ from perflab.stats.design import Design
 from perflab.store import ResultStore, StoredPoint
 from perflab.tune.inert import inert_knobs
 from perflab.tune.result import TrialOutcome, TuneResult, moved
-from perflab.tune.settings import TuneSettings
+from perflab.tune.settings import TuneSettings, better
 from perflab.tune.space import setting_key
 from perflab.tune.why import explain, summed
 
 CANDIDATES = 3  # the best trials re-measured at the end
+MORE_CANDIDATES = 3  # at most this many more: knobs' best readings the search left behind
 MAX_PUT_BACK = 8  # more moved knobs than this are not put back one by one (a server each)
-Say = Callable[[str], None]
 Variables = tuple[tuple[str, str], ...]
 
 
@@ -49,7 +52,7 @@ def remeasure(store: ResultStore, result: TuneResult, plan: Plan, settings: Tune
     """Re-measure `result`'s candidates and record what was found in it: the re-measured
     figures, each candidate's verdict against the defaults, and the winner with its gains.
     `variables`: a trial's server variables, from its params."""
-    candidates = best_candidates(result)
+    candidates = best_candidates(result, settings.direction, plan.run.margin)
     baseline = plan.config(plan.baseline)
     configs = [replace(baseline, name="default", variables=())]
     if baseline.variables:
@@ -227,16 +230,46 @@ def _scores(by_round: dict[str, dict[int, list[StoredPoint]]], plan: Plan,
             for config, measured in by_round.items()}
 
 
-def best_candidates(result: TuneResult) -> list[TrialOutcome]:
-    """The search's best ok trials with distinct settings, its best first; the defaults
-    only when nothing else succeeded (they are re-measured anyway)."""
+def best_candidates(result: TuneResult, direction: str, margin: float) -> list[TrialOutcome]:
+    """The search's best ok trials with distinct settings, its best first (the defaults only
+    when nothing else succeeded: they are re-measured anyway), then each knob's best reading:
+    for every knob some trial that gained more than `margin` over the defaults moved, the best
+    such trial, up to MORE_CANDIDATES of them, best first. So a knob whose one good reading the
+    search did not follow up (its model or its figures later said otherwise) is measured again
+    before it is given up."""
     others = [t for t in result.ranked if moved(t.params, result.defaults)]
     chosen: dict[tuple, TrialOutcome] = {}
     for trial in others or result.ranked:
         chosen.setdefault(setting_key(moved(trial.params, result.defaults)), trial)
         if len(chosen) == CANDIDATES:
             break
-    return list(chosen.values())
+    extra: dict[tuple, TrialOutcome] = {}
+    for trial in _best_per_knob(result, direction, margin):
+        key = setting_key(moved(trial.params, result.defaults))
+        if key not in chosen and len(extra) < MORE_CANDIDATES:
+            extra.setdefault(key, trial)
+    return [*chosen.values(), *extra.values()]
+
+
+def _best_per_knob(result: TuneResult, direction: str, margin: float) -> list[TrialOutcome]:
+    """For each knob, the best ok trial that moves it and gains more than `margin` over the
+    defaults' figure (1 for trials measured side by side with the defaults, else a trial that
+    moves nothing), best first; nothing when there is no such figure."""
+    ok = [t for t in result.trials if t.value is not None]
+    if result.relative:
+        neutral: float | None = 1.0
+    else:
+        unmoved = [t.value for t in ok if not moved(t.params, result.defaults)]
+        neutral = unmoved[0] if unmoved else None
+    if neutral is None:
+        return []
+    helped = sorted((t for t in ok if better(direction, t.value, neutral, margin)),
+                    key=lambda t: t.value, reverse=direction == "maximize")
+    best: dict[str, TrialOutcome] = {}
+    for trial in helped:
+        for knob in moved(trial.params, result.defaults):
+            best.setdefault(knob, trial)
+    return sorted({t.number: t for t in best.values()}.values(), key=helped.index)
 
 
 def _rounds(store: ResultStore, final_plan: Plan, cells: int, plan: Plan,
@@ -244,7 +277,7 @@ def _rounds(store: ResultStore, final_plan: Plan, cells: int, plan: Plan,
     """Rounds for intervals of about ±margin at the family's level, from the noise this lab
     measured for the workload measured the way the re-measure will be (side by side, or
     one after another), or the assumed one, from final_repeats to final_max_repeats."""
-    sd, source = Runner(final_plan, lab, store, lambda _: None).noise()
+    sd, source = Measurer(final_plan, lab, store, lambda _: None).noise()
     level = plan.run.alpha / max(1, cells)
     low, high = settings.final_repeats, settings.final_max_repeats
     for rounds in range(low, high + 1):

@@ -25,7 +25,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from perflab.store.records import Metrics, PointRecord
+from perflab.store.records import Metrics, PointRecord, PointStatus
 from perflab.tune.result import REFERENCE
 
 SURPRISE = 2.0  # rounds' noise (SD of a round's log ratio) from the reference
@@ -58,13 +58,14 @@ class Reading:
 def reading(records: Sequence[PointRecord], config_name: str,
             reference_name: str | None) -> Reading:
     """The reading a round's records give for the trial `config_name`."""
-    bad = [r for r in records if r.status != "ok" or not r.metrics.qps > 0]
+    bad = [r for r in records if r.status != PointStatus.OK or not r.metrics.qps > 0]
     loaded = max((r.metrics.other_cpu for r in records
                   if r.metrics is not None and r.metrics.other_cpu is not None), default=None)
     if bad:
         own = [r for r in bad if r.point.config.name == config_name]
         first = (own or bad)[0]
-        error = first.error or ("failed" if first.status != "ok" else "no query completed")
+        error = first.error or ("failed" if first.status != PointStatus.OK
+                                else "no query completed")
         return Reading((), (), error if own else f"its reference {error}",
                        None if own else REFERENCE,
                        repeatable=not any(r.server_failed for r in own), loaded=loaded)

@@ -15,41 +15,9 @@ from perflab.tune.result import Outcome, Ranking, TuneResult, best_so_far
 
 
 def tables(result: TuneResult, objective: str) -> list[Table]:
-    relative = result.relative
-    out = [Table(
-        f"Trials of {result.study} ({result.method}), objective {objective}"
-        + (", each measured side by side with the reference" if relative else ""),
-        ["Trial", "State", f"{objective.capitalize()}{' ÷ reference' if relative else ''}",
-         "Knobs"],
-        [[str(t.number), t.state,
-          "-" if t.value is None else f"{t.value:.3f}" if relative else f"{t.value:.2f}",
-          " ".join(f"{k}={v}" for k, v in sorted(t.params.items())) if t.state is Outcome.OK
-          else (t.error or "").splitlines()[0][:90] if t.error else "-"]
-         for t in result.trials],
-    )]
+    out = [_trials_table(result, objective)]
     if result.final:
-        rows = []
-        for config, by_round in result.final.items():
-            s = summarize(list(by_round.values()))
-            interval = "-" if s.n < 2 else f"[{s.ci_low:.1f}, {s.ci_high:.1f}]"
-            rows.append([config, str(s.n), f"{s.median:.1f}", interval])
-        out.append(Table("Re-measured side by side (the gain below comes from these rounds)",
-                         ["Config", "Rounds", "Median", "95% interval"], rows))
-        if result.candidates:
-            knobs = {t.number: t.params for t in result.trials}
-            out.append(Table(
-                "The search's best trials re-measured against the defaults",
-                ["Trial", "Knobs", "Rounds", "Gain", "Interval", "Verdict"],
-                [[f"{n}{' (winner)' if result.best and n == result.best.number else ''}",
-                  " ".join(f"{k}={v}" for k, v in sorted(knobs.get(n, {}).items())),
-                  *(_gain_cells(v) if v is not None else ["-"] * 4)]
-                 for n, v in result.candidates.items()]))
-        gains = [[name, *_gain_cells(v)] for name, v in (
-            ("best vs default", result.gain_vs_default),
-            ("best vs baseline", result.gain_vs_baseline)) if v is not None]
-        out.append(Table("Gain of the best configuration (paired by round; every gain of the "
-                         "re-measure keeps one 5% error rate together)",
-                         ["Comparison", "Rounds", "Gain", "Interval", "Verdict"], gains))
+        out += _final_tables(result)
     if result.knob_effects:
         out.append(_knob_table(
             result, result.knob_effects, "Change without it",
@@ -72,12 +40,56 @@ def tables(result: TuneResult, objective: str) -> list[Table]:
                            f"{result.final_by['pid']})", result.final_by["lab"]]]))
     if result.importance:
         ok = sum(t.state is Outcome.OK for t in result.trials)
-        each = ("one round side by side with the reference" if relative
+        each = ("one round side by side with the reference" if result.relative
                 else "one measurement")
         out.append(Table(f"Knob importance (Optuna's fANOVA over {ok} trials of {each} each: "
                          "the knobs whose values moved the figures most, noise included)",
                          ["Knob", "Importance"],
                          [[k, f"{v:.2f}"] for k, v in result.importance.items()]))
+    return out
+
+
+def _trials_table(result: TuneResult, objective: str) -> Table:
+    relative = result.relative
+    return Table(
+        f"Trials of {result.study} ({result.method}), objective {objective}"
+        + (", each measured side by side with the reference" if relative else ""),
+        ["Trial", "State", f"{objective.capitalize()}{' ÷ reference' if relative else ''}",
+         "Knobs"],
+        [[str(t.number), t.state,
+          "-" if t.value is None else f"{t.value:.3f}" if relative else f"{t.value:.2f}",
+          " ".join(f"{k}={v}" for k, v in sorted(t.params.items())) if t.state is Outcome.OK
+          else (t.error or "").splitlines()[0][:90] if t.error else "-"]
+         for t in result.trials],
+    )
+
+
+def _final_tables(result: TuneResult) -> list[Table]:
+    """The re-measure: each configuration's rounds, the candidates against the defaults, and
+    the winner's gains."""
+    rows = []
+    for config, by_round in result.final.items():
+        s = summarize(list(by_round.values()))
+        interval = "-" if s.n < 2 else f"[{s.ci_low:.1f}, {s.ci_high:.1f}]"
+        rows.append([config, str(s.n), f"{s.median:.1f}", interval])
+    out = [Table("Re-measured side by side (the gain below comes from these rounds)",
+                 ["Config", "Rounds", "Median", "95% interval"], rows)]
+    if result.candidates:
+        knobs = {t.number: t.params for t in result.trials}
+        out.append(Table(
+            "The search's best trials (and each knob's best reading) re-measured against the "
+            "defaults",
+            ["Trial", "Knobs", "Rounds", "Gain", "Interval", "Verdict"],
+            [[f"{n}{' (winner)' if result.best and n == result.best.number else ''}",
+              " ".join(f"{k}={v}" for k, v in sorted(knobs.get(n, {}).items())),
+              *(_gain_cells(v) if v is not None else ["-"] * 4)]
+             for n, v in result.candidates.items()]))
+    gains = [[name, *_gain_cells(v)] for name, v in (
+        ("best vs default", result.gain_vs_default),
+        ("best vs baseline", result.gain_vs_baseline)) if v is not None]
+    out.append(Table("Gain of the best configuration (paired by round; every gain of the "
+                     "re-measure keeps one 5% error rate together)",
+                     ["Comparison", "Rounds", "Gain", "Interval", "Verdict"], gains))
     return out
 
 

@@ -25,18 +25,17 @@ from __future__ import annotations
 
 import importlib.util
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import replace
+from collections.abc import Sequence
 
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from perflab.errors import PerflabError
 from perflab.lab import Lab
-from perflab.plan import Plan, Point, ServerConfig
+from perflab.plan import Plan, Schedule
 from perflab.probes import busy
-from perflab.runner import Runner
-from perflab.server.memory import configured_sizes, memory_estimate
+from perflab.running.measurer import Measurer
+from perflab.say import Say
 from perflab.store import ResultStore
 from perflab.tune import workers
 from perflab.tune.additive import AdditiveSearch
@@ -52,7 +51,6 @@ from perflab.tune.methods import (
     interleaved,
     ofat_first_round,
 )
-from perflab.tune.reading import Reading, combined, reading, retake_reason
 from perflab.tune.result import (
     Measured,
     Outcome,
@@ -62,10 +60,10 @@ from perflab.tune.result import (
     moved,
     outcome,
     refused,
-    tell,
 )
 from perflab.tune.settings import TuneSettings, better
 from perflab.tune.space import Space, knob_space, memory_budget, startup_values
+from perflab.tune.trial import Trials
 
 # importable from here, where they were defined before tune/ had its other modules
 __all__ = ["MAX_REFUSALS_IN_A_ROW", "Measured", "Method", "Sampler", "TrialOutcome", "Tuner",
@@ -79,11 +77,6 @@ __all__ = ["MAX_REFUSALS_IN_A_ROW", "Measured", "Method", "Sampler", "TrialOutco
 MAX_REFUSALS_IN_A_ROW = 50
 STARTED = (TrialState.COMPLETE, TrialState.FAIL, TrialState.RUNNING)  # in this worker or another
 FINISHED = (TrialState.COMPLETE, TrialState.FAIL)
-# A trial's second reading is stored as this round plus the trial's number: apart from every
-# first reading's (trial n is round n + 1), one more place along, so the trial and its reference
-# swap slots and turns and the thread counts' order moves by one
-RETAKE_ROUND = 997_922  # 1 + 36 x 27,720 (lcm of 2..12): 2 to 12 thread counts rotate by one
-Say = Callable[[str], None]
 
 
 class Tuner:
@@ -113,9 +106,7 @@ class Tuner:
         self.storage = workers.open_storage(storage) if storage else None
         self.allow_unsafe = allow_unsafe
         self.baseline = plan.config(plan.baseline)
-        # the baseline again, under a name of this method's: the trials' reference
-        self.reference = replace(self.baseline, name=f"{method}-reference")
-        self.measured = Measured.ALONE if plan.run.schedule == "serial" \
+        self.measured = Measured.ALONE if plan.run.schedule == Schedule.SERIAL \
             else Measured.SIDE_BY_SIDE
 
     def run(self) -> TuneResult:
@@ -125,16 +116,19 @@ class Tuner:
 
     def _run(self, store: ResultStore, started: float) -> TuneResult:
         watch = busy.Watch()  # other work on the machine while the search sets up
-        self.runner = Runner(self.plan, self.lab, store, self.say)
+        self.runner = Measurer(self.plan, self.lab, store, self.say)
         if self.storage is None:
             self.storage = workers.open_storage(f"sqlite:///{self.lab.db_path}")
         self.catalog = self.lab.catalog()
         self.knobs = knob_space(self.catalog, list(self.settings.knobs), self.allow_unsafe,
                                 self._engines(), self.say, list(self.settings.exclude))
+        self.trials = Trials(self.plan, self.settings, self.runner, self.method, self.catalog,
+                             self.knobs, self.say)
         # the knob space as the methods read it
         self.space = Space(tuple(self.knobs), startup_values(self.knobs, self.catalog),
-                           self._memory, memory_budget(self.settings.memory_share))
-        self.runner.add_config(self.reference)
+                           self.trials.memory, memory_budget(self.settings.memory_share))
+        self.trials.space = self.space
+        self.runner.add_config(self.trials.reference)
         busy_now = watch.warning()
         if busy_now:
             self.say(f"WARNING: {busy_now}; the trials' readings would rank the load, not the "
@@ -142,7 +136,7 @@ class Tuner:
         study = self._study()  # it may keep the way of measuring it started with
         # a round's noise here for this way of measuring: how far from the reference a reading
         # must land to be measured again before the search believes it (tune/reading.py)
-        self.round_sd = self.runner.noise()[0]
+        self.trials.measured, self.trials.round_sd = self.measured, self.runner.noise()[0]
         session = self.runner.open_session()
         outcome_of_session = "interrupted"
         try:
@@ -157,9 +151,10 @@ class Tuner:
             with workers.study_lock(self.storage, study.study_name):
                 taken = workers.claim(study, key, self.lab.root)
             if taken is None:
-                remeasure(store, result, self.plan, self.settings, self._variables, self.lab,
+                remeasure(store, result, self.plan, self.settings, self.trials.variables, self.lab,
                           self.say)
-                put_back(store, result, self.plan, self.settings, self._variables, self.lab,
+                put_back(store, result, self.plan, self.settings, self.trials.variables,
+                         self.lab,
                          self.say)
                 workers.done(study, key)
             else:
@@ -244,7 +239,7 @@ class Tuner:
                 time.sleep(2)
                 continue
             with workers.heartbeat(self.storage, trial_id):
-                self._trial(study, session, trial)
+                self.trials.run(study, session, trial)
 
     def _spent(self, trials: list, started: float) -> bool:
         """The budget counts the study's trials, running ones included, whichever worker ran
@@ -252,101 +247,6 @@ class Tuner:
         if self.budget and sum(not refused(t) for t in trials) >= self.budget:
             return True
         return bool(self.seconds) and time.monotonic() - started >= self.seconds
-
-    def _memory(self, params: dict) -> int:
-        """Worst-case bytes of a trial's server: the baseline's variables, then its knobs."""
-        values = {name: str(value) for name, value in params.items()}
-        return memory_estimate(configured_sizes(
-            self.catalog, {**self.runner.server_options(self.baseline.name), **values}))
-
-    def _variables(self, params: dict) -> tuple[tuple[str, str], ...]:
-        return server_variables(self.baseline.as_dict(), params, self._startup())
-
-    def _startup(self) -> dict[str, str | None]:
-        return {k.name: self.catalog.variables[k.name].startup_value for k in self.knobs}
-
-    def _trial(self, study: optuna.Study, session: int, trial: optuna.Trial) -> None:
-        # the setting the draw stands for (a zero-off knob's draw below its range is 0)
-        values = {name: str(value) for name, value in self.space.within(trial.params).items()}
-        number = trial.number
-        label = " ".join(f"{k}={v}" for k, v in values.items())
-        estimate, limit = self._memory(values), self.space.limit
-        if estimate > limit:
-            reason = (f"worst-case memory {estimate / 2**30:.1f} GiB exceeds the budget of "
-                      f"{limit / 2**30:.1f} GiB")
-            self.say(f"trial {number}: refused before start (not counted in the budget): "
-                     f"{reason}")
-            self._tell(study, trial, Outcome.REFUSED, error=reason)
-            return
-        config = replace(self.baseline, name=f"{self.method}-trial-{number}",
-                         variables=self._variables(values))
-        try:
-            self.runner.add_config(config)
-        except PerflabError as exc:
-            self._tell(study, trial, Outcome.FAILED, error=exc.message)
-            return
-        if self.measured is Measured.SIDE_BY_SIDE:
-            why_not = self.runner.side_by_side_fits([self.reference, config])
-            if why_not is not None:
-                self.say(f"trial {number}: refused before start (not counted in the budget): "
-                         f"{why_not}")
-                self._tell(study, trial, Outcome.REFUSED, error=f"with its reference: {why_not}")
-                return
-        taken = self._reading(session, config, number + 1)
-        why = retake_reason(taken, None if taken.failed else taken.value(self.settings.score),
-                            self.round_sd)
-        if why is not None:
-            rotated = ", the placement rotated," if self.measured is Measured.SIDE_BY_SIDE else ""
-            self.say(f"trial {number}: measured again{rotated} before the search believes it: "
-                     f"{why}")
-            taken = combined(taken, self._reading(session, config, RETAKE_ROUND + number))
-        self._judge(study, trial, taken, label)
-
-    def _reading(self, session: int, config: ServerConfig, round_number: int) -> Reading:
-        """One reading of a trial: a round side by side with the reference (the placement
-        follows the round number), or the trial alone at every thread count."""
-        if self.measured is Measured.SIDE_BY_SIDE:
-            records = self.runner.measure_side_by_side(session, [self.reference, config],
-                                                       round_number)
-            return reading(records, config.name, self.reference.name)
-        records = [self.runner.measure_point(session, Point(
-            config, self.plan.workload, threads, round_number, self.plan.definition(config)))
-            for threads in self.plan.run.threads]
-        return reading(records, config.name, None)
-
-    def _judge(self, study: optuna.Study, trial: optuna.Trial, taken: Reading,
-               label: str) -> None:
-        """Tell Optuna what the trial's reading says: failed, or its figure."""
-        number = trial.number
-        if taken.failed:
-            self.say(f"trial {number}: failed ({taken.error.splitlines()[0]}) with {label}")
-            self._tell(study, trial, Outcome.FAILED, error=taken.error, cause=taken.cause)
-            return
-        if busy.under_load(taken.loaded):
-            self.say(f"trial {number}: WARNING: measured while other processes used "
-                     f"{taken.loaded:.0%} of the machine's CPU time: its reading is not "
-                     "evidence")
-        if self.settings.min_qps and min(m.qps for m in taken.own) < self.settings.min_qps:
-            error = f"throughput under the floor of {self.settings.min_qps} qps"
-            self.say(f"trial {number}: failed ({error}) with {label}")
-            self._tell(study, trial, Outcome.FAILED, error=error)
-            return
-        value = taken.value(self.settings.score)
-        figures = f"{value:.2f}"
-        if taken.reference:
-            figures = (f"{self.settings.score(list(taken.own)):.2f} against the reference's "
-                       f"{self.settings.score(list(taken.reference)):.2f}: ×{value:.3f}")
-        twice = " (two readings)" if taken.pooled else " (the retake)" if taken.retaken else ""
-        self.say(f"trial {number}: {self.settings.objective} {figures}{twice} with {label}")
-        self._tell(study, trial, Outcome.OK, value)
-
-    def _tell(self, study: optuna.Study, trial: optuna.Trial, ended: Outcome,
-              value: float | None = None, error: str | None = None,
-              cause: str | None = None) -> None:
-        if not tell(study, trial, ended, value, error, cause):
-            self.say(f"trial {trial.number}: another worker failed it while it ran (no "
-                     f"heartbeat reached the storage for {workers.GRACE_SECONDS} s); its "
-                     "result is dropped")
 
     def _result(self, study: optuna.Study) -> TuneResult:
         finished = study.get_trials(deepcopy=False, states=FINISHED)
@@ -361,19 +261,8 @@ class Tuner:
                 self.say(f"knob importance not available: {exc}")
         return TuneResult(self.plan.name, self.method, self.knobs, trials,
                           ranked[0] if ranked else None, importance=importance,
-                          defaults=self._startup(), measured=self.measured, ranked=ranked,
+                          defaults=self.trials.startup(), measured=self.measured, ranked=ranked,
                           ranked_by=self.search.ranking)
-
-
-def server_variables(base: dict, params: dict,
-                     startup: dict[str, str | None]) -> tuple[tuple[str, str], ...]:
-    """A trial's server variables: the baseline's (`base`), then the knobs the trial moves from
-    their startup values. A knob at its startup value is left unset, not set to that value:
-    some variables change the server by being set at all (query_cache_size set to its default
-    1 MiB cost 8-10% of oltp_read_only here), and the defaults must be measured as the
-    defaults, a winner as the my.cnf printed for it."""
-    over_base = {name: str(value) for name, value in params.items() if name in base}
-    return tuple(sorted({**base, **over_base, **moved(params, startup)}.items()))
 
 
 def _checked(method: str, sampler: str, budget: int | None, seconds: float | None,

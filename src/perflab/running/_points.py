@@ -7,14 +7,14 @@ import time
 from perflab.load.sysbench import LoadResult
 from perflab.plan import Point
 from perflab.probes.status import rows_per_query
-from perflab.store import PointRecord, Symbol
+from perflab.store import PointRecord, PointStatus, Symbol
 
 
 def measured(point: Point, started: float, state_id: int | None, result: LoadResult,
              status_delta: dict[str, float], profile: list[Symbol] | None) -> PointRecord:
     """A point that ran: sysbench's figures, with rows per query from the status counters."""
     metrics = result.metrics(rows_per_query(status_delta, result.reads + result.writes))
-    return PointRecord(point, "ok", started, time.time(), state_id, metrics,
+    return PointRecord(point, PointStatus.OK, started, time.time(), state_id, metrics,
                        series=result.series, status_delta=status_delta,
                        histogram=result.histogram, profile=profile, clients=result.clients)
 
@@ -23,5 +23,5 @@ def failed(point: Point, started: float, state_id: int | None, error: str,
            server_failed: bool = False) -> PointRecord:
     """A point that did not run, or whose run failed, with why (`server_failed`: its server
     could not start or died)."""
-    return PointRecord(point, "failed", started, time.time(), state_id, None, error=error,
+    return PointRecord(point, PointStatus.FAILED, started, time.time(), state_id, None, error=error,
                        server_failed=server_failed)

@@ -4,33 +4,31 @@ onto it. The runner (runner.py) holds one and never asks which kind it is.
 - `ManagedSide`: mariadbd started by perflab on a copy of the dataset, one configuration after
   another, switched by SET GLOBAL when every changed variable is dynamic and restarted on a
   restored datadir otherwise; or, when the plan allows it, a fleet of one server per
-  configuration (fleet.py).
+  configuration (_fleet.py).
 - `ExistingSide` (existing_side.py): someone else's server, never started or stopped,
   configurations applied through the lab's journal and put back.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import replace
 from typing import Protocol, runtime_checkable
 
 import pymysql
 
 from perflab.errors import PerflabError
-from perflab.fleet import fits
 from perflab.lab import Lab
 from perflab.load.family import LOADER_OPTIONS
 from perflab.load.preload import preload
 from perflab.load.workloads import ResolvedWorkload
-from perflab.plan import Plan, ServerConfig
-from perflab.progress import pairs
+from perflab.plan import Plan, Schedule, ServerConfig
+from perflab.running._fleet import fits
+from perflab.running._progress import pairs
+from perflab.say import Say
 from perflab.server import environment as env
 from perflab.server.managed import ManagedServer
 from perflab.server.protocol import Server
 from perflab.server.variables import Catalog
-
-Say = Callable[[str], None]
 
 
 @runtime_checkable
@@ -51,7 +49,7 @@ class ServerSide(Protocol):
         """A configuration not in the plan (a tuning trial): checked, its dataset ready."""
 
     def schedule(self) -> tuple[str, str]:
-        """("fleet" or "serial", why)."""
+        """(FLEET or SERIAL, why)."""
 
     def side_by_side_fits(self, configs: list[ServerConfig]) -> str | None:
         """None when `configs` (already added) can run on servers side by side; else why not."""
@@ -66,10 +64,10 @@ class ServerSide(Protocol):
     def preload(self) -> str:
         """The engines' own preload of the dataset, when the side allows it; what it did."""
 
-    def wrote(self) -> None:
+    def after_writes(self) -> None:
         """The workload wrote: what is needed for the next configuration's equal footing."""
 
-    def death(self) -> str | None:
+    def death_report(self) -> str | None:
         """After a failed point: the server's exit and log tail when it died, else None."""
 
     def stop(self) -> None:
@@ -135,23 +133,23 @@ class ManagedSide:
     def dataset_key(self, config: ServerConfig) -> str:
         return self.workload.config_dataset_key(self.plan, config)
 
-    def schedule(self) -> tuple[str, str]:
+    def schedule(self) -> tuple[Schedule, str]:
         plan = self.plan
         requested = plan.run.schedule
         if plan.run.clients:
-            return "serial", "load from several client machines, one server at a time"
-        if requested == "serial" or len(plan.configs) == 1:
-            return "serial", ("as the plan asks" if requested == "serial"
-                              else "one configuration")
+            return Schedule.SERIAL, "load from several client machines, one server at a time"
+        if requested == Schedule.SERIAL or len(plan.configs) == 1:
+            return Schedule.SERIAL, ("as the plan asks" if requested == Schedule.SERIAL
+                                     else "one configuration")
         size = sum(self.lab.snapshot_bytes(self.dataset_key(c)) for c in plan.configs)
         why_not = fits(plan, self.catalog, self.options, self.lab, size // len(plan.configs))
         if why_not is None:
-            return "fleet", (f"{len(plan.configs)} servers side by side, taking turns in "
-                             f"{plan.run.effective_slice_seconds:g} s slices")
-        if requested == "fleet":
+            return Schedule.FLEET, (f"{len(plan.configs)} servers side by side, taking turns "
+                                    f"in {plan.run.effective_slice_seconds:g} s slices")
+        if requested == Schedule.FLEET:
             self.say(f"warning: {why_not}; running the fleet as the plan asks")
-            return "fleet", "as the plan asks"
-        return "serial", f"{why_not}: one server, configurations back to back"
+            return Schedule.FLEET, "as the plan asks"
+        return Schedule.SERIAL, f"{why_not}: one server, configurations back to back"
 
     def side_by_side_fits(self, configs: list[ServerConfig]) -> str | None:
         """None when `configs` (already added) can run side by side; else why not."""
@@ -219,10 +217,10 @@ class ManagedSide:
         loaded = preload(self.server.endpoint, self.workload.family.schema, self.server.datadir)
         return f"caches preloaded in {loaded:.1f} s, "
 
-    def wrote(self) -> None:
+    def after_writes(self) -> None:
         self.slot.set_state(dirty=True)  # the next start restores the datadir
 
-    def death(self) -> str | None:
+    def death_report(self) -> str | None:
         if self.server is None or not self.server.died():
             return None
         report = self.server.death_report()

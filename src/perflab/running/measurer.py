@@ -1,64 +1,40 @@
-"""Running a study: from a validated plan to stored points, round after round.
-
-A round measures every comparison still open once: at each thread count, the baseline and the
-configurations compared with it are measured close in time, in an order drawn for the round,
-so that each round gives one paired ratio per comparison (stats/decide.py). With a fleet (one
-server per configuration, fleet.py) they take turns in time slices within one run; serially,
-they run back to back on one server, switched by SET GLOBAL when every changed variable is
-dynamic and restarted otherwise, each change followed by a warm-up.
-
-Without a time budget a study runs its `repeats` rounds. With one, rounds go on after those only
-for the comparisons still inconclusive, until every one is decided, the budget is spent or
-max_rounds is reached. A point whose server dies is stored as failed with the error-log tail.
+"""What a run measures: one point, or one round of configurations, side by side on a fleet
+of servers taking turns in time slices (_fleet.py) or one after another on one server, switched
+by SET GLOBAL when every changed variable is dynamic and restarted otherwise, each change
+followed by a warm-up. A point whose server dies is stored as failed with the error-log tail.
+The round loop (runner.py) and tune's trials (tune/search.py) both measure through a Measurer.
 """
 
 from __future__ import annotations
 
-import statistics
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import pymysql
 
-from perflab import points
 from perflab.errors import PerflabError, error_text
-from perflab.existing_side import ExistingSide
-from perflab.fleet import Fleet
 from perflab.lab import Lab
 from perflab.load import sysbench
 from perflab.load.clients import Clients, connect_clients
 from perflab.load.workloads import ResolvedWorkload, resolve
-from perflab.noise import forecast, frozen_dependence, lab_noise, save_noise
-from perflab.plan import Dataset, Plan, Point, ServerConfig
+from perflab.plan import Dataset, Plan, Point, Schedule, ServerConfig
 from perflab.probes import busy
 from perflab.probes.profile import Profiler
 from perflab.probes.status import delta, global_status
 from perflab.probes.system import host_facts
 from perflab.procs import check_stop
-from perflab.progress import Progress
-from perflab.rounds import Stop, fitted_looks, next_round
+from perflab.running import _points as points
+from perflab.running._fleet import Fleet
+from perflab.running._progress import Progress
+from perflab.running._states import ServerStates
+from perflab.running.existing_side import ExistingSide
+from perflab.running.noise import lab_noise
+from perflab.running.side import ManagedSide, ServerSide
+from perflab.say import Say
 from perflab.server import environment as env
-from perflab.server.existing import ExistingServer, restore_pending
+from perflab.server.existing import ExistingServer
 from perflab.server.protocol import Server
-from perflab.side import ManagedSide, ServerSide
-from perflab.states import ServerStates
-from perflab.stats.design import Design
 from perflab.store import PointRecord, ResultStore, StoredPoint
-
-Say = Callable[[str], None]
-
-
-@dataclass
-class RunSummary:
-    study: str
-    schedule: str  # "fleet" or "serial"
-    rounds: int  # rounds with at least one point measured by this run
-    already_stored: int
-    measured: int
-    failed: int
-    seconds: float
-    stopped: str = "complete"  # "complete", "all decided", "budget spent" or "interrupted"
 
 
 def measure(
@@ -101,30 +77,8 @@ def run_load(
                         seconds, threads, server.endpoint.sysbench_input())
 
 
-def run_study(plan: Plan, lab: Lab, say: Say = print, server: ExistingServer | None = None
-              ) -> RunSummary:
-    """The study in `lab`: its rounds not stored yet, within its time budget if it has one; on
-    managed servers, or on `server`, a server perflab did not start.
-
-    On `server` with permission to set variables, first puts back what an earlier perflab that
-    was killed left changed on it (and refuses to run when the lab's journal belongs to another
-    server); without, the journal is left alone (the command line has said it is there).
-    """
-    with lab.locked(), lab.store() as store:
-        if server is None:
-            return Runner(plan, lab, store, say).run()
-        try:
-            if server.permissions.set_variables:
-                server.claim()  # first: another perflab changing this server stops this run
-                restore_pending(lab.root, server.endpoint, say, claimed=True)
-                server.refuse_another_journal()
-            return Runner(plan, lab, store, say, server).run()
-        finally:
-            server.release()
-
-
-class Runner:
-    """Runs the points of one plan in a lab the caller has locked, storing them in `store`.
+class Measurer:
+    """Measures the points of one plan in a lab the caller has locked, storing them in `store`.
 
     Making one checks the workload and every configuration of the plan against the measured
     server's variable catalog (for managed servers, read once per server version by a scratch
@@ -149,114 +103,9 @@ class Runner:
         # load from several client machines: the scheduler reached before anything runs
         self.clients = (connect_clients(plan.run.clients, existing, say) if plan.run.clients
                         else None)
-        self.schedule: str | None = None  # decided by run(), or on first need (noise)
+        self.schedule: Schedule | None = None  # decided by run(), or on first need (noise)
         self.noise_source = "run"  # what the noise this run measures is stored as
         self.sizing_seconds = 0.0  # spent sizing the fleet's slices (_size_slices)
-
-    def run(self) -> RunSummary:
-        """Every round not stored yet; with a time budget, the rounds that decide."""
-        try:
-            return self._rounds()
-        finally:
-            if self.clients is not None:
-                self.clients.close()
-
-    def _existing_pid(self) -> list[int]:
-        """The existing server this run measures, when it runs on this machine: its work (the
-        dataset loading into it, the load) is not other work (probes/busy.py)."""
-        if self.existing is None:
-            return []
-        with self.existing.connect() as conn:
-            pid = busy.server_pid(conn)
-        return [pid] if pid else []
-
-    def _rounds(self) -> RunSummary:
-        started = time.monotonic()
-        watch = busy.Watch(self._existing_pid())  # other work while the study sets up
-        for config in self.plan.configs:
-            self.side.ensure_dataset(config)
-        run = self.plan.run  # the budget is for the rounds: it starts once the data is there
-        deadline = time.monotonic() + run.time if run.time else None
-        schedule, why = self.side.schedule()
-        self.schedule = schedule
-        self.say(f"schedule: {schedule} ({why})")
-        self.plan = frozen_dependence(self.store, self.plan, self.workload, schedule)
-        self.plan = replace(self.plan, run=replace(  # looks fitted by an earlier run stay
-            self.plan.run, planned_rounds=self.store.planned_rounds(self.plan.name)))
-        self.plan_id = self.store.save_plan(self.plan)
-        design = self.store.design(self.plan.name)  # this plan's looks and earlier runs'
-        if design.fitted and run.repeats > design.last_look:
-            self.say(f"the looks were fitted to rounds {design.first_look}..{design.last_look} "
-                     f"at this study's first run: it stops there, not at {run.repeats} rounds "
-                     "(a longer study is a new study: give the plan another name)")
-            self.plan = replace(self.plan, run=replace(self.plan.run,
-                                                       repeats=design.last_look))
-            run = self.plan.run
-        for line in forecast(self.plan, design, self.noise()):
-            self.say(line)
-        busy_now = watch.warning()
-        if busy_now:
-            self.say(f"WARNING: {busy_now}")
-        summary = RunSummary(self.plan.name, schedule, 0, len(self._ok()), 0, 0, 0.0)
-        if summary.already_stored:
-            planned = len(self.plan.configs) * len(run.threads) * run.repeats
-            self.say(f"resuming: {summary.already_stored} of {planned} points already stored")
-        progress = Progress(self.plan, self.say, deadline)
-        session = self.open_session()
-        fleet = self._fleet(session, self.plan) if schedule == "fleet" else None
-        round_number, timed = 0, []
-        try:
-            while True:
-                check_stop()
-                round_number += 1
-                if (round_number == run.repeats + 1 and timed and deadline is not None
-                        and not self.plan.run.planned_rounds
-                        and all(p.repeat <= run.repeats for p in self._ok())):
-                    self.plan, design = fit_looks(self.store, self.plan, round_number - 1,
-                                                  deadline, timed, self.say)
-                step = next_round(self.plan, self._ok(), design, round_number)
-                if step.note:
-                    self.say(step.note)
-                if isinstance(step, Stop):
-                    summary.stopped = "all decided" if step.decided else "complete"
-                    break
-                if not step.points:
-                    continue  # stored by an earlier run
-                if deadline is not None and time.monotonic() >= deadline:
-                    summary.stopped = "budget spent"
-                    break
-                summary.rounds += 1
-                progress.round(round_number, step.points)
-                began, self.sizing_seconds = time.monotonic(), 0.0
-                records = (self._fleet_round(fleet, session, round_number, step.points,
-                                             deadline, progress)
-                           if fleet else
-                           self._serial_round(session, round_number, step.points, deadline,
-                                              progress))
-                if sum(map(len, step.points.values())) == len(run.threads) * len(
-                        self.plan.configs):  # a whole round: the pace of the rounds to come
-                    timed.append(time.monotonic() - began - self.sizing_seconds)
-                summary.measured += len(records)
-                summary.failed += sum(r.status == "failed" for r in records)
-                if deadline is not None and time.monotonic() >= deadline:
-                    summary.stopped = "budget spent"
-                    break
-        except BaseException:
-            summary.stopped = "interrupted"
-            raise
-        finally:
-            if fleet is not None:
-                fleet.stop()
-            self.close_session(session, summary.stopped)
-            summary.seconds = time.monotonic() - started
-            save_noise(self.store, self.plan, self.workload, schedule, self._ok(),
-                       self.noise_source)
-        if not summary.rounds and summary.already_stored:
-            self.say(f"all {summary.already_stored} points of {self.plan.name} are already "
-                     "stored")
-        return summary
-
-    # -- the pieces, also used by tune -----------------------------------------------------------
 
     def server_options(self, config_name: str) -> dict[str, str]:
         """A configuration's checked server options, as the command line takes them."""
@@ -312,7 +161,7 @@ class Runner:
 
     # -- what a round measures ---------------------------------------------------------------
 
-    def _ok(self) -> list[StoredPoint]:
+    def _stored_ok(self) -> list[StoredPoint]:
         definitions = [self.plan.definition(c) for c in self.plan.configs]
         return [p for p in self.store.points(self.plan.name, definitions) if p.ok]
 
@@ -363,8 +212,7 @@ class Runner:
                 if deadline is not None and records and time.monotonic() + step > deadline:
                     return records
                 begun = time.monotonic()
-                point = Point(config, self.plan.workload, threads, round_number,
-                              self.plan.definition(config))
+                point = self.plan.point(config, threads, round_number)
                 record = self.measure_point(session, point, replace=True)
                 progress.done(record)
                 records.append(record)
@@ -403,14 +251,14 @@ class Runner:
         except (sysbench.LoadFailed, pymysql.MySQLError) as exc:
             # sysbench failed, or the server went away under it: expected, stored as failed
             Profiler.finish(recorder, profile_data)
-            death = self.side.death()
+            death = self.side.death_report()
             error = death or error_text(exc)
             self.say(f"point {point.label} failed: {error.splitlines()[0]}")
             return points.failed(point, started, self.server_state_id, error,
                                  server_failed=death is not None)
         profile = Profiler.finish(recorder, profile_data) if recorder else None
         if self.workload.writes:
-            self.side.wrote()
+            self.side.after_writes()
         return points.measured(point, started, self.server_state_id, result, status_delta,
                                profile)
 
@@ -421,20 +269,6 @@ class Runner:
             return
         self.server_state_id = self.states.record(session, self.side.server, config, how)
         warm_up(self.side, self.plan, self.workload, config, self.say)
-
-
-def fit_looks(store: ResultStore, plan: Plan, done: int, deadline: float, timed: list[float],
-              say: Say) -> tuple[Plan, Design]:
-    """At a budgeted study's first look: its looks fitted to the rounds the budget holds
-    (rounds.fitted_looks), recorded for it, and the design they give."""
-    plan = fitted_looks(plan, done, deadline - time.monotonic(), timed)
-    store.fit_rounds(plan.name, plan.run.planned_rounds)
-    design = store.design(plan.name)
-    pace = f"{statistics.mean(timed):.0f} s a round so far"
-    say(f"looks: after rounds {design.first_look}..{design.last_look}, "
-        + (f"what the budget holds at {pace} (levels fitted to them)" if design.fitted
-           else f"max_rounds (the budget holds more at {pace}: Pocock's constant level)"))
-    return plan, design
 
 
 def warm_up(side: ServerSide, plan: Plan, workload: ResolvedWorkload, config: ServerConfig,
@@ -453,7 +287,7 @@ def warm_up(side: ServerSide, plan: Plan, workload: ResolvedWorkload, config: Se
                                      sysbench.environment(workload, endpoint),
                                      run.warmup_seconds, endpoint.sysbench_input())
     if workload.writes:
-        side.wrote()
+        side.after_writes()
     say(f"warmed up {config.name}: {preloaded}steady after {took:.1f} s at {threads} threads")
 
 

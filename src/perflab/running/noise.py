@@ -14,9 +14,9 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from perflab.load.workloads import ResolvedWorkload
-from perflab.plan import Plan
-from perflab.progress import duration
-from perflab.rounds import comparisons
+from perflab.plan import Plan, Schedule
+from perflab.running._progress import duration
+from perflab.running.rounds import comparisons
 from perflab.stats.decide import forecast_detectable, forecast_half_width
 from perflab.stats.dependence import lag1, skewness
 from perflab.stats.design import Design
@@ -25,9 +25,9 @@ from perflab.store import Noise, ResultStore, StoredPoint
 ASSUMED_NOISE = 0.10  # per-round sd of a log ratio, before this lab has measured any
 
 
-def way_of_measuring(plan: Plan, schedule: str) -> str:
+def way_of_measuring(plan: Plan, schedule: Schedule) -> str:
     """The way of measuring that noise figures belong to: serial, or a fleet and its slice."""
-    if schedule != "fleet":
+    if schedule != Schedule.FLEET:
         return "serial"
     return f"fleet {plan.run.effective_slice_seconds:g} s"
 
@@ -36,7 +36,7 @@ def _dataset(plan: Plan, workload: ResolvedWorkload) -> str:
     return workload.config_dataset_key(plan, plan.config(plan.baseline))
 
 
-def _latest(store: ResultStore, plan: Plan, workload: ResolvedWorkload, schedule: str,
+def _latest(store: ResultStore, plan: Plan, workload: ResolvedWorkload, schedule: Schedule,
             usable: Callable[[Noise], bool] = lambda _: True) -> dict[int, Noise]:
     """Per thread count, the latest `usable` figure this lab measured for the plan's way of
     measuring."""
@@ -49,7 +49,7 @@ def _latest(store: ResultStore, plan: Plan, workload: ResolvedWorkload, schedule
     return per_threads
 
 
-def lab_noise(store: ResultStore, plan: Plan, workload: ResolvedWorkload, schedule: str
+def lab_noise(store: ResultStore, plan: Plan, workload: ResolvedWorkload, schedule: Schedule
               ) -> tuple[float, str]:
     """The per-round sd this lab measured for the plan's way of measuring, with where it comes
     from; ASSUMED_NOISE when it has measured none."""
@@ -66,7 +66,7 @@ LAG1_TOTAL = 24  # ... nor a lab's over fewer rounds in all (its standard error 
 
 
 def frozen_dependence(store: ResultStore, plan: Plan, workload: ResolvedWorkload,
-                      schedule: str) -> Plan:
+                      schedule: Schedule) -> Plan:
     """The plan with the dependence of rounds its intervals allow for, set at the study's
     first run from what this lab measured for the plan's way of measuring (calibrate and
     earlier runs; the latest figure of each thread count): the largest lag-1
@@ -113,7 +113,7 @@ def forecast(plan: Plan, design, noise: tuple[float, str]) -> list[str]:
     return lines
 
 
-def save_noise(store: ResultStore, plan: Plan, workload: ResolvedWorkload, schedule: str,
+def save_noise(store: ResultStore, plan: Plan, workload: ResolvedWorkload, schedule: Schedule,
                ok: list[StoredPoint], source: str) -> None:
     """What a study's rounds say of the noise: per thread count, the pooled sd of its
     comparisons' log ratios, for the next run's forecast, with how consecutive rounds depend

@@ -27,13 +27,11 @@ import math
 import shutil
 import subprocess
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import pymysql
 
-from perflab import points
 from perflab.errors import PerflabError, error_text
 from perflab.lab import Lab, Slot
 from perflab.load import sysbench
@@ -43,15 +41,16 @@ from perflab.plan import Plan, Point, ServerConfig
 from perflab.probes.profile import Profiler
 from perflab.probes.status import delta, global_status
 from perflab.probes.system import ram_bytes
-from perflab.probes.turns import TurnCpu
+from perflab.running import _points as points
+from perflab.running._states import ServerStates
+from perflab.running.turns import TurnCpu
+from perflab.say import Say
 from perflab.server import environment as env
 from perflab.server.managed import ManagedServer
 from perflab.server.memory import configured_sizes, memory_estimate
 from perflab.server.variables import Catalog
-from perflab.states import ServerStates
 from perflab.store import PointRecord, Symbol
 
-Say = Callable[[str], None]
 MEMORY_SHARE = 0.5  # the fleet's servers may take up to half the RAM, worst case
 PERF_ATTACH_SECONDS = 1.0  # perf's own start, before the slices' clock starts
 PROFILE_SLACK_SECONDS = 30  # a recording's upper bound past the sliced run (stopped at its end)
@@ -62,7 +61,7 @@ CLEARLY_SHORT = 4
 
 
 @dataclass
-class Member:
+class FleetServer:
     """One configuration's server in the current round."""
 
     config: ServerConfig
@@ -104,7 +103,7 @@ class Fleet:
         self.plan, self.lab, self.workload, self.say = plan, lab, workload, say
         self.profiler = profiler
         self.options, self.states, self.session = options, states, session
-        self.members: dict[str, Member] = {}
+        self.members: dict[str, FleetServer] = {}
         self.slices: dict[int, float] = {}  # slice_ms by thread count (size_slices); else base
         # Slots, one per configuration, grouped by dataset: rotation stays within a group.
         self.groups: dict[str, list[ServerConfig]] = {}
@@ -131,7 +130,7 @@ class Fleet:
         configuration's points of the round fail with the reason."""
         self.stop()
         for config in configs:
-            member = Member(config, self.slot_of(config, round_number))
+            member = FleetServer(config, self.slot_of(config, round_number))
             self.members[config.name] = member
             key = self.dataset_key(config)
             if self.workload.writes:
@@ -163,7 +162,7 @@ class Fleet:
         live = []
         for config in configs:
             member = self.members[config.name]
-            point = self._point(config, threads, round_number)
+            point = self.plan.point(config, threads, round_number)
             if member.server is None or not member.server.alive():
                 error = member.error or self._died(member)
                 records.append(points.failed(point, started, member.state_id, error,
@@ -246,7 +245,7 @@ class Fleet:
                 + f" (base {base / 1000:g} s)")
         return sized
 
-    def _alone_latency(self, member: Member, threads: int) -> float | None:
+    def _alone_latency(self, member: FleetServer, threads: int) -> float | None:
         """The mean event latency (ms) of `member`'s server alone at `threads` for
         PROBE_SECONDS, None (said) when sysbench fails there."""
         try:
@@ -259,18 +258,14 @@ class Fleet:
                      f"{error_text(failed).splitlines()[0]}")
             return None
 
-    def _record_profile(self, member: Member, seconds: int
+    def _record_profile(self, member: FleetServer, seconds: int
                         ) -> tuple[subprocess.Popen | None, Path]:
         data = self.lab.root / f"profile-{member.config.name}.data"
         if self.profiler is None:
             return None, data
         return self.profiler.start(member.server.pid, seconds, data), data
 
-    def _point(self, config: ServerConfig, threads: int, round_number: int) -> Point:
-        return Point(config, self.plan.workload, threads, round_number,
-                     self.plan.definition(config))
-
-    def _record(self, member: Member, point: Point, result, before: dict,
+    def _record(self, member: FleetServer, point: Point, result, before: dict,
                 started: float, profile: list[Symbol]) -> PointRecord:
         if isinstance(result, sysbench.LoadFailed) or not member.server.alive():
             died = member.server.died()
@@ -286,7 +281,7 @@ class Fleet:
             member.slot.set_state(dirty=True)
         return points.measured(point, started, member.state_id, result, moved, profile)
 
-    def _died(self, member: Member) -> str:
+    def _died(self, member: FleetServer) -> str:
         member.slot.set_state(dirty=True)  # tables may be marked crashed: restore
         return member.server.death_report()
 

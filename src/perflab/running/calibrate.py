@@ -21,8 +21,8 @@ from perflab.errors import PerflabError
 from perflab.lab import Lab
 from perflab.output.table import Table
 from perflab.plan import Plan
-from perflab.rounds import comparisons
-from perflab.runner import Runner
+from perflab.running.rounds import comparisons
+from perflab.running.runner import Runner
 from perflab.stats.decide import forecast_half_width, half_width
 from perflab.stats.dependence import lag1, skewness
 from perflab.stats.design import FITTED_SHAPE

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 
 from perflab.plan import Plan, ServerConfig
+from perflab.say import Say
 from perflab.store import PointRecord
-
-Say = Callable[[str], None]
 
 
 class Progress:

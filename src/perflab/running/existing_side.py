@@ -34,13 +34,13 @@ from perflab.load.classify import Classified, Kind, classify
 from perflab.load.reach import Reached, ServerObjects, reached
 from perflab.load.sqlworkload import shown
 from perflab.load.workloads import ResolvedWorkload
-from perflab.plan import Environment, Plan, ServerConfig
+from perflab.plan import Environment, Plan, Schedule, ServerConfig
 from perflab.procs import forget_sessions, watch_sessions
-from perflab.progress import pairs
+from perflab.running._progress import pairs
+from perflab.running.side import Say, check_config, check_configs
 from perflab.server.connection import query
 from perflab.server.existing import ExistingServer, Permissions, unrestorable
 from perflab.server.variables import read_catalog
-from perflab.side import Say, check_config, check_configs
 
 OWN_SCHEMA_PREFIX = "perflab_"
 # What an account may hold and still change nothing a read-only run promises to keep.
@@ -201,8 +201,8 @@ class ExistingSide:
         self.options[config.name] = check_config(self.plan, config, self.catalog, self.workload)
         self.ensure_dataset(config)
 
-    def schedule(self) -> tuple[str, str]:
-        return "serial", "a server perflab did not start: configurations back to back on it"
+    def schedule(self) -> tuple[Schedule, str]:
+        return Schedule.SERIAL, "a server perflab did not start: configurations back to back on it"
 
     def side_by_side_fits(self, configs: list[ServerConfig]) -> str | None:
         return "perflab runs one configuration at a time on a server it did not start"
@@ -235,10 +235,10 @@ class ExistingSide:
     def preload(self) -> str:
         return ""  # its files are not ours to read, and its caches hold what its users need
 
-    def wrote(self) -> None:
+    def after_writes(self) -> None:
         pass  # its data is its own: nothing to restore
 
-    def death(self) -> str | None:
+    def death_report(self) -> str | None:
         return None  # whether someone else's server died is not ours to know
 
     def stop(self) -> None:

@@ -1,0 +1,204 @@
+"""Running a study: from a validated plan to stored points, round after round.
+
+A round measures every comparison still open once: at each thread count, the baseline and the
+configurations compared with it are measured close in time, in an order drawn for the round,
+so that each round gives one paired ratio per comparison (stats/decide.py). With a fleet (one
+server per configuration, _fleet.py) they take turns in time slices within one run; serially,
+they run back to back on one server, switched by SET GLOBAL when every changed variable is
+dynamic and restarted otherwise, each change followed by a warm-up.
+
+Without a time budget a study runs its `repeats` rounds. With one, rounds go on after those only
+for the comparisons still inconclusive, until every one is decided, the budget is spent or
+max_rounds is reached. A point whose server dies is stored as failed with the error-log tail.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass, replace
+
+from perflab.lab import Lab
+from perflab.plan import Plan, Schedule
+from perflab.probes import busy
+from perflab.procs import check_stop
+from perflab.running._fleet import Fleet
+from perflab.running._progress import Progress
+from perflab.running.measurer import Measurer
+from perflab.running.noise import forecast, frozen_dependence, save_noise
+from perflab.running.rounds import Stop, fitted_looks, next_round
+from perflab.say import Say
+from perflab.server.existing import ExistingServer, restore_pending
+from perflab.stats.design import Design
+from perflab.store import PointStatus, ResultStore
+
+
+@dataclass
+class RunSummary:
+    study: str
+    schedule: Schedule  # FLEET or SERIAL, as chosen before the first round
+    rounds: int  # rounds with at least one point measured by this run
+    already_stored: int
+    measured: int
+    failed: int
+    seconds: float
+    stopped: str = "complete"  # "complete", "all decided", "budget spent" or "interrupted"
+
+
+def run_study(plan: Plan, lab: Lab, say: Say = print, server: ExistingServer | None = None
+              ) -> RunSummary:
+    """The study in `lab`: its rounds not stored yet, within its time budget if it has one; on
+    managed servers, or on `server`, a server perflab did not start.
+
+    On `server` with permission to set variables, first puts back what an earlier perflab that
+    was killed left changed on it (and refuses to run when the lab's journal belongs to another
+    server); without, the journal is left alone (the command line has said it is there).
+    """
+    with lab.locked(), lab.store() as store:
+        if server is None:
+            return Runner(plan, lab, store, say).run()
+        try:
+            if server.permissions.set_variables:
+                server.claim()  # first: another perflab changing this server stops this run
+                restore_pending(lab.root, server.endpoint, say, claimed=True)
+                server.refuse_another_journal()
+            return Runner(plan, lab, store, say, server).run()
+        finally:
+            server.release()
+
+
+class Runner(Measurer):
+    """The round loop of one plan: every round not stored yet, or with a time budget the rounds
+    that decide (rounds.py), over what the Measurer measures."""
+
+    def run(self) -> RunSummary:
+        """Every round not stored yet; with a time budget, the rounds that decide."""
+        try:
+            return self._rounds()
+        finally:
+            if self.clients is not None:
+                self.clients.close()
+
+    def _existing_pid(self) -> list[int]:
+        """The existing server this run measures, when it runs on this machine: its work (the
+        dataset loading into it, the load) is not other work (probes/busy.py)."""
+        if self.existing is None:
+            return []
+        with self.existing.connect() as conn:
+            pid = busy.server_pid(conn)
+        return [pid] if pid else []
+
+    def _rounds(self) -> RunSummary:
+        started = time.monotonic()
+        design, deadline = self._set_up()
+        run = self.plan.run
+        summary = RunSummary(self.plan.name, self.schedule, 0, len(self._stored_ok()), 0, 0, 0.0)
+        if summary.already_stored:
+            planned = len(self.plan.configs) * len(run.threads) * run.repeats
+            self.say(f"resuming: {summary.already_stored} of {planned} points already stored")
+        session = self.open_session()
+        fleet = self._fleet(session, self.plan) if self.schedule == Schedule.FLEET else None
+        try:
+            summary.stopped = self._loop(session, fleet, design, deadline, summary)
+        except BaseException:
+            summary.stopped = "interrupted"
+            raise
+        finally:
+            if fleet is not None:
+                fleet.stop()
+            self.close_session(session, summary.stopped)
+            summary.seconds = time.monotonic() - started
+            save_noise(self.store, self.plan, self.workload, self.schedule, self._stored_ok(),
+                       self.noise_source)
+        if not summary.rounds and summary.already_stored:
+            self.say(f"all {summary.already_stored} points of {self.plan.name} are already "
+                     "stored")
+        return summary
+
+    def _set_up(self) -> tuple[Design, float | None]:
+        """Before the first round: the datasets ready, the schedule chosen, the dependence
+        allowance and the looks frozen (a study's first run sets them, later runs keep them),
+        the forecast said. Returns the design and the budget's deadline, which starts once the
+        data is there: the budget is for the rounds."""
+        watch = busy.Watch(self._existing_pid())  # other work while the study sets up
+        for config in self.plan.configs:
+            self.side.ensure_dataset(config)
+        run = self.plan.run
+        deadline = time.monotonic() + run.time if run.time else None
+        self.schedule, why = self.side.schedule()
+        self.say(f"schedule: {self.schedule} ({why})")
+        self.plan = frozen_dependence(self.store, self.plan, self.workload, self.schedule)
+        self.plan = replace(self.plan, run=replace(  # looks fitted by an earlier run stay
+            self.plan.run, planned_rounds=self.store.planned_rounds(self.plan.name)))
+        self.plan_id = self.store.save_plan(self.plan)
+        design = self.store.design(self.plan.name)  # this plan's looks and earlier runs'
+        if design.fitted and run.repeats > design.last_look:
+            self.say(f"the looks were fitted to rounds {design.first_look}..{design.last_look} "
+                     f"at this study's first run: it stops there, not at {run.repeats} rounds "
+                     "(a longer study is a new study: give the plan another name)")
+            self.plan = replace(self.plan, run=replace(self.plan.run,
+                                                       repeats=design.last_look))
+        for line in forecast(self.plan, design, self.noise()):
+            self.say(line)
+        busy_now = watch.warning()
+        if busy_now:
+            self.say(f"WARNING: {busy_now}")
+        return design, deadline
+
+    def _loop(self, session: int, fleet: Fleet | None, design: Design,
+              deadline: float | None, summary: RunSummary) -> str:
+        """Round after round until the round policy stops or the budget is spent, counting
+        what was measured in `summary`; returns why it stopped. A budgeted study's looks are
+        fitted once its planned rounds are done, to the rounds the budget holds at their
+        pace."""
+        run = self.plan.run
+        progress = Progress(self.plan, self.say, deadline)
+        round_number, timed = 0, []
+        while True:
+            check_stop()
+            round_number += 1
+            if (round_number == run.repeats + 1 and timed and deadline is not None
+                    and not self.plan.run.planned_rounds
+                    and all(p.repeat <= run.repeats for p in self._stored_ok())):
+                self.plan, design = fit_looks(self.store, self.plan, round_number - 1,
+                                              deadline, timed, self.say)
+            step = next_round(self.plan, self._stored_ok(), design, round_number)
+            if step.note:
+                self.say(step.note)
+            if isinstance(step, Stop):
+                return "all decided" if step.decided else "complete"
+            if not step.points:
+                continue  # stored by an earlier run
+            if deadline is not None and time.monotonic() >= deadline:
+                return "budget spent"
+            summary.rounds += 1
+            progress.round(round_number, step.points)
+            began, self.sizing_seconds = time.monotonic(), 0.0
+            records = (self._fleet_round(fleet, session, round_number, step.points, deadline,
+                                         progress)
+                       if fleet else
+                       self._serial_round(session, round_number, step.points, deadline,
+                                          progress))
+            if sum(map(len, step.points.values())) == len(run.threads) * len(
+                    self.plan.configs):  # a whole round: the pace of the rounds to come
+                timed.append(time.monotonic() - began - self.sizing_seconds)
+            summary.measured += len(records)
+            summary.failed += sum(r.status == PointStatus.FAILED for r in records)
+            if deadline is not None and time.monotonic() >= deadline:
+                return "budget spent"
+
+
+def fit_looks(store: ResultStore, plan: Plan, done: int, deadline: float, timed: list[float],
+              say: Say) -> tuple[Plan, Design]:
+    """At a budgeted study's first look: its looks fitted to the rounds the budget holds
+    (rounds.fitted_looks), recorded for it, and the design they give."""
+    plan = fitted_looks(plan, done, deadline - time.monotonic(), timed)
+    store.fit_rounds(plan.name, plan.run.planned_rounds)
+    design = store.design(plan.name)
+    pace = f"{statistics.mean(timed):.0f} s a round so far"
+    say(f"looks: after rounds {design.first_look}..{design.last_look}, "
+        + (f"what the budget holds at {pace} (levels fitted to them)" if design.fitted
+           else f"max_rounds (the budget holds more at {pace}: Pocock's constant level)"))
+    return plan, design
+
+

@@ -1,0 +1,6 @@
+"""`Say`: how perflab's core reports progress, one line at a time, to whoever called it (the
+command line prints the lines with a timestamp; the API says nothing unless given one)."""
+
+from collections.abc import Callable
+
+Say = Callable[[str], None]
