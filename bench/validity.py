@@ -1,8 +1,9 @@
 """bench/validity: are perflab's ratios the ones plain sysbench measures?
 
 Known effects of server settings on InnoDB (4 tables x 25,000 rows, in memory), small and large,
-read-only and read-write, with a read-write A/A, at a low and a high thread count (by default
-those of the built-in innodb-small-effects study), each measured four ways:
+read-only and read-write, with a read-write A/A, and of the MyISAM key cache on the key-buffer
+contention page's join (lock contention), at a low and a high thread count (by default those
+of the built-in innodb-small-effects study), each measured four ways:
 
 - by the fleet (`schedule = "fleet"`: one server per configuration, 250-ms slices);
 - by serial rounds (`schedule = "serial"`: one server, configurations back to back);
@@ -47,7 +48,11 @@ from perflab.running.side import ManagedSide
 from perflab.server import environment as env
 from perflab.studies import resolve_plan
 
-EFFECTS = {  # name: (what, workload, the changed configuration's variables)
+INNODB = 'engine = "InnoDB"\ntables = 4\nrows = 25000'
+# the MyISAM key-buffer contention page's join: 260,000 rows, LIMIT 1206,18
+JOIN = ('engine = "MyISAM"\ntables = 1\nrows = 260000',
+        'options = { offset = 1206, limit = 18, t2_rows = 4000 }')
+EFFECTS = {  # name: (what, workload, the changed configuration's variables[, dataset, options])
     "ahi": ("adaptive hash index on (MariaDB 10.11: off by default)", "oltp_read_only",
             'innodb_adaptive_hash_index = "ON"'),
     "pfs": ("performance schema on", "oltp_read_only", 'performance_schema = "ON"'),
@@ -70,6 +75,12 @@ EFFECTS = {  # name: (what, workload, the changed configuration's variables)
     "bg-aa": ("read-only A/A, the changed server also writing in the background (an event "
               "updating one table's 25,000 rows every second)", "oltp_read_only",
               'event_scheduler = "ON"\ninit_file = "{init_file}"'),
+    # lock contention: the key cache's mutex against reading index blocks through the OS, on
+    # a workload whose servers wait on each other's locks (fleet turns change how they wait)
+    "kb0-join": ("the key cache off (key_buffer_size = 0) on the MyISAM join", "join-limit",
+                 "key_buffer_size = 0", *JOIN),
+    "seg64-join": ("the key cache in 64 segments on the MyISAM join", "join-limit",
+                   "key_cache_segments = 64", *JOIN),
 }
 # The changed server's background writer for bg-aa, created at its start (init_file).
 BACKGROUND_EVENT = """CREATE DEFINER = root@localhost EVENT IF NOT EXISTS sbtest.perflab_background
@@ -81,11 +92,10 @@ PLAN = """
 name = "{name}"
 baseline = "base"
 [dataset]
-engine = "InnoDB"
-tables = 4
-rows = 25000
+{dataset}
 [workload]
 name = "{workload}"
+{options}
 [run]
 threads = {threads}
 warmup_seconds = 3
@@ -107,14 +117,15 @@ def plan_for(effect: str, schedule: str, args, block: int) -> Plan:
     name = f"v-{effect}-{schedule}-{block}"
     path = ROOT / "out" / f"validity-{args.stamp}" / f"{name}.toml"
     path.parent.mkdir(parents=True, exist_ok=True)
-    what, workload, variables = EFFECTS[effect]
+    what, workload, variables, *rest = EFFECTS[effect]
+    dataset, options = rest if rest else (INNODB, "")
     if "{init_file}" in variables:  # bg-aa's background writer
         init_file = path.parent / "background.sql"
         init_file.write_text(BACKGROUND_EVENT)
         variables = variables.format(init_file=init_file)
     path.write_text(PLAN.format(name=name, threads=list(args.threads), seconds=args.seconds,
                                 rounds=1, schedule=schedule, workload=workload,
-                                variables=variables))
+                                variables=variables, dataset=dataset, options=options))
     return resolve_plan(str(path))
 
 

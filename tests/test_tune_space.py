@@ -145,3 +145,21 @@ def test_a_study_drawn_on_another_scale_is_named_before_it_is_resumed():
     assert space_changed(study, now) is None
     now["query_cache_type"] = CategoricalDistribution(["OFF", "ON", "DEMAND"])
     assert space_changed(study, now) == "query_cache_type"
+
+
+def test_two_limits_that_act_only_together_are_searched_as_one():
+    """tmp_table_size and max_heap_table_size: the smaller is the in-memory limit of a
+    temporary table. One knob is searched, and its value sets both; named alone, each is its
+    own knob."""
+    knobs = {k.name: k for k in knob_space(CATALOG, engines={"InnoDB"})}
+    assert "max_heap_table_size" not in knobs
+    leader = knobs["tmp_table_size"]
+    assert leader.followers == ("max_heap_table_size",)
+    assert "max_heap_table_size with it" in leader.describe()
+    space = Space(tuple(knobs.values()), startup_values(list(knobs.values()), CATALOG),
+                  lambda _: 0, 1)
+    setting = space.within({"tmp_table_size": 64 << 20, "sort_buffer_size": 1 << 20})
+    assert setting["max_heap_table_size"] == setting["tmp_table_size"] == 64 << 20
+    assert "max_heap_table_size" not in space.complete(setting)  # not a knob of the models
+    alone = {k.name: k for k in knob_space(CATALOG, ["max_heap_table_size"])}
+    assert alone["max_heap_table_size"].followers == ()

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from optuna.distributions import BaseDistribution, CategoricalDistribution, IntDistribution
 
@@ -81,6 +81,13 @@ CURATED: dict[str, tuple[int, int, bool] | None] = {
 ZERO_OFF = {"key_buffer_size"}
 ZERO_BAND = 0.15
 
+# Knobs that act only together, searched as one: the follower takes its leader's value. The
+# in-memory limit of a temporary table is the smaller of tmp_table_size and max_heap_table_size,
+# so raising either alone does nothing (a GROUP BY whose 33 MB temporary table spilled to disk:
+# +0.6% and +6.2% alone, +172% together, bench/answers/tmp_table.toml), and a search moving one
+# knob at a time would never find it.
+LINKED = {"max_heap_table_size": "tmp_table_size"}  # follower: leader
+
 # The storage engine a knob belongs to, by name (else: the server's, whatever the engine).
 ENGINE_PREFIXES = (("innodb_", "InnoDB"), ("key_buffer_size", "MyISAM"), ("key_cache_", "MyISAM"),
                    ("myisam_", "MyISAM"), ("aria_", "Aria"), ("rocksdb_", "RocksDB"))
@@ -115,13 +122,15 @@ class Knob:
     dynamic: bool = False
     durability: bool = False
     zero_off: bool = False  # 0 switches it off: the lowest ZERO_BAND of the positions
+    followers: tuple[str, ...] = ()  # variables set to this knob's value with it (LINKED)
 
     def describe(self) -> str:
         if self.kind == "choice":
             return f"{self.name} in {{{', '.join(self.choices)}}}"
         scale = "log" if self.log else "linear"
         off = "0 (off) or " if self.zero_off else ""
-        return f"{self.name} in {off}[{self.low}, {self.high}] ({scale})"
+        also = f" (and {', '.join(self.followers)} with it)" if self.followers else ""
+        return f"{self.name}{also} in {off}[{self.low}, {self.high}] ({scale})"
 
     def within(self, value, otherwise):
         """`value` inside this knob's range: a number clamped into it, a choice it does not
@@ -226,10 +235,20 @@ def knob_space(catalog: Catalog, names: list[str] | None = None, allow_unsafe: b
         knobs.append(_knob(name, spec, CURATED.get(name), allow_unsafe, durability))
     if not names:
         knobs = [k for k in knobs if _needed(k, knobs)]
+    knobs = _linked(knobs)
     if not knobs:
         raise PerflabError("tune: no knob to search",
                            hint='name the knobs in the plan: [tune] knobs = ["key_buffer_size"]')
     return knobs
+
+
+def _linked(knobs: list[Knob]) -> list[Knob]:
+    """The knobs with each follower whose leader is searched too folded into it (LINKED); the
+    leader's description names it."""
+    names = {k.name for k in knobs}
+    folded = {f: leader for f, leader in LINKED.items() if f in names and leader in names}
+    return [replace(k, followers=tuple(f for f, leader in folded.items() if leader == k.name))
+            for k in knobs if k.name not in folded]
 
 
 def _needed(knob: Knob, knobs: list[Knob]) -> bool:
@@ -310,10 +329,15 @@ class Space:
     def within(self, params: dict) -> dict:
         """A trial's `params` as the setting measured: each knob's value within today's range
         (a number clamped into it, a zero-off knob's draw below its range 0, a choice no longer
-        offered replaced by the default); a name that is not a knob kept as it is."""
+        offered replaced by the default), its followers set to it; a name that is not a knob
+        kept as it is."""
         knobs = {k.name: k for k in self.knobs}
-        return {name: knobs[name].drawn(value, self.defaults[name]) if name in knobs else value
-                for name, value in params.items()}
+        setting = {name: knobs[name].drawn(value, self.defaults[name]) if name in knobs
+                   else value for name, value in params.items()}
+        for name, value in list(setting.items()):
+            if name in knobs:
+                setting.update(dict.fromkeys(knobs[name].followers, value))
+        return setting
 
     def complete(self, params: dict) -> dict:
         """A trial's params over the defaults, within today's ranges: a trial of a study whose

@@ -53,7 +53,9 @@ class Trials:
         return server_variables(self.baseline.as_dict(), params, self.startup())
 
     def startup(self) -> dict[str, str | None]:
-        return {k.name: self.catalog.variables[k.name].startup_value for k in self.knobs}
+        """The searched variables' startup values, the knobs' followers included."""
+        names = [name for k in self.knobs for name in (k.name, *k.followers)]
+        return {name: self.catalog.variables[name].startup_value for name in names}
 
     def run(self, study: optuna.Study, session: int, trial: optuna.Trial) -> None:
         """Measure `trial` and tell Optuna what it read (refused, failed, or its figure)."""
