@@ -43,6 +43,7 @@ from perflab.tune.why import explain, summed
 
 CANDIDATES = 3  # the best trials re-measured at the end
 MORE_CANDIDATES = 3  # at most this many more: knobs' best readings the search left behind
+CLEAR_SDS = 2  # such a reading gains more than this many rounds' noise (and the margin)
 MAX_PUT_BACK = 8  # more moved knobs than this are not put back one by one (a server each)
 Variables = tuple[tuple[str, str], ...]
 
@@ -52,7 +53,9 @@ def remeasure(store: ResultStore, result: TuneResult, plan: Plan, settings: Tune
     """Re-measure `result`'s candidates and record what was found in it: the re-measured
     figures, each candidate's verdict against the defaults, and the winner with its gains.
     `variables`: a trial's server variables, from its params."""
-    candidates = best_candidates(result, settings.direction, plan.run.margin)
+    round_sd = Measurer(plan, lab, store, lambda _: None).noise()[0]
+    clear = max(plan.run.margin, math.expm1(CLEAR_SDS * round_sd))
+    candidates = best_candidates(result, settings.direction, clear)
     baseline = plan.config(plan.baseline)
     configs = [replace(baseline, name="default", variables=())]
     if baseline.variables:
@@ -230,13 +233,14 @@ def _scores(by_round: dict[str, dict[int, list[StoredPoint]]], plan: Plan,
             for config, measured in by_round.items()}
 
 
-def best_candidates(result: TuneResult, direction: str, margin: float) -> list[TrialOutcome]:
+def best_candidates(result: TuneResult, direction: str, clear: float) -> list[TrialOutcome]:
     """The search's best ok trials with distinct settings, its best first (the defaults only
     when nothing else succeeded: they are re-measured anyway), then each knob's best reading:
-    for every knob some trial that gained more than `margin` over the defaults moved, the best
-    such trial, up to MORE_CANDIDATES of them, best first. So a knob whose one good reading the
-    search did not follow up (its model or its figures later said otherwise) is measured again
-    before it is given up."""
+    for every knob some trial that gained more than `clear` over the defaults moved (a gain
+    beyond the margin and beyond a round's noise, not a lucky round), the best such trial, up
+    to MORE_CANDIDATES of them, best first. So a knob whose one clear reading the search did
+    not follow up (its model or its figures later said otherwise) is measured again before it
+    is given up."""
     others = [t for t in result.ranked if moved(t.params, result.defaults)]
     chosen: dict[tuple, TrialOutcome] = {}
     for trial in others or result.ranked:
@@ -244,7 +248,7 @@ def best_candidates(result: TuneResult, direction: str, margin: float) -> list[T
         if len(chosen) == CANDIDATES:
             break
     extra: dict[tuple, TrialOutcome] = {}
-    for trial in _best_per_knob(result, direction, margin):
+    for trial in _best_per_knob(result, direction, clear):
         key = setting_key(moved(trial.params, result.defaults))
         if key not in chosen and len(extra) < MORE_CANDIDATES:
             extra.setdefault(key, trial)
