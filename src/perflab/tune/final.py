@@ -49,11 +49,12 @@ Variables = tuple[tuple[str, str], ...]
 
 
 def remeasure(store: ResultStore, result: TuneResult, plan: Plan, settings: TuneSettings,
-              variables: Callable[[dict], Variables], lab: Lab, say: Say) -> None:
+              variables: Callable[[dict], Variables], round_sd: float, lab: Lab,
+              say: Say) -> None:
     """Re-measure `result`'s candidates and record what was found in it: the re-measured
     figures, each candidate's verdict against the defaults, and the winner with its gains.
-    `variables`: a trial's server variables, from its params."""
-    round_sd = Measurer(plan, lab, store, lambda _: None).noise()[0]
+    `variables`: a trial's server variables, from its params; `round_sd`: the round's noise
+    the search judged its readings by (a knob's reading is clear beyond CLEAR_SDS of it)."""
     clear = max(plan.run.margin, math.expm1(CLEAR_SDS * round_sd))
     candidates = best_candidates(result, settings.direction, clear)
     baseline = plan.config(plan.baseline)

@@ -151,11 +151,10 @@ class Tuner:
             with workers.study_lock(self.storage, study.study_name):
                 taken = workers.claim(study, key, self.lab.root)
             if taken is None:
-                remeasure(store, result, self.plan, self.settings, self.trials.variables, self.lab,
-                          self.say)
+                remeasure(store, result, self.plan, self.settings, self.trials.variables,
+                          self.trials.round_sd, self.lab, self.say)
                 put_back(store, result, self.plan, self.settings, self.trials.variables,
-                         self.lab,
-                         self.say)
+                         self.lab, self.say)
                 workers.done(study, key)
             else:
                 result.final_by = taken
