@@ -43,8 +43,8 @@ from perflab.lab import Lab
 from perflab.load import sysbench
 from perflab.load.workloads import resolve
 from perflab.plan import Plan
+from perflab.running.backend import ManagedBackend
 from perflab.running.measurer import measure
-from perflab.running.side import ManagedSide
 from perflab.server import environment as env
 from perflab.studies import resolve_plan
 
@@ -154,17 +154,17 @@ def started(stack: ExitStack, lab: Lab, plan: Plan, shift: int = 0,
     each on its own copy of the data, the copies taken in turn from slot `shift` on (so that
     over pairs each configuration runs on every copy)."""
     workload = resolve(plan.workload)
-    side = ManagedSide(plan, lab, workload, print)
+    backend = ManagedBackend(plan, lab, workload, print)
     servers = {}
     count = len(plan.configs)
     for number, config in enumerate(plan.configs):
         if only is not None and config.name != only:
             continue
-        side.ensure_dataset(config)
+        backend.ensure_dataset(config)
         slot = lab.slot((number + shift) % count)
         slot.set_state(dirty=True)
-        slot.checkout(side.dataset_key(config), print)
-        server = slot.server(side.options[config.name],
+        slot.checkout(backend.dataset_key(config), print)
+        server = slot.server(backend.options[config.name],
                              env.server_environment(config.environment))
         stack.enter_context(server)
         servers[config.name] = server

@@ -110,9 +110,9 @@ def test_remote_load_is_a_definition_of_its_own():
     plan = perflab.load_plan("key-cache-segments")
     remote = plan.with_overrides(clients="tcp://127.0.0.1:8786")
     base = plan.config("off")
-    assert remote.definition(base) != plan.definition(base)
+    assert remote.config_hash(base) != plan.config_hash(base)
     elsewhere = plan.with_overrides(clients="tcp://127.0.0.1:9999")
-    assert elsewhere.definition(base) == remote.definition(base)
+    assert elsewhere.config_hash(base) == remote.config_hash(base)
     fleet = replace(plan, run=replace(plan.run, schedule="fleet"))
     with pytest.raises(PerflabError, match="fleet") as err:
         fleet.with_overrides(clients="tcp://127.0.0.1:8786")
@@ -197,10 +197,10 @@ def test_a_point_spread_over_two_workers_is_their_merge(cluster, tmp_path):
             measure(server, workload, dataset, 64, 2)  # a warm-up, not counted
             for pair in range(4):
                 figures = {}
-                for side in (("one", "two") if pair % 2 == 0 else ("two", "one")):
+                for backend in (("one", "two") if pair % 2 == 0 else ("two", "one")):
                     result, _ = measure(server, workload, dataset, 64, 2,
-                                        clients=clients if side == "two" else None)
-                    figures[side] = result.qps
+                                        clients=clients if backend == "two" else None)
+                    figures[backend] = result.qps
                 logs.append(math.log(figures["two"] / figures["one"]))
     finally:
         clients.close()

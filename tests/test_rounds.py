@@ -166,11 +166,11 @@ def test_a_margin_chosen_after_the_data_is_labelled_exploratory(tmp_path):
 def test_looks_fitted_to_a_budget_stay_fitted_when_a_later_run_asks_for_more_repeats():
     """Issue 43: a study fitted to looks 3..11, re-run with --repeats 15, was judged on looks
     3..15 at levels drawn for 3..11 (6.2% false verdicts against 4.7%)."""
-    from perflab.stats.design import FITTED_SHAPE, Design, spanning
+    from perflab.stats.design import FITTED_SHAPE, Design, study_design
 
     fitted = Design(first_look=3, last_look=11, shape=FITTED_SHAPE)
     longer = Design(first_look=15, last_look=15, shape=FITTED_SHAPE)  # --repeats 15 later
-    joined = spanning([fitted, longer])
+    joined = study_design([fitted, longer])
     assert (joined.first_look, joined.last_look, joined.shape) == (3, 11, FITTED_SHAPE)
     capped = Design(first_look=3, last_look=30)  # Pocock's cap: later runs may look further
-    assert spanning([capped, Design(first_look=3, last_look=40)]).last_look == 40
+    assert study_design([capped, Design(first_look=3, last_look=40)]).last_look == 40

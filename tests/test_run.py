@@ -62,7 +62,7 @@ def test_tiny_plan_runs_end_to_end_and_every_point_is_stored(shared_lab, tmp_pat
     document = json.loads(report.stdout)
     assert len(document["points"]) == 8
     for p in document["points"]:
-        for key in ("config", "workload", "threads", "repeat", "status", "qps", "tps",
+        for key in ("config", "workload", "threads", "round", "status", "qps", "tps",
                     "latency_p95_ms", "rows_per_query"):
             assert key in p
     session = document["sessions"][-1]
@@ -120,7 +120,7 @@ def test_unknown_plan_key_fails_without_touching_the_lab(tmp_path):
     lab = tmp_path / "untouched"
     out = run_cli("run", str(plan), "--lab", str(lab))
     assert out.returncode == 2
-    assert "unknown key run.repeat" in out.stderr
+    assert "unknown key run.round" in out.stderr
     assert "did you mean run.repeats?" in out.stderr
     assert not lab.exists()
 

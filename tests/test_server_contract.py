@@ -1,6 +1,6 @@
 """Every kind of server a run measures keeps the one contract (server/protocol.py), whoever
 started it: a managed mariadbd and someone else's server behind ExistingServer; and so does
-every server side a run holds (side.py): ManagedSide and ExistingSide."""
+every backend a run holds (backend.py): ManagedBackend and ExistingBackend."""
 
 from dataclasses import replace
 
@@ -8,8 +8,8 @@ import pytest
 
 from conftest import write_plan
 from perflab.load.workloads import resolve
-from perflab.running.existing_side import ExistingSide
-from perflab.running.side import ManagedSide, ServerSide
+from perflab.running.backend import Backend, ManagedBackend
+from perflab.running.existing_backend import ExistingBackend
 from perflab.server.connection import query
 from perflab.server.existing import ExistingServer, Journal, Permissions
 from perflab.server.managed import ManagedServer, install_datadir
@@ -59,20 +59,20 @@ def test_a_server_connects_changes_reports_and_is_left_as_found(kind):
         assert not real.alive()
 
 
-# -- the server side a run holds (side.py): managed servers, or someone else's ------------------
+# -- the backend a run holds (backend.py): managed servers, or someone else's ------------------
 
 SMALL = str(16 << 20)
 
 
 @pytest.fixture(params=["managed", "existing"])
-def side(request, tmp_path, shared_lab):
-    """(a run's server side with one configuration "small", a way to read the measured
+def backend(request, tmp_path, shared_lab):
+    """(a run's backend with one configuration "small", a way to read the measured
     server's key_buffer_size, the value it had before)."""
     name = f"contract-{request.param}"
     configs = f'[configs.small]\nkey_buffer_size = "{SMALL}"\n'
     if request.param == "managed":
         plan = resolve_plan(str(write_plan(tmp_path / "plan.toml", name, configs=configs)))
-        made = ManagedSide(plan, shared_lab, resolve(plan.workload), lambda _: None)
+        made = ManagedBackend(plan, shared_lab, resolve(plan.workload), lambda _: None)
         try:
             yield made, lambda: key_buffer(made.server), None
         finally:
@@ -90,15 +90,15 @@ def side(request, tmp_path, shared_lab):
         plan = replace(plan, dataset=replace(plan.dataset, existing="mysql"))
         existing = ExistingServer(real.endpoint, Journal(tmp_path),
                                   Permissions(set_variables=True))
-        yield (ExistingSide(existing, plan, resolve(plan.workload), lambda _: None),
+        yield (ExistingBackend(existing, plan, resolve(plan.workload), lambda _: None),
                lambda: key_buffer(real), KEY_BUFFER)
     finally:
         real.stop()
 
 
-def test_a_side_checks_applies_and_puts_back_a_configuration(side):
-    made, measured_key_buffer, before = side
-    assert isinstance(made, ServerSide)
+def test_a_side_checks_applies_and_puts_back_a_configuration(backend):
+    made, measured_key_buffer, before = backend
+    assert isinstance(made, Backend)
     assert "key_buffer_size" in made.catalog.variables
     assert made.options["small"]["key_buffer_size"] == SMALL
     assert made.schedule()[0] == "serial"  # one configuration

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from perflab.errors import PerflabError
-from perflab.load.sqlworkload import Slot, load_sql_workload
+from perflab.load.sqlworkload import Placeholder, load_sql_workload
 from perflab.load.workloads import resolve
 from perflab.plan import Workload
 
@@ -35,7 +35,7 @@ def test_a_workload_file_parses_and_writes_its_statements(tmp_path):
     assert workload.data[0].columns == (("id", "seq"), ("v", "int:1:9"))
     assert [w for w, _ in workload.statements] == [3, 1]
     assert [part for part in workload.entries[0].parts if not isinstance(part, str)] == \
-        [Slot("int", 1, 10)]
+        [Placeholder("int", 1, 10)]
     assert workload.entries[1].example() == "UPDATE t\n         SET v = 1 WHERE id = 1"
     assert workload.statements_file().startswith("20:perflab-statements/1,1:2,1:3,1:2,")
     resolved = resolve(Workload("sql", (("file", str(path)),)))

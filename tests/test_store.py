@@ -73,13 +73,13 @@ def test_every_builtin_plan_survives_its_json(name):
     plan = resolve_plan(name)
     again = type(plan).from_json(plan.to_json())
     assert again == plan
-    assert [again.definition(c) for c in again.configs] == [
-        plan.definition(c) for c in plan.configs]
+    assert [again.config_hash(c) for c in again.configs] == [
+        plan.config_hash(c) for c in plan.configs]
 
 
 def every_point(plan: Plan) -> list[Point]:
     """Every point of the plan: each round, configuration and thread count."""
-    return [Point(config, plan.workload, threads, repeat, plan.definition(config))
+    return [Point(config, plan.workload, threads, repeat, plan.config_hash(config))
             for repeat in range(1, plan.run.repeats + 1) for config in plan.configs
             for threads in plan.run.threads]
 
@@ -134,7 +134,7 @@ def test_a_failed_point_is_replaced_by_its_retry_and_an_ok_one_only_when_asked(t
         assert not [p for p in store.points(PLAN.name) if p.ok]
         store.save_point(session, PLAN.name, PointRecord(point, "ok", 3, 4, None, metrics(5.0)))
         store.save_point(session, PLAN.name, PointRecord(point, "ok", 5, 6, None, metrics(9.0)))
-        assert [p.repeat for p in store.points(PLAN.name) if p.ok] == [point.repeat]
+        assert [p.round for p in store.points(PLAN.name) if p.ok] == [point.round]
         stored = store.points(PLAN.name)
         # a round's thread count measured again whole (rounds.py) replaces what it measured
         store.save_point(session, PLAN.name, PointRecord(point, "ok", 7, 8, None, metrics(7.0)),

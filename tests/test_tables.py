@@ -127,7 +127,7 @@ def test_flags_are_where_the_verdicts_are_made_paired_by_round():
     found = flags(points, cv_threshold=1.0, baseline="base")
     outliers = [f for f in found if "outlier" in f]
     assert outliers == [f for f in outliers if "round 5's ratio +50%" in f] and outliers
-    assert not any("repeat value" in f for f in found)  # the slow round 3 is no outlier
+    assert not any("round's value" in f for f in found)  # the slow round 3 is no outlier
     assert not any("drifts" in f for f in found)  # a rise both share: their ratio holds
     alone = flags(points, cv_threshold=1.0)  # without a baseline, each point on its own
     assert sum("warm-up is too short" in f for f in alone) == 12  # each server's first
@@ -138,7 +138,7 @@ def test_flags_are_where_the_verdicts_are_made_paired_by_round():
         "new vs base at 4 threads: in 6 of 6 rounds (1, 2, 3, 4, 5, 6) its throughput drifted "
         "+30% to +30% within the point while the baseline's held: the ratio depends on where "
         "in the window it is taken"]
-    once = [p if p.repeat == 2 or p.config == "base" else
+    once = [p if p.round == 2 or p.config == "base" else
             with_series(p, p.server_state_id, p.started_at, 0) for p in rising]
     assert not any("drifted" in f for f in flags(once, cv_threshold=1.0, baseline="base"))
     assert not any("CV" in f for f in found)  # the spread of paired rounds is in the intervals

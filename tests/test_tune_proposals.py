@@ -99,7 +99,7 @@ def response(variables: dict) -> float:
 def measured(config, threads: int, repeat: int) -> SimpleNamespace:
     """A point's record: qps from `response` with a 5% noise seeded by what is measured. The
     reference's server crashes in trial 3 (its third side-by-side round)."""
-    point = SimpleNamespace(config=config, threads=threads, repeat=repeat)
+    point = SimpleNamespace(config=config, threads=threads, round=repeat)
     variables = config.as_dict()
     if variables.get("innodb_flush_method") == "O_DSYNC":
         return SimpleNamespace(point=point, status="failed", metrics=None, server_failed=True,
@@ -141,7 +141,7 @@ class SimulatedRunner:
         return [measured(c, t, repeat) for c in configs for t in self.plan.run.threads]
 
     def measure_point(self, session: int, point) -> SimpleNamespace:
-        return measured(point.config, point.threads, point.repeat)
+        return measured(point.config, point.threads, point.round)
 
     def noise(self) -> tuple[float, str]:
         return 0.05, "simulated"
@@ -172,7 +172,7 @@ class SimulatedStore:
                 for threads in plan.run.threads:
                     record = measured(config, threads, repeat)
                     points.append(SimpleNamespace(ok=record.status == "ok", config=config.name,
-                                                  repeat=repeat, metrics=record.metrics,
+                                                  round=repeat, metrics=record.metrics,
                                                   status_delta={}))
         return points
 

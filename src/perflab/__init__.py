@@ -36,6 +36,7 @@ from perflab.api import (
     restore,
     run,
     tune_server,
+    write_charts,
 )
 from perflab.version import __version__
 
@@ -60,6 +61,7 @@ __all__ = [
     # functions, one per command, and the report formats
     "REPORT_FORMATS", "__version__", "calibrate", "check_health", "check_lab_health",
     "compare", "digest_logs", "load_plan", "load_study", "render", "restore", "run", "tune_server",
+    "write_charts",
     # types (_TYPES)
     "Calibration", "Digest", "Endpoint", "HealthReport", "Lab", "PerflabError", "Permissions",
     "Plan", "ReportOptions", "RunSummary", "Study", "Table", "TuneResult",

@@ -60,8 +60,7 @@ def run(plan: str | Path | Plan, lab: str | Path | Lab, server: Endpoint | None 
     if server is None:
         if allow is not None:
             raise PerflabError("permissions are for a server perflab did not start",
-                               hint="give the server too (server=Endpoint(...))",
-                               option="allow")
+                               hint="give that server too", option="allow")
         return run_study(the_plan, the_lab, say)
     from perflab.server.existing import ExistingServer, Journal, Permissions
 
@@ -110,6 +109,21 @@ def render(study: Study, format: str = "text", options: ReportOptions | None = N
     options = options or DEFAULT_OPTIONS
     check_report_options(options)
     return formats[format](study, options)
+
+
+def write_charts(study: Study, directory: str | Path,
+                 options: ReportOptions | None = None) -> int:
+    """Every chart of the study as NAME.png and NAME.svg in `directory` (made if missing);
+    returns how many. The verdict charts use the options' margin, the per-second chart its
+    `series` point (default: the baseline's first round at the largest thread count)."""
+    from perflab.report import charts
+    from perflab.report.study import DEFAULT_OPTIONS, judgement, series_point
+
+    options = options or DEFAULT_OPTIONS
+    check_report_options(options)
+    judged = judgement(study, options) if len(study.plan.configs) > 1 else None
+    return charts.write_charts(study, Path(directory), judged,
+                               series_point(study, options.series))
 
 
 def compare(lab_a: str | Path | Lab, lab_b: str | Path | Lab, study_a: str | None = None,

@@ -150,7 +150,7 @@ def _add_report(sub) -> None:
                         help="also write a self-contained HTML report to FILE")
     report.add_argument("--charts", type=Path, metavar="DIR",
                         help="also write every chart as PNG and SVG into DIR")
-    report.add_argument("--series", metavar="CONFIG:THREADS[:REPEAT]",
+    report.add_argument("--series", metavar="CONFIG:THREADS[:ROUND]",
                         help="the point whose per-second series is charted")
     _statistics_options(report)
     report.set_defaults(func=cmd_report)
@@ -247,7 +247,7 @@ def _add_digest(sub) -> None:
     digest.add_argument("--log-format", choices=("general", "slow"),
                         help="the logs' kind (default: detected from each file)")
     digest.add_argument("--format", choices=("text", "json", "html"), default="text")
-    digest.add_argument("--top", type=int, default=20, help="fingerprints in the profile")
+    digest.add_argument("--top", type=_positive, default=20, help="fingerprints in the profile")
     digest.add_argument("--burst", type=int, default=10,
                         help="N+1: this many runs of one read fingerprint ... (default 10)")
     digest.add_argument("--window", type=float, default=1.0, metavar="SECONDS",
@@ -325,33 +325,26 @@ def cmd_restore(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     plan = resolve_plan(args.study).with_overrides(
-        scale=args.scale,
-        repeats=args.repeats,
-        run_seconds=args.run_seconds,
-        warmup_seconds=args.warmup_seconds,
-        threads=args.threads,
-        time=args.time,
-        margin=args.margin,
-        clients=args.clients,
-    )
-    say = (lambda _msg: None) if args.quiet else _say
-    endpoint = _endpoint(args)
-    allowed = args.allow_writes or args.allow_set or args.allow_locks or \
-        args.read_only_account
-    if endpoint is None and allowed:
-        raise PerflabError("--allow-writes, --allow-set, --allow-locks and --read-only-account "
-                           "are for a server perflab did not start",
-                           hint="give it with --socket or --host")
-    permissions = perflab.Permissions(args.allow_writes, args.allow_set, args.allow_locks,
-                                      args.read_only_account) if endpoint is not None else None
-    summary = perflab.run(plan, args.lab, endpoint, permissions, say)
-    say(
-        f"{summary.measured} point(s) measured in {summary.rounds} round(s) "
-        f"({summary.failed} failed, {summary.schedule}), {summary.already_stored} already "
-        f"stored, in {summary.seconds:.0f} s: {summary.stopped}"
-    )
+        **{name: getattr(args, name) for name in RUN_OVERRIDES})
+    say = _silent if args.quiet else _say
+    summary = perflab.run(plan, args.lab, _endpoint(args), _permissions(args), say)
+    say(summary.describe())
     print(perflab.render(perflab.load_study(args.lab, plan.name)))
     return 1 if summary.failed else 0
+
+
+# the flags of `run` that override the plan's own values (Plan.with_overrides)
+RUN_OVERRIDES = ("scale", "repeats", "run_seconds", "warmup_seconds", "threads", "time",
+                 "margin", "clients")
+
+
+def _permissions(args: argparse.Namespace) -> perflab.Permissions | None:
+    """What a run may do on a server perflab did not start; None when no flag asks for more
+    than reading and no such server is named (the API refuses permissions without one)."""
+    flags = (args.allow_writes, args.allow_set, args.allow_locks, args.read_only_account)
+    if not any(flags) and not (args.socket or args.host):
+        return None
+    return perflab.Permissions(*flags)
 
 
 FORMATS = perflab.REPORT_FORMATS
@@ -367,24 +360,17 @@ def _statistics_options(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from perflab.report import charts
-    from perflab.report.study import ReportOptions, judgement, series_point
-
-    options = ReportOptions(args.margin, args.cv_threshold, args.series)
+    options = perflab.ReportOptions(args.margin, args.cv_threshold, args.series)
     perflab.api.check_report_options(options)
-    if args.html:
-        _check_output("--html", args.html)
-    if args.charts:
-        _check_output("--charts", args.charts, directory=True)
+    _check_output("--html", args.html)
+    _check_output("--charts", args.charts, directory=True)
     study = perflab.load_study(args.lab, args.study)
     print(perflab.render(study, args.format, options))
     if args.html:
         args.html.write_text(perflab.render(study, "html", options))
         print(f"wrote {args.html}", file=sys.stderr)
     if args.charts:
-        judged = judgement(study, options) if len(study.plan.configs) > 1 else None
-        count = charts.write_charts(study, args.charts, judged,
-                                    series_point(study, options.series))
+        count = perflab.write_charts(study, args.charts, options)
         print(f"wrote {count} charts (PNG and SVG) into {args.charts}", file=sys.stderr)
     return 0
 
@@ -404,19 +390,15 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
 def cmd_tune(args: argparse.Namespace) -> int:
     from perflab.tune import render as tune_render
-    from perflab.tune.settings import TuneSettings
 
-    if args.html:
-        _check_output("--html", args.html)
+    _check_output("--html", args.html)
     result = perflab.tune_server(args.study, args.lab, args.method, budget=args.budget,
-                          seconds=args.time, sampler=args.sampler, storage=args.storage,
-                          seed=args.seed, knobs=args.knobs, exclude=args.exclude,
-                          allow_unsafe=args.allow_unsafe, say=_say)
-    settings = TuneSettings.from_plan(dict(perflab.load_plan(args.study).tune))
-    print(tune_render.render_text(result, settings.objective))
+                                 seconds=args.time, sampler=args.sampler, storage=args.storage,
+                                 seed=args.seed, knobs=args.knobs, exclude=args.exclude,
+                                 allow_unsafe=args.allow_unsafe, say=_say)
+    print(tune_render.render_text(result))
     if args.html:
-        args.html.write_text(tune_render.render_html(result, settings.objective,
-                                                     settings.direction))
+        args.html.write_text(tune_render.render_html(result))
         print(f"wrote {args.html}", file=sys.stderr)
     return 0
 
@@ -426,7 +408,9 @@ def cmd_health(args: argparse.Namespace) -> int:
         report = perflab.check_lab_health(args.lab, args.study, args.config, args.threads,
                                           args.interval, _say)
     else:
-        report = perflab.check_health(_endpoint(args), args.interval)
+        endpoint = _endpoint(args)
+        assert endpoint is not None  # argparse requires --lab, --socket or --host
+        report = perflab.check_health(endpoint, args.interval)
     if args.format == "json":
         print(health_render.render_json(report))
     else:
@@ -435,11 +419,7 @@ def cmd_health(args: argparse.Namespace) -> int:
 
 
 def cmd_digest(args: argparse.Namespace) -> int:
-    if args.top < 1:
-        raise PerflabError(f"--top must be at least 1, got {args.top}",
-                           hint="the fingerprints the profile lists")
-    if args.workload:
-        _check_output("--workload", args.workload)
+    _check_output("--workload", args.workload)
     result = perflab.digest_logs(args.logs, args.log_format, args.burst, args.window,
                                  args.jobs, args.redact, _say)
     for info in result.files:
@@ -469,8 +449,11 @@ def cmd_env(args: argparse.Namespace) -> int:
     return 0
 
 
-def _check_output(option: str, path: Path, directory: bool = False) -> None:
-    """Fail before any work, not after it, when an output FILE or DIR cannot be written."""
+def _check_output(option: str, path: Path | None, directory: bool = False) -> None:
+    """Fail before any work, not after it, when an output FILE or DIR cannot be written (None:
+    the option was not given)."""
+    if path is None:
+        return
     kind = "directory" if directory else "file"
     if path.exists():
         if path.is_dir() != directory:
@@ -505,6 +488,21 @@ def _name_list(text: str) -> tuple[str, ...]:
     if not all(name.replace("_", "").isalnum() for name in names):
         raise argparse.ArgumentTypeError(f"not a list of server variable names: {text!r}")
     return names
+
+
+def _positive(text: str) -> int:
+    """An argparse type: a whole number of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _silent(_message: str) -> None:
+    return None
 
 
 def _say(message: str) -> None:

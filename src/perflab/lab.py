@@ -33,7 +33,7 @@ from perflab.server.variables import Catalog, read_catalog
 from perflab.store import ResultStore, Study, load_study
 
 
-class Slot:
+class ServerDir:
     """A place for one working server: its datadir, run files and state.
 
     The datadir holds a copy of one dataset; `state.json` says which, and whether it is dirty
@@ -134,10 +134,10 @@ class Lab:
                 ) from None
             yield
 
-    def slot(self, number: int = 0) -> Slot:
+    def slot(self, number: int = 0) -> ServerDir:
         """Working server place `number` (0: LAB/server, N: LAB/server-N)."""
         name = "server" if number == 0 else f"server-{number}"
-        return Slot(self.root / name, self.snapshot)
+        return ServerDir(self.root / name, self.snapshot)
 
     # -- catalog -------------------------------------------------------------------------------
 

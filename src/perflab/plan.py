@@ -137,7 +137,7 @@ class RunSettings:
     time: float = 0.0
     margin: float = 0.05  # "equivalent" means within ±margin
     alpha: float = 0.05  # the chance of any false verdict in a table
-    max_rounds: int = 20
+    max_rounds: int = 60  # a cap: a budget that holds fewer rounds fits its looks to those
     # How configurations are measured side by side: "fleet" (one server each, taking turns in
     # time slices of slice_seconds), "serial" (one server, back to back) or "auto" (fleet when
     # the servers fit in memory and disk).
@@ -220,7 +220,7 @@ class Plan:
             "workload": {"name": self.workload.name, "options": dict(self.workload.options)},
             "dataset": vars(self.dataset),
             "run": {**vars(self.run), "threads": list(self.run.threads)},
-            "definitions": {c.name: self.definition(c) for c in self.configs},
+            "definitions": {c.name: self.config_hash(c) for c in self.configs},
             "ladder": self.ladder,
             "layout": self.layout,
             "changes": dict(self.changes),
@@ -259,9 +259,9 @@ class Plan:
 
     def point(self, config: ServerConfig, threads: int, round_number: int) -> Point:
         """The point of `config` at `threads` in round `round_number`: the one builder."""
-        return Point(config, self.workload, threads, round_number, self.definition(config))
+        return Point(config, self.workload, threads, round_number, self.config_hash(config))
 
-    def definition(self, config: ServerConfig) -> str:
+    def config_hash(self, config: ServerConfig) -> str:
         """A hash of everything that shapes one configuration's measurements.
 
         Thread counts and repeats are not part of it: raising repeats or adding a thread count
@@ -370,17 +370,17 @@ def _overriding(option: str, check, *args):
 
 @dataclass(frozen=True)
 class Point:
-    """One measurement: a configuration, the workload, a thread count, a repeat number."""
+    """One measurement: a configuration, the workload, a thread count, a round number."""
 
     config: ServerConfig
     workload: Workload
     threads: int
-    repeat: int
-    definition: str
+    round: int
+    config_hash: str
 
     @property
     def label(self) -> str:
-        return f"{self.config.name} threads={self.threads} repeat={self.repeat}"
+        return f"{self.config.name} threads={self.threads} round={self.round}"
 
 
 def load_plan(path: Path) -> Plan:
@@ -416,7 +416,7 @@ def _build(data: dict[str, Any], origin: str) -> Plan:
         sections[section] = value
 
     study = sections["study"]
-    name = _string(study, "name", f"{origin}: study.name", required=True)
+    name = _required_string(study, "name", f"{origin}: study.name")
     description = _string(study, "description", f"{origin}: study.description") or ""
     source = _string(study, "source", f"{origin}: study.source") or ""
 
@@ -459,7 +459,7 @@ def _build(data: dict[str, Any], origin: str) -> Plan:
 
 
 def _workload(workload_table: dict[str, Any], origin: str) -> Workload:
-    workload_name = _string(workload_table, "name", f"{origin}: workload.name", required=True)
+    workload_name = _required_string(workload_table, "name", f"{origin}: workload.name")
     options = workload_table.get("options", {})
     if not isinstance(options, dict):
         raise PerflabError(f"{origin}: workload.options must be a table of option = value",
@@ -525,10 +525,12 @@ def _configs(table: Any, shared: dict[str, Scalar], origin: str) -> list[ServerC
 def _config(name: str, settings: dict[str, Scalar], where: str, origin: str) -> ServerConfig:
     """Split a table's settings into server variables and perflab's environment keys."""
     variables = {k: v for k, v in settings.items() if k not in ENVIRONMENT_KEYS}
-    env = {k: v for k, v in settings.items() if k in ENVIRONMENT_KEYS}
-    for key, value in env.items():
-        if not isinstance(value, str) or not value.strip():
-            raise PerflabError(f"{origin}: {where}.{key} must be a non-empty string")
+    env: dict[str, str] = {}
+    for key, value in settings.items():
+        if key in ENVIRONMENT_KEYS:
+            if not isinstance(value, str) or not value.strip():
+                raise PerflabError(f"{origin}: {where}.{key} must be a non-empty string")
+            env[key] = value
     engine = _engine(env.pop("engine"), f"{origin}: {where}.engine") if "engine" in env else None
     allocator = env.get("allocator", "glibc")
     if allocator not in ALLOCATORS:
@@ -616,7 +618,9 @@ def _ladder(steps: Any, shared: dict[str, Scalar], origin: str
     """[[steps]] tables, each `name = "..."` plus the variables that step changes."""
     if not isinstance(steps, list) or not steps or not all(isinstance(s, dict) for s in steps):
         raise PerflabError(f"{origin}: steps must be an array of tables ([[steps]])")
-    configs, changes, applied = [], [], dict(shared)
+    configs: list[ServerConfig] = []
+    changes: list[tuple[str, str]] = []
+    applied = dict(shared)
     for number, step in enumerate(steps, 1):
         where = f"steps[{number}]"
         step = dict(step)
@@ -665,11 +669,15 @@ def _known(table: dict[str, Any], allowed: tuple[str, ...], prefix: str, origin:
             )
 
 
-def _string(table: dict[str, Any], key: str, where: str, required: bool = False) -> str | None:
+def _string(table: dict[str, Any], key: str, where: str) -> str | None:
     if key not in table:
-        if required:
-            raise PerflabError(f"{where} is required")
         return None
+    return _required_string(table, key, where)
+
+
+def _required_string(table: dict[str, Any], key: str, where: str) -> str:
+    if key not in table:
+        raise PerflabError(f"{where} is required")
     value = table[key]
     if not isinstance(value, str) or not value.strip():
         raise PerflabError(f"{where} must be a non-empty string, got {value!r}")

@@ -73,6 +73,7 @@ def _write(lines: list[str]) -> None:
     global _sentinel
     if _sentinel is None:
         return
+    assert _sentinel.stdin is not None, "started with stdin=PIPE"
     try:
         _sentinel.stdin.write("".join(line + "\n" for line in lines))
         _sentinel.stdin.flush()

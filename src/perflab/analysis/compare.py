@@ -51,6 +51,7 @@ def compare_labs(a: Study, b: Study, margin: float) -> Table:
 
 def _by_key(study: Study) -> dict[tuple[str, str, int], list[float]]:
     out: dict[tuple[str, str, int], list[float]] = {}
-    for p in sorted(study.ok_points, key=lambda p: (p.config, p.threads, p.repeat)):
+    for p in sorted(study.ok_points, key=lambda p: (p.config, p.threads, p.round)):
+        assert p.metrics is not None, "a successful point has metrics"
         out.setdefault((p.config, p.workload, p.threads), []).append(p.metrics.qps)
     return out

@@ -48,15 +48,15 @@ def flags(points: list[StoredPoint], cv_threshold: float, baseline: str | None =
 
 
 def spread_flags(points: list[StoredPoint], cv_threshold: float) -> list[str]:
-    """Each cell's own spread over its repeats: a high CV, outlier values."""
+    """Each cell's own spread over its rounds: a high CV, outlier values."""
     out = []
     for (config, threads), values in groups(points, "qps").items():
         s = summarize(values)
         if s.n >= 2 and s.cv > cv_threshold:
-            out.append(f"{config} at {threads} threads: CV {s.cv:.1%} over {s.n} repeats exceeds "
-                       f"{cv_threshold:.0%}; more repeats or a quieter machine would help")
+            out.append(f"{config} at {threads} threads: CV {s.cv:.1%} over {s.n} rounds exceeds "
+                       f"{cv_threshold:.0%}; more rounds or a quieter machine would help")
         for i in s.outliers:
-            out.append(f"{config} at {threads} threads: repeat value {values[i]:.0f} is an "
+            out.append(f"{config} at {threads} threads: a round's value {values[i]:.0f} is an "
                        f"outlier (median {s.median:.0f}); kept in the data")
     return out
 
@@ -105,7 +105,7 @@ def drift_flags(points: list[StoredPoint], baseline: str | None = None) -> list[
         found = fitted.get(id(p))
         if found is None or not found.significant(DRIFT_THRESHOLD):
             continue
-        where = f"{p.config} at {p.threads} threads, repeat {p.repeat}"
+        where = f"{p.config} at {p.threads} threads, round {p.round}"
         if first_after_warmup and found.drift > 0:
             out.append(f"{where}: throughput still rising {found.drift:+.0%} over the window "
                        "right after the warm-up: the warm-up is too short")
@@ -120,18 +120,18 @@ def _paired_drift_flags(points: list[StoredPoint], baseline: str, fitted: dict) 
     (at least RECURRING of them, and two): the configuration's throughput trends, the
     baseline's in the same seconds does not, so the point's ratio depends on where in the
     window it is taken. A drift in one round of many is that round's noise."""
-    base = {(p.repeat, p.threads): fitted.get(id(p)) for p in points if p.config == baseline}
+    base = {(p.round, p.threads): fitted.get(id(p)) for p in points if p.config == baseline}
     drifting: dict[tuple[str, int], list[tuple[int, float]]] = {}
     rounds: dict[tuple[str, int], int] = {}
     for p in points:
         if p.config == baseline or not p.ok:
             continue
         rounds[(p.config, p.threads)] = rounds.get((p.config, p.threads), 0) + 1
-        found, paired = fitted.get(id(p)), base.get((p.repeat, p.threads))
+        found, paired = fitted.get(id(p)), base.get((p.round, p.threads))
         if found is None or paired is None or not found.significant(DRIFT_THRESHOLD) or \
                 abs(found.drift - paired.drift) < DRIFT_THRESHOLD:
             continue
-        drifting.setdefault((p.config, p.threads), []).append((p.repeat, found.drift))
+        drifting.setdefault((p.config, p.threads), []).append((p.round, found.drift))
     out = []
     for (config, threads), found in sorted(drifting.items(), key=lambda kv: (kv[0][1],
                                                                             kv[0][0])):
@@ -149,16 +149,19 @@ def _paired_drift_flags(points: list[StoredPoint], baseline: str, fitted: dict) 
 def load_flags(points: list[StoredPoint]) -> list[str]:
     """A flag when points were measured while other work loaded the machine (probes/busy.py):
     they are not evidence, and nothing else in the report can tell."""
-    loaded = sorted((p for p in points if p.ok and under_load(p.metrics.other_cpu)),
-                    key=lambda p: p.metrics.other_cpu)
+    loaded: list[tuple[float, int]] = []  # (share of the CPU time other work used, round)
+    for p in points:
+        share = p.value("other_cpu")
+        if share is not None and under_load(share):
+            loaded.append((share, p.round))
     if not loaded:
         return []
-    rounds = sorted({p.repeat for p in loaded})
+    rounds = sorted({r for _, r in loaded})
     shown = ", ".join(str(r) for r in rounds[:8]) + (" ..." if len(rounds) > 8 else "")
     return [f"{len(loaded)} of {sum(p.ok for p in points)} points were measured while other "
             f"processes or the hypervisor used more than {BUSY_SHARE:.0%} of the machine's CPU "
-            f"time (up to {loaded[-1].metrics.other_cpu:.0%}; rounds {shown}): figures taken "
-            "beside other work are not evidence; measure again on an idle machine"]
+            f"time (up to {max(share for share, _ in loaded):.0%}; rounds {shown}): figures "
+            "taken beside other work are not evidence; measure again on an idle machine"]
 
 
 def uneven_work_flags(points: list[StoredPoint]) -> list[str]:
@@ -168,7 +171,7 @@ def uneven_work_flags(points: list[StoredPoint]) -> list[str]:
     thread count, not across thread counts; explained where the workload is known to do it."""
     by_threads: dict[int, list[float]] = {}
     for p in points:
-        rows = p.metrics.rows_per_query if p.ok else None
+        rows = p.value("rows_per_query")
         if rows is not None:
             by_threads.setdefault(p.threads, []).append(rows)
     medians = {t: statistics.median(v) for t, v in sorted(by_threads.items())}
@@ -194,15 +197,15 @@ def uneven_work_flags(points: list[StoredPoint]) -> list[str]:
 
 
 def off_turn_flags(points: list[StoredPoint]) -> list[str]:
-    """A flag for each cell that `leaning` finds."""
+    """A flag for each cell that `off_turn_workers` finds."""
     return [f"{config} at {threads} threads: {share:.0%} of its server's CPU time fell in the "
             f"other servers' turns, {excess * 100:.0f} points more than the least in the same "
             f"turns: background work the others are charged for, so the fleet's ratios lean "
             f"toward {config}; schedule = \"serial\" measures each server alone"
-            for config, threads, share, excess in leaning(points)]
+            for config, threads, share, excess in off_turn_workers(points)]
 
 
-def leaning(points: list[StoredPoint]) -> list[tuple[str, int, float, float]]:
+def off_turn_workers(points: list[StoredPoint]) -> list[tuple[str, int, float, float]]:
     """(config, threads, share, excess) of the fleet cells whose server worked in the other
     servers' turns more than the others in the same turns (running/turns.py), by thread count:
     that work slows the server whose turn it is, so the fleet's ratios lean toward the server
@@ -213,14 +216,14 @@ def leaning(points: list[StoredPoint]) -> list[tuple[str, int, float, float]]:
     for p in points:
         share = p.value("off_turn_cpu")
         if share is not None:
-            key = (p.repeat, p.threads)
+            key = (p.round, p.threads)
             least[key] = min(share, least.get(key, share))
     cells: dict[tuple[str, int], list[tuple[float, float]]] = {}
     for p in points:
         share = p.value("off_turn_cpu")
         if share is not None:
             cells.setdefault((p.config, p.threads), []).append(
-                (share, share - least[(p.repeat, p.threads)]))
+                (share, share - least[(p.round, p.threads)]))
     out = []
     for (config, threads), pairs in sorted(cells.items(), key=lambda kv: (kv[0][1], kv[0][0])):
         excess = statistics.median(e for _, e in pairs)

@@ -28,7 +28,7 @@ from perflab.store.records import StoredPoint
 def groups(points: list[StoredPoint], metric: str = "qps") -> dict[tuple[str, int], list[float]]:
     """The ok repeats' values of `metric` per (config, threads), in repeat order."""
     out: dict[tuple[str, int], list[float]] = {}
-    for point in sorted(points, key=lambda p: p.repeat):
+    for point in sorted(points, key=lambda p: p.round):
         value = point.value(metric)
         if value is not None:
             out.setdefault((point.config, point.threads), []).append(value)
@@ -194,7 +194,7 @@ def profile_table(plan: Plan, points: list[StoredPoint], top: int = 5) -> Table 
         profiled = [p for p in points if p.config == config and p.ok and p.profile]
         if not profiled:
             continue
-        point = min(profiled, key=lambda p: (-p.threads, p.repeat))
+        point = min(profiled, key=lambda p: (-p.threads, p.round))
         symbols = point.profile[:top]
         rows.append([config, str(point.threads),
                      "; ".join(f"{s.share:.0%} {s.symbol}" for s in symbols)])

@@ -132,8 +132,8 @@ def _part(group: list[tuple[int, Verdict]], margin: float) -> str:
         digits = ".1%" if within else ".0%"
         return f"{kind} {where} ({low:+{digits}} to {high:+{digits}}){within}"
     if kind == INCONCLUSIVE:
-        more = [v.more_rounds for v in verdicts]
-        if all(m is not None for m in more):
+        more = [v.more_rounds for v in verdicts if v.more_rounds is not None]
+        if len(more) == len(verdicts):
             return f"inconclusive {where}, ~{max(more)} more rounds"
         return f"inconclusive {where}, more rounds than the plan allows"
     return f"{kind} {where}"

@@ -165,6 +165,7 @@ class Findings:
     def _close_switch(self, conn: _Connection) -> None:
         """The pending Init DB was followed by another switch or the end: it served nothing."""
         if conn.pending_switch is not None:
+            assert conn.pending_event is not None, "set with pending_switch"
             self._item("schema_unused", conn.pending_switch).add(conn.pending_event, True)
             self.removable += 1
             conn.pending_switch = conn.pending_event = None

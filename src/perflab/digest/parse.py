@@ -172,7 +172,7 @@ def _next_event(path: Path, kind: str, offset: int) -> int:
             line = handle.readline()
             if not line:
                 return here
-            if kind == "general":
+            if start_line is not None:  # a general log
                 if start_line.match(line):
                     return here
             elif line.startswith(b"# Time:") or (line.startswith(b"# User@Host:")
@@ -264,6 +264,7 @@ class _Range:
 def read_events(part: Part, stats: ParseStats) -> Iterator[Event]:
     reader = _general if part.kind == "general" else _slow
     pattern = GENERAL_EVENT if part.kind == "general" else SLOW_ENTRY
+    handle: _Range | _Gzip | io.TextIOBase
     if part.end is not None:
         handle = _Range(part.path, part.start, part.end)
     elif _is_gzip(part.path):

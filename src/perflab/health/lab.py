@@ -14,8 +14,8 @@ from perflab.health.check import take_health
 from perflab.lab import Lab
 from perflab.load.workloads import resolve
 from perflab.plan import Plan
+from perflab.running.backend import ManagedBackend
 from perflab.running.measurer import run_load
-from perflab.running.side import ManagedSide
 from perflab.server import environment as env
 from perflab.store import HealthReport
 
@@ -33,17 +33,17 @@ def lab_health(lab: Lab, plan: Plan, config_name: str | None, threads: int, seco
     with lab.locked(), lab.store() as store:
         workload = resolve(plan.workload)
         workload.family.write_files(lab.root / "workload")
-        side = ManagedSide(plan, lab, workload, say)
-        side.ensure_dataset(config)
+        backend = ManagedBackend(plan, lab, workload, say)
+        backend.ensure_dataset(config)
 
         def load() -> None:  # the plan's workload, unmeasured
             run_load(server, workload, plan.dataset_for(config), threads, seconds,
                      env.client_prefix(config.environment))
             if workload.writes:
-                side.after_writes()
+                backend.after_writes()
 
         try:
-            server = side.start_fresh(config)
+            server = backend.start_fresh(config)
             say(f"cold phase: {seconds} s of {plan.workload.label} at {threads} threads "
                 "from server start")
             load()
@@ -54,4 +54,4 @@ def lab_health(lab: Lab, plan: Plan, config_name: str | None, threads: int, seco
             store.save_health(plan.name, config.name, report)
             return report
         finally:
-            side.stop()
+            backend.stop()

@@ -69,15 +69,15 @@ class Rule:
     min_sample: int = 0
 
     def range_text(self) -> str:
-        if self.low is None and self.high is None:
-            return "any"
         if self.low is not None and self.high is not None:
             if self.low == self.high:
                 return f"= {_number(self.low, self.unit)}"
             return f"{_number(self.low, self.unit)} .. {_number(self.high, self.unit)}"
         if self.low is not None:
             return f">= {_number(self.low, self.unit)}"
-        return f"<= {_number(self.high, self.unit)}"
+        if self.high is not None:
+            return f"<= {_number(self.high, self.unit)}"
+        return "any"
 
     def judge(self, figure: Figure) -> str:
         if self.low is None and self.high is None:

@@ -18,6 +18,7 @@ import logging
 import re
 from dataclasses import dataclass
 from enum import Enum
+from typing import TypedDict
 
 import sqlglot
 from sqlglot import exp
@@ -68,6 +69,15 @@ class Classified:
         return self.kind not in (Kind.READ, Kind.LOCKS)
 
 
+class _Names(TypedDict):
+    """What a parsed statement names, whatever its kind: Classified's fields of that name."""
+
+    locks: bool
+    tables: tuple[tuple[str, str], ...]
+    schemas: tuple[str, ...]
+    calls: tuple[tuple[str, str], ...]
+
+
 def several_statements(sql: str) -> bool:
     """Whether `sql` holds more than one statement (a `;` with more than comments after)."""
     try:
@@ -102,7 +112,7 @@ def classify(sql: str) -> Classified:
     return _kind(tree, tokens[0].text.upper(), _called_names(tree, tokens))
 
 
-def _called_names(tree: exp.Expression, tokens) -> set[tuple[str, str]]:
+def _called_names(tree: exp.Expr, tokens) -> set[tuple[str, str]]:
     """(schema or "", NAME) of every word followed by "(" (a quoted name too: the server calls
     `f`() as f()), but the names of the statement's own CTEs: every call is written so, by
     the name the server resolves (sqlglot's own names for functions may differ)."""
@@ -118,13 +128,14 @@ def _called_names(tree: exp.Expression, tokens) -> set[tuple[str, str]]:
     return found
 
 
-def _kind(tree: exp.Expression, verb: str, calls: set[tuple[str, str]]) -> Classified:
+def _kind(tree: exp.Expr, verb: str, calls: set[tuple[str, str]]) -> Classified:
     """A parsed statement's kind: the rules in the order they matter (what is never run, then
     what the root says, then the functions and lock clauses inside)."""
     names = {name for schema, name in calls if not schema}
     locks = bool(names & LOCK_FUNCTIONS) or any(tree.find_all(exp.Lock))
     objects, schemas = _objects(tree)
-    made = {"locks": locks, "tables": objects, "schemas": schemas, "calls": tuple(sorted(calls))}
+    made: _Names = {"locks": locks, "tables": objects, "schemas": schemas,
+                    "calls": tuple(sorted(calls))}
     if names & FILE_FUNCTIONS:
         return Classified(Kind.NEVER, "reads a file on the database host (LOAD_FILE)", **made)
     if isinstance(tree, exp.Command) and verb == "SHOW":
@@ -148,7 +159,7 @@ def _kind(tree: exp.Expression, verb: str, calls: set[tuple[str, str]]) -> Class
     return Classified(Kind.READ, **made)
 
 
-def _objects(tree: exp.Expression) -> tuple[tuple[tuple[str, str], ...], tuple[str, ...]]:
+def _objects(tree: exp.Expr) -> tuple[tuple[tuple[str, str], ...], tuple[str, ...]]:
     """The tables a statement names (sequences moved count as tables) and the schemas it
     creates, drops or alters."""
     if isinstance(tree, OBJECT_WRITES) and str(tree.args.get("kind", "")).upper() in \
@@ -163,7 +174,7 @@ def _objects(tree: exp.Expression) -> tuple[tuple[tuple[str, str], ...], tuple[s
     return tuple(sorted(tables)), ()
 
 
-def _data_write(tree: exp.Expression) -> bool:
+def _data_write(tree: exp.Expr) -> bool:
     """Whether a write is of rows, tables or schemas only (not SET, KILL, USE, transaction
     control, administration or routines)."""
     if isinstance(tree, DATA_WRITES):
@@ -181,7 +192,7 @@ def _one_statement(sql: str, tokens) -> str | None:
     return sql[:tokens[ends[0]].start] if ends else sql
 
 
-def _parse(sql: str) -> exp.Expression:
+def _parse(sql: str) -> exp.Expr:
     """One statement's tree; sqlglot's notes on syntax it falls back on are not shown."""
     logger = logging.getLogger("sqlglot")
     level = logger.level

@@ -48,12 +48,16 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from perflab.errors import PerflabError, error_text
 from perflab.load import sysbench
 from perflab.load.sysbench import LoadFailed, LoadResult, Slicing
 from perflab.procs import die_with_parent
 from perflab.store.records import Sample
+
+if TYPE_CHECKING:
+    from distributed import Future
 
 CONNECT_SECONDS = 10  # to reach the scheduler
 READY_SECONDS = 60  # every task ready at the barrier (a worker starting, importing perflab)
@@ -195,7 +199,7 @@ class Clients:
             ready.close()
         return merge([returned[w] for w, _ in shares])
 
-    def _barrier(self, ready, futures: dict[Worker, object]) -> None:
+    def _barrier(self, ready, futures: dict[Worker, Future[dict]]) -> None:
         """Wait until every task is ready to start; a task that ended early, or a worker lost,
         fails the point."""
         waiting, deadline = {w.address: w for w in futures}, time.monotonic() + READY_SECONDS
@@ -210,7 +214,8 @@ class Clients:
                 raise LoadFailed(f"{', '.join(map(str, waiting.values()))}: not ready within "
                                  f"{READY_SECONDS} s", hint="see that worker's log")
 
-    def _collect(self, futures: dict[Worker, object], seconds: float) -> dict[Worker, dict]:
+    def _collect(self, futures: dict[Worker, Future[dict]], seconds: float
+                 ) -> dict[Worker, dict]:
         deadline = time.monotonic() + seconds + 2 * READY_SECONDS
         checked = time.monotonic()
         while not all(future.done() for future in futures.values()):
@@ -231,7 +236,7 @@ class Clients:
             returned[worker] = outcome
         return returned
 
-    def _check(self, futures: dict[Worker, object], early: bool = False) -> None:
+    def _check(self, futures: dict[Worker, Future[dict]], early: bool = False) -> None:
         """Fail the point when a task erred or (before the barrier) ended, or when its worker
         is no longer known to the scheduler."""
         alive = set(self.client.ncores())

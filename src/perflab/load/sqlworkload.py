@@ -69,7 +69,7 @@ class DataSpec:
 
 
 @dataclass(frozen=True)
-class Slot:
+class Placeholder:
     """One placeholder of a template: {int:LO:HI}, {str:LO:HI} (letters) or {pick:NAME}."""
 
     kind: str  # "int", "str" or "pick"
@@ -78,7 +78,7 @@ class Slot:
     name: str = ""
 
 
-Part = str | Slot  # a template is text and placeholders, in order
+Part = str | Placeholder  # a template is text and placeholders, in order
 
 
 @dataclass(frozen=True)
@@ -238,7 +238,7 @@ def shown(sql: str, width: int = 60) -> str:
     return " ".join(sql.split())[:width]
 
 
-def _first_value(slot: Slot, picks: dict[str, tuple[str, ...]]) -> str:
+def _first_value(slot: Placeholder, picks: dict[str, tuple[str, ...]]) -> str:
     if slot.kind == "int":
         return str(slot.low)
     return "'a'" if slot.kind == "str" else picks[slot.name][0]
@@ -336,7 +336,7 @@ def checked_statement(item, n: int, path: Path) -> Statement:
         raise PerflabError(f"{where}.sql holds more than one statement",
                            hint="one statement per [[statements]] entry, without a ';' between "
                                 "two")
-    used = {part.name for part in parts if isinstance(part, Slot) and part.kind == "pick"}
+    used = {part.name for part in parts if isinstance(part, Placeholder) and part.kind == "pick"}
     return Statement(weight, sql, parts, _picks(item.get("picks", {}), used, where))
 
 
@@ -364,13 +364,13 @@ def template_parts(sql: str, where: str) -> tuple[Part, ...]:
     return tuple(parts)
 
 
-def _slot(kind: str, arguments: str, where: str) -> Slot:
+def _slot(kind: str, arguments: str, where: str) -> Placeholder:
     text = f"{{{kind}:{arguments}}}"
     if kind == "pick":
         if not IDENTIFIER.match(arguments):
             raise PerflabError(f"{where}: placeholder {text} is malformed",
                                hint="{pick:NAME}, NAME of letters, digits and _")
-        return Slot("pick", name=arguments)
+        return Placeholder("pick", name=arguments)
     bounds = (INT_BOUNDS if kind == "int" else STR_BOUNDS).match(arguments)
     if kind not in ("int", "str") or not bounds:
         raise PerflabError(f"{where}: placeholder {text} is malformed",
@@ -387,7 +387,7 @@ def _slot(kind: str, arguments: str, where: str) -> Slot:
     if kind == "str" and high > LONGEST_STRING:
         raise PerflabError(f"{where}: placeholder {text} is too long",
                            hint=f"at most {LONGEST_STRING} letters")
-    return Slot(kind, low, high)
+    return Placeholder(kind, low, high)
 
 
 def _marked(parts: tuple[Part, ...], where: str) -> str:
@@ -395,7 +395,8 @@ def _marked(parts: tuple[Part, ...], where: str) -> str:
     where a value goes, as a token of its own: inside a string, a comment or a name, the value
     a placeholder takes could end the string or comment and turn what follows into SQL (a pick
     of `'*/ ; DELETE ...'` in `/* {pick:p} */`)."""
-    marks, pieces = [], []
+    marks: list[str] = []
+    pieces: list[str] = []
     for part in parts:
         if isinstance(part, str):
             pieces.append(part)

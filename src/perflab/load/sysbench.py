@@ -228,6 +228,7 @@ def start(argv: list[str], env: dict[str, str], stdin: str | None = None) -> sub
                                stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
                                text=True, preexec_fn=die_with_parent(signal.SIGKILL))
     if stdin:
+        assert process.stdin is not None, "opened with stdin=PIPE"
         process.stdin.write(stdin)
         process.stdin.close()
         process.stdin = None  # written and closed: communicate() must leave it alone
@@ -296,6 +297,7 @@ def run_until_steady(argv: list[str], env: dict[str, str], seconds: int,
     rising (at least 4 one-second intervals). Returns the seconds it ran. Raises LoadFailed."""
     started = time.monotonic()
     process = start(argv, env, stdin)
+    assert process.stdout is not None and process.stderr is not None, "start() pipes them"
     rates: list[float] = []
     try:
         for line in process.stdout:
@@ -375,7 +377,8 @@ def run_sliced(jobs: list[tuple[list[str], dict[str, str]]], slicing: Slicing,
 
 
 def parse(stdout: str, slicing: tuple[Slicing, int] | None = None) -> LoadResult | None:
-    series, histogram, total, windows = [], {}, None, []
+    histogram: dict[int, int] = {}
+    series, total, windows = [], None, []
     for line in stdout.splitlines():
         if not line.startswith('{"type":'):
             continue

@@ -97,7 +97,7 @@ def relative(plan: Plan, judgement: Judgement) -> Figure:
 
 def series(point: StoredPoint) -> Figure:
     fig, ax = new_figure(
-        f"{point.config} at {point.threads} threads, repeat {point.repeat}: "
+        f"{point.config} at {point.threads} threads, round {point.round}: "
         "per-second throughput", "seconds into the run", "queries/s")
     ax.plot([s.t for s in point.series], [s.qps for s in point.series], marker=".")
     ax.set_ylim(bottom=0)

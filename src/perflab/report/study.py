@@ -35,7 +35,7 @@ from perflab.store.records import Metrics, StoredPoint, Study
 class ReportOptions:
     margin: float | None = None  # "equivalent" within ±margin (None: the plan's)
     cv_threshold: float = 0.15  # a cell whose throughput varies more over rounds is flagged
-    series: str | None = None  # CONFIG:THREADS[:REPEAT] for the per-second chart
+    series: str | None = None  # CONFIG:THREADS[:ROUND] for the per-second chart
 
 
 DEFAULT_OPTIONS = ReportOptions()
@@ -78,7 +78,7 @@ def headline(study: Study) -> list[str]:
     failed = len(points) - ok
     ds, run = plan.dataset, plan.run
     workload = points[0].workload if points else plan.workload.name
-    rounds = max((p.repeat for p in points), default=0)
+    rounds = max((p.round for p in points), default=0)
     repeats = f"{rounds} rounds"
     if run.time:
         most = (f"{run.planned_rounds}, what it was fitted to hold" if run.planned_rounds
@@ -100,10 +100,10 @@ def findings(study: Study, options: ReportOptions) -> list[str]:
     if len(study.plan.configs) < 2:
         return []
     lines = verdict_headline(study.plan, judgement(study, options))
-    leaning = [f"{config} at {threads} threads"
-               for config, threads, _, _ in quality.leaning(study.points)]
-    if leaning:
-        lines.append(f"Caution: {'; '.join(leaning)} did background work in the other servers' "
+    busy = [f"{config} at {threads} threads"
+            for config, threads, _, _ in quality.off_turn_workers(study.points)]
+    if busy:
+        lines.append(f"Caution: {'; '.join(busy)} did background work in the other servers' "
                      "turns, so the fleet's ratios there lean toward it (see Flags); "
                      "schedule = \"serial\" measures each server alone")
     return lines
@@ -142,7 +142,8 @@ def client_lines(study: Study) -> list[str]:
     described = "; ".join(f"{host} ({facts['cpus']} CPUs, kernel {facts['kernel']}, "
                           f"{facts['sysbench']})" for host, facts in sorted(hosts.items()))
     workers = max(len(p.clients) for p in spread)
-    skew = max(p.client_start_skew_ms for p in spread)
+    skews = [p.client_start_skew_ms for p in spread]
+    skew = max(s for s in skews if s is not None)  # None only for a point without clients
     return [f"Load from {workers} client worker(s) on {len(hosts)} host(s): {described}; "
             f"start skew at most {skew:.1f} ms over {len(spread)} point(s)"]
 
@@ -244,7 +245,7 @@ def render_json(study: Study, options: ReportOptions = DEFAULT_OPTIONS) -> str:
 def _point_json(p: StoredPoint) -> dict:
     figures = p.metrics.as_dict() if p.metrics else dict.fromkeys(Metrics.names())
     return {
-        "config": p.config, "workload": p.workload, "threads": p.threads, "repeat": p.repeat,
+        "config": p.config, "workload": p.workload, "threads": p.threads, "round": p.round,
         "status": p.status, **figures, "started_at": p.started_at,
         "finished_at": p.finished_at, "session_id": p.session_id,
         "server_state_id": p.server_state_id, "error": p.error,
@@ -256,26 +257,26 @@ def _point_json(p: StoredPoint) -> dict:
 
 
 def series_point(study: Study, choice: str | None) -> StoredPoint | None:
-    """The point whose per-second series is charted: CONFIG:THREADS[:REPEAT], or by default
-    the baseline's first repeat at the largest thread count."""
+    """The point whose per-second series is charted: CONFIG:THREADS[:ROUND], or by default
+    the baseline's first round at the largest thread count."""
     ok = [p for p in study.points if p.ok and p.series]
     if choice:
         parts = choice.split(":")
         if len(parts) not in (2, 3) or not all(x.isdigit() for x in parts[1:]):
             raise PerflabError(f"series {choice!r}: expected CONFIG:THREADS or "
-                               "CONFIG:THREADS:REPEAT", option="series")
+                               "CONFIG:THREADS:ROUND", option="series")
         wanted = [p for p in ok if p.config == parts[0] and p.threads == int(parts[1])
-                  and (len(parts) == 2 or p.repeat == int(parts[2]))]
+                  and (len(parts) == 2 or p.round == int(parts[2]))]
         if not wanted:
             known = [f"{c}:{t}" for c, t in sorted({(p.config, p.threads) for p in ok})]
             shown = ", ".join(known[:12]) + (", ..." if len(known) > 12 else "")
             raise PerflabError(f"series {choice!r}: no such successful point",
                                hint=f"points with a series: {shown or 'none'}", option="series")
-        return min(wanted, key=lambda p: p.repeat)
+        return min(wanted, key=lambda p: p.round)
     base = [p for p in ok if p.config == study.plan.baseline]
     if not base:
         return None
-    return min(base, key=lambda p: (-p.threads, p.repeat))
+    return min(base, key=lambda p: (-p.threads, p.round))
 
 
 def _finite(value: float) -> float | None:

@@ -4,7 +4,7 @@
   point, or one round of configurations side by side or one after another; tune borrows the
   Measurer for its trials;
 - `rounds`: the round policy, a pure function (which points round N measures, or stop);
-- `side`, `existing_side`: where the measured server comes from (managed servers, or a server
+- `backend`, `existing_backend`: where the measured server comes from (managed servers, or a server
   perflab did not start) and how a configuration gets onto it;
 - `noise`: the noise a lab measured, kept per way of measuring, and the forecast it gives;
 - `calibrate`: the A/A study that measures that noise;

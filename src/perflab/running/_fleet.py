@@ -33,7 +33,7 @@ from pathlib import Path
 import pymysql
 
 from perflab.errors import PerflabError, error_text
-from perflab.lab import Lab, Slot
+from perflab.lab import Lab, ServerDir
 from perflab.load import sysbench
 from perflab.load.preload import preload
 from perflab.load.workloads import ResolvedWorkload
@@ -65,11 +65,24 @@ class FleetServer:
     """One configuration's server in the current round."""
 
     config: ServerConfig
-    slot: Slot
+    slot: ServerDir
     server: ManagedServer | None = None
     state_id: int | None = None
     error: str | None = None  # why it has no server this round
     start_failed: bool = False  # the error is its server's start (the setting's own failure)
+
+    @property
+    def running(self) -> ManagedServer:
+        """Its server, for a member that has one this round (the only ones measured)."""
+        assert self.server is not None, f"{self.config.name} has no server this round"
+        return self.server
+
+    @property
+    def pid(self) -> int:
+        """Its running server's process id."""
+        pid = self.running.pid
+        assert pid is not None, f"{self.config.name}'s server has no process"
+        return pid
 
 
 def fits(plan: Plan, catalog: Catalog, options: dict[str, dict[str, str]], lab: Lab,
@@ -118,7 +131,7 @@ class Fleet:
     def dataset_key(self, config: ServerConfig) -> str:
         return self.workload.config_dataset_key(self.plan, config)
 
-    def slot_of(self, config: ServerConfig, round_number: int) -> Slot:
+    def slot_of(self, config: ServerConfig, round_number: int) -> ServerDir:
         key = self.dataset_key(config)
         group = self.groups[key]
         offset = (group.index(config) + round_number) % len(group)
@@ -191,13 +204,13 @@ class Fleet:
         before = {}
         jobs = []
         for member, _ in live:
-            with member.server.connect() as conn:
+            with member.running.connect() as conn:
                 before[member.config.name] = global_status(conn)
             argv = sysbench.command(self.workload, self.plan.dataset_for(member.config),
-                                    member.server.endpoint, threads, slicing.run_seconds(now))
+                                    member.running.endpoint, threads, slicing.run_seconds(now))
             jobs.append(([*env.client_prefix(member.config.environment), *argv],
                          sysbench.environment(self.workload)))
-        with TurnCpu([member.server.pid for member, _ in live], slicing) as turns:
+        with TurnCpu([member.pid for member, _ in live], slicing) as turns:
             results = sysbench.run_sliced(jobs, slicing, threads)
         for index, ((member, point), result) in enumerate(zip(live, results, strict=True)):
             if isinstance(result, sysbench.LoadResult):
@@ -250,7 +263,7 @@ class Fleet:
         PROBE_SECONDS, None (said) when sysbench fails there."""
         try:
             return sysbench.run_alone(self.workload, self.plan.dataset_for(member.config),
-                                      member.server.endpoint, threads, PROBE_SECONDS,
+                                      member.running.endpoint, threads, PROBE_SECONDS,
                                       env.client_prefix(member.config.environment)
                                       ).latency_avg_ms
         except sysbench.LoadFailed as failed:
@@ -263,17 +276,17 @@ class Fleet:
         data = self.lab.root / f"profile-{member.config.name}.data"
         if self.profiler is None:
             return None, data
-        return self.profiler.start(member.server.pid, seconds, data), data
+        return self.profiler.start(member.pid, seconds, data), data
 
     def _record(self, member: FleetServer, point: Point, result, before: dict,
                 started: float, profile: list[Symbol]) -> PointRecord:
-        if isinstance(result, sysbench.LoadFailed) or not member.server.alive():
-            died = member.server.died()
+        if isinstance(result, sysbench.LoadFailed) or not member.running.alive():
+            died = member.running.died()
             error = self._died(member) if died else error_text(result)
             self.say(f"point {point.label} failed: {error.splitlines()[0]}")
             return points.failed(point, started, member.state_id, error, server_failed=died)
         try:
-            with member.server.connect() as conn:
+            with member.running.connect() as conn:
                 moved = delta(before, global_status(conn))
         except pymysql.MySQLError as exc:
             return points.failed(point, started, member.state_id, error_text(exc))
@@ -283,7 +296,7 @@ class Fleet:
 
     def _died(self, member: FleetServer) -> str:
         member.slot.set_state(dirty=True)  # tables may be marked crashed: restore
-        return member.server.death_report()
+        return member.running.death_report()
 
     def stop(self) -> None:
         for member in self.members.values():

@@ -44,7 +44,7 @@ class Progress:
             left = f"ETA {duration(eta)}"
         else:
             left = f"{duration(elapsed)} so far"
-        self.say(f"[round {point.repeat}] {point.config.name:>10}  threads={point.threads:<4} "
+        self.say(f"[round {point.round}] {point.config.name:>10}  threads={point.threads:<4} "
                  f"{figures}  {left}")
 
 

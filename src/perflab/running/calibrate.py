@@ -48,9 +48,9 @@ class Calibration:
     def tables(self) -> list[Table]:
         rows = []
         for (_, threads), v in self.judgement.verdicts.items():
-            sd = "-" if math.isnan(v.sd) else f"{v.sd:.1%}"
+            shown_sd = "-" if math.isnan(v.sd) else f"{v.sd:.1%}"
             series = [self.rounds.get(threads, [])]
-            rows.append([str(threads), str(v.n), sd, _figure(lag1(series), "+.2f"),
+            rows.append([str(threads), str(v.n), shown_sd, _figure(lag1(series), "+.2f"),
                          _figure(skewness(series), "+.2f"), f"{v.change:+.1%}",
                          v.interval_text(), v.verdict])
         measured = Table(

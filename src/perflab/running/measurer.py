@@ -27,12 +27,13 @@ from perflab.running import _points as points
 from perflab.running._fleet import Fleet
 from perflab.running._progress import Progress
 from perflab.running._states import ServerStates
-from perflab.running.existing_side import ExistingSide
+from perflab.running.backend import Backend, ManagedBackend
+from perflab.running.existing_backend import ExistingBackend
 from perflab.running.noise import lab_noise
-from perflab.running.side import ManagedSide, ServerSide
 from perflab.say import Say
 from perflab.server import environment as env
 from perflab.server.existing import ExistingServer
+from perflab.server.managed import ManagedServer
 from perflab.server.protocol import Server
 from perflab.store import PointRecord, ResultStore, StoredPoint
 
@@ -83,7 +84,7 @@ class Measurer:
     Making one checks the workload and every configuration of the plan against the measured
     server's variable catalog (for managed servers, read once per server version by a scratch
     server, then cached in the lab); the measured server starts when the first point needs
-    it. `existing`: measure on a server perflab did not start (existing_side.py).
+    it. `existing`: measure on a server perflab did not start (existing_backend.py).
     """
 
     def __init__(self, plan: Plan, lab: Lab, store: ResultStore, say: Say = print,
@@ -93,9 +94,9 @@ class Measurer:
         self.existing = existing
         self.workload: ResolvedWorkload = resolve(plan.workload)
         self.workload.family.write_files(lab.root / "workload")
-        self.side: ServerSide = (ExistingSide(existing, plan, self.workload, say) if existing
-                                 else ManagedSide(plan, lab, self.workload, say))
-        self.catalog = self.side.catalog
+        self.backend: Backend = (ExistingBackend(existing, plan, self.workload, say) if existing
+                                 else ManagedBackend(plan, lab, self.workload, say))
+        self.catalog = self.backend.catalog
         self.states = ServerStates(store, plan, self.workload, self.catalog, say)
         self.plan_id: int | None = None  # saved with the first session (open_session)
         self.server_state_id: int | None = None
@@ -109,11 +110,11 @@ class Measurer:
 
     def server_options(self, config_name: str) -> dict[str, str]:
         """A configuration's checked server options, as the command line takes them."""
-        return self.side.options[config_name]
+        return self.backend.options[config_name]
 
     def add_config(self, config: ServerConfig) -> None:
         """A configuration not in the plan (a tuning trial): checked, its dataset ready."""
-        self.side.add(config)
+        self.backend.add(config)
 
     def open_session(self) -> int:
         if self.plan_id is None:
@@ -130,7 +131,7 @@ class Measurer:
 
     def side_by_side_fits(self, configs: list[ServerConfig]) -> str | None:
         """None when `configs` (already added) can run side by side; else why not."""
-        return self.side.side_by_side_fits(configs)
+        return self.backend.side_by_side_fits(configs)
 
     def measure_side_by_side(self, session: int, configs: list[ServerConfig],
                              round_number: int) -> list[PointRecord]:
@@ -139,7 +140,7 @@ class Measurer:
         `round_number`. Tune judges a trial against a reference measured in the same seconds
         this way, so that the machine's drift falls on both."""
         check_stop()
-        self.side.stop()  # the serial server's memory is not needed meanwhile
+        self.backend.stop()  # the serial server's memory is not needed meanwhile
         group = replace(self.plan, configs=tuple(configs), baseline=configs[0].name)
         fleet = self._fleet(session, group)
         try:
@@ -149,20 +150,20 @@ class Measurer:
             fleet.stop()
 
     def close_session(self, session: int, outcome: str) -> None:
-        self.side.stop()
+        self.backend.stop()
         self.store.end_session(session, outcome)
 
     def noise(self) -> tuple[float, str]:
         """The per-round sd of a log ratio this lab measured for this plan's way of measuring,
         with where it comes from (noise.py)."""
         if self.schedule is None:  # asked before a run (tune's re-measure plans its rounds)
-            self.schedule = self.side.schedule()[0]
+            self.schedule = self.backend.schedule()[0]
         return lab_noise(self.store, self.plan, self.workload, self.schedule)
 
     # -- what a round measures ---------------------------------------------------------------
 
     def _stored_ok(self) -> list[StoredPoint]:
-        definitions = [self.plan.definition(c) for c in self.plan.configs]
+        definitions = [self.plan.config_hash(c) for c in self.plan.configs]
         return [p for p in self.store.points(self.plan.name, definitions) if p.ok]
 
     def _order(self, round_number: int, needed: dict[int, list[ServerConfig]]) -> list[int]:
@@ -175,7 +176,8 @@ class Measurer:
         configs = list(dict.fromkeys(c for cs in needed.values() for c in cs))
         fleet.start_round(round_number, rotated(configs, round_number))
         self._size_slices(fleet, list(needed))
-        records, lead, step = [], float(self.plan.run.warmup_seconds), 0.0
+        records: list[PointRecord] = []
+        lead, step = float(self.plan.run.warmup_seconds), 0.0
         for threads in self._order(round_number, needed):
             if deadline is not None and records and time.monotonic() + step > deadline:
                 break
@@ -206,7 +208,8 @@ class Measurer:
     def _serial_round(self, session: int, round_number: int,
                       needed: dict[int, list[ServerConfig]], deadline: float | None,
                       progress: Progress) -> list[PointRecord]:
-        records, step = [], 0.0
+        records: list[PointRecord] = []
+        step = 0.0
         for threads in self._order(round_number, needed):
             for config in rotated(needed[threads], round_number):
                 if deadline is not None and records and time.monotonic() + step > deadline:
@@ -220,7 +223,7 @@ class Measurer:
         return records
 
     def _fleet(self, session: int, plan: Plan) -> Fleet:
-        return Fleet(plan, self.lab, self.workload, self.side.options, self.states, session,
+        return Fleet(plan, self.lab, self.workload, self.backend.options, self.states, session,
                      self.say, self.profiler if plan.run.profile else None)
 
     # -- one point -----------------------------------------------------------------------------
@@ -232,17 +235,20 @@ class Measurer:
         except (PerflabError, pymysql.MySQLError) as exc:  # LoadFailed is a PerflabError
             # the setting's own failure when its server did not start or died (not when the
             # warm-up's load failed on a live server)
-            server = self.side.server
-            gone = server is None or not server.alive()
-            self.side.stop()
+            server = self.backend.server
+            # someone else's server is never known to have gone (ExistingServer.died)
+            gone = server is None or (isinstance(server, ManagedServer) and not server.alive())
+            self.backend.stop()
             return points.failed(point, started, None, error_text(exc), server_failed=gone)
         return self._measure(point, started)
 
     def _measure(self, point: Point, started: float) -> PointRecord:
-        config, seconds, server = point.config, self.plan.run.run_seconds, self.side.server
+        config, seconds, server = point.config, self.plan.run.run_seconds, active(self.backend)
         profile_data = self.lab.root / "profile.data"
-        recorder = (self.profiler.start(server.pid, seconds, profile_data)
-                    if self.plan.run.profile else None)
+        recorder = None
+        if self.plan.run.profile:  # on a managed server: ExistingBackend refuses run.profile
+            assert isinstance(server, ManagedServer) and server.pid is not None
+            recorder = self.profiler.start(server.pid, seconds, profile_data)
         try:
             result, status_delta = measure(
                 server, self.workload, self.plan.dataset_for(config), point.threads,
@@ -251,44 +257,51 @@ class Measurer:
         except (sysbench.LoadFailed, pymysql.MySQLError) as exc:
             # sysbench failed, or the server went away under it: expected, stored as failed
             Profiler.finish(recorder, profile_data)
-            death = self.side.death_report()
+            death = self.backend.death_report()
             error = death or error_text(exc)
             self.say(f"point {point.label} failed: {error.splitlines()[0]}")
             return points.failed(point, started, self.server_state_id, error,
                                  server_failed=death is not None)
         profile = Profiler.finish(recorder, profile_data) if recorder else None
         if self.workload.writes:
-            self.side.after_writes()
+            self.backend.after_writes()
         return points.measured(point, started, self.server_state_id, result, status_delta,
                                profile)
 
     def _activate(self, session: int, config: ServerConfig) -> None:
         """Make the server run `config`, then warm it up if anything changed."""
-        how = self.side.activate(config)
+        how = self.backend.activate(config)
         if how is None:
             return
-        self.server_state_id = self.states.record(session, self.side.server, config, how)
-        warm_up(self.side, self.plan, self.workload, config, self.say)
+        self.server_state_id = self.states.record(session, active(self.backend), config, how)
+        warm_up(self.backend, self.plan, self.workload, config, self.say)
 
 
-def warm_up(side: ServerSide, plan: Plan, workload: ResolvedWorkload, config: ServerConfig,
+def warm_up(backend: Backend, plan: Plan, workload: ResolvedWorkload, config: ServerConfig,
             say: Say) -> None:
     """After `config` became active on `side`: caches preloaded, then the workload until its
     throughput stops rising (at most run.warmup_seconds)."""
     run = plan.run
-    preloaded = side.preload()
+    preloaded = backend.preload()
     if run.warmup_seconds <= 0:
         return
     threads = run.effective_warmup_threads
-    endpoint = side.server.endpoint
+    endpoint = active(backend).endpoint
     argv = sysbench.command(workload, plan.dataset_for(config), endpoint, threads,
                             run.warmup_seconds)
     took = sysbench.run_until_steady([*env.client_prefix(config.environment), *argv],
                                      sysbench.environment(workload, endpoint),
                                      run.warmup_seconds, endpoint.sysbench_input())
     if workload.writes:
-        side.after_writes()
+        backend.after_writes()
     say(f"warmed up {config.name}: {preloaded}steady after {took:.1f} s at {threads} threads")
+
+
+def active(backend: Backend) -> Server:
+    """The side's server, once a configuration is active on it."""
+    server = backend.server
+    assert server is not None, "no configuration is active"
+    return server
 
 
 def rotated(items: list, round_number: int) -> list:

@@ -63,7 +63,7 @@ def next_round(plan: Plan, ok: list[StoredPoint], design: Design, number: int
     if number <= run.repeats:
         wanted = {t: configs for t in threads}
     elif design.sequential and number <= design.last_look:
-        verdicts = decide(comparisons(plan, [p for p in ok if p.repeat < number]), design)
+        verdicts = decide(comparisons(plan, [p for p in ok if p.round < number]), design)
         undecided = sum(not v.decided for v in verdicts.values())
         open_cells = {key for key, v in verdicts.items() if not resolved(v, design)}
         note = (f"after round {number - 1}: {len(verdicts) - undecided} of "
@@ -78,7 +78,7 @@ def next_round(plan: Plan, ok: list[StoredPoint], design: Design, number: int
         wanted = {t: cs for t, cs in wanted.items() if len(cs) > 1}
     else:
         return Stop(number)
-    stored = {(p.config, p.threads) for p in ok if p.repeat == number}
+    stored = {(p.config, p.threads) for p in ok if p.round == number}
     return Measure(number, {t: cs for t, cs in wanted.items()
                             if any((c.name, t) not in stored for c in cs)}, note)
 

@@ -44,6 +44,12 @@ class RunSummary:
     seconds: float
     stopped: str = "complete"  # "complete", "all decided", "budget spent" or "interrupted"
 
+    def describe(self) -> str:
+        """One line: what this run measured, and why it stopped."""
+        return (f"{self.measured} point(s) measured in {self.rounds} round(s) ({self.failed} "
+                f"failed, {self.schedule}), {self.already_stored} already stored, in "
+                f"{self.seconds:.0f} s: {self.stopped}")
+
 
 def run_study(plan: Plan, lab: Lab, say: Say = print, server: ExistingServer | None = None
               ) -> RunSummary:
@@ -91,13 +97,15 @@ class Runner(Measurer):
     def _rounds(self) -> RunSummary:
         started = time.monotonic()
         design, deadline = self._set_up()
+        schedule = self.schedule
+        assert schedule is not None, "chosen by _set_up"
         run = self.plan.run
-        summary = RunSummary(self.plan.name, self.schedule, 0, len(self._stored_ok()), 0, 0, 0.0)
+        summary = RunSummary(self.plan.name, schedule, 0, len(self._stored_ok()), 0, 0, 0.0)
         if summary.already_stored:
             planned = len(self.plan.configs) * len(run.threads) * run.repeats
             self.say(f"resuming: {summary.already_stored} of {planned} points already stored")
         session = self.open_session()
-        fleet = self._fleet(session, self.plan) if self.schedule == Schedule.FLEET else None
+        fleet = self._fleet(session, self.plan) if schedule == Schedule.FLEET else None
         try:
             summary.stopped = self._loop(session, fleet, design, deadline, summary)
         except BaseException:
@@ -108,7 +116,7 @@ class Runner(Measurer):
                 fleet.stop()
             self.close_session(session, summary.stopped)
             summary.seconds = time.monotonic() - started
-            save_noise(self.store, self.plan, self.workload, self.schedule, self._stored_ok(),
+            save_noise(self.store, self.plan, self.workload, schedule, self._stored_ok(),
                        self.noise_source)
         if not summary.rounds and summary.already_stored:
             self.say(f"all {summary.already_stored} points of {self.plan.name} are already "
@@ -122,10 +130,10 @@ class Runner(Measurer):
         data is there: the budget is for the rounds."""
         watch = busy.Watch(self._existing_pid())  # other work while the study sets up
         for config in self.plan.configs:
-            self.side.ensure_dataset(config)
+            self.backend.ensure_dataset(config)
         run = self.plan.run
         deadline = time.monotonic() + run.time if run.time else None
-        self.schedule, why = self.side.schedule()
+        self.schedule, why = self.backend.schedule()
         self.say(f"schedule: {self.schedule} ({why})")
         self.plan = frozen_dependence(self.store, self.plan, self.workload, self.schedule)
         self.plan = replace(self.plan, run=replace(  # looks fitted by an earlier run stay
@@ -153,13 +161,14 @@ class Runner(Measurer):
         pace."""
         run = self.plan.run
         progress = Progress(self.plan, self.say, deadline)
-        round_number, timed = 0, []
+        round_number = 0
+        timed: list[float] = []  # seconds of each whole round
         while True:
             check_stop()
             round_number += 1
             if (round_number == run.repeats + 1 and timed and deadline is not None
                     and not self.plan.run.planned_rounds
-                    and all(p.repeat <= run.repeats for p in self._stored_ok())):
+                    and all(p.round <= run.repeats for p in self._stored_ok())):
                 self.plan, design = fit_looks(self.store, self.plan, round_number - 1,
                                               deadline, timed, self.say)
             step = next_round(self.plan, self._stored_ok(), design, round_number)

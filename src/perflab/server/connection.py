@@ -36,6 +36,7 @@ class Endpoint:
     def connect(self, database: str | None = None, timeout: float = 10) -> pymysql.Connection:
         """A session, autocommit; read-only at the server when the endpoint is (a write then
         fails there with error 1792, whatever the statement looked like)."""
+        where: dict[str, str | int | None]
         if self.socket:
             where = {"unix_socket": self.socket}
         else:

@@ -269,8 +269,9 @@ def _malformed(entry: dict) -> str | None:
     server's identity with the types it is recorded with."""
     server, found, variables = entry.get("server"), entry.get("identity"), \
         entry.get("variables")
-    types = {"hostname": str, "port": int, "socket": (str, type(None)), "datadir": str,
-             "server_id": int, "started": int}
+    types: dict[str, type | tuple[type, ...]] = {
+        "hostname": str, "port": int, "socket": (str, type(None)), "datadir": str,
+        "server_id": int, "started": int}
     if not isinstance(found, dict) or any(not isinstance(found.get(k), t)
                                           for k, t in types.items()):
         return "its server identity is not one perflab records"

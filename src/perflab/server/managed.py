@@ -188,6 +188,7 @@ class ManagedServer:
         return argv
 
     def _wait_ready(self, timeout: float) -> None:
+        assert self.process is not None, "called by start() once the process runs"
         deadline = time.monotonic() + timeout
         while True:
             code = self.process.poll()
@@ -257,6 +258,7 @@ class ManagedServer:
             return False
         except pymysql.MySQLError:
             pass
+        assert self.process is not None, "alive() says there is one"
         try:
             self.process.wait(timeout=grace)
         except subprocess.TimeoutExpired:

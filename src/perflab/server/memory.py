@@ -43,5 +43,6 @@ def configured_sizes(catalog: Catalog, values: Mapping[str, str]) -> dict[str, i
     for name in MEMORY_VARIABLES:
         spec = catalog.variables.get(name)
         default = spec.startup_value if spec else None
-        sizes[name] = parse_integer(values.get(name, default) or 0) or 0
+        value = values.get(name, default)
+        sizes[name] = parse_integer(value or 0) or 0
     return sizes

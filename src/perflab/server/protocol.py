@@ -25,8 +25,10 @@ class Server(Protocol):
     server shut down, an existing one with its variables put back.
     """
 
-    endpoint: Endpoint
     options: dict[str, str]
+
+    @property
+    def endpoint(self) -> Endpoint: ...  # read-only here: ManagedServer's is computed
 
     def connect(self, database: str | None = None) -> pymysql.Connection: ...
 

@@ -117,15 +117,15 @@ class Catalog:
 def check_value(spec: VariableSpec, value: Scalar, where: str) -> str:
     label = f"{where}: {spec.name} = {value!r}"
     if spec.type in INTEGER_TYPES:
-        number = parse_integer(value)
-        if number is None:
+        integer = parse_integer(value)
+        if integer is None:
             raise PerflabError(
                 f"{label} is not an integer (a size may carry a K, M, G or T suffix)"
             )
-        low, high = int(spec.minimum or 0), int(spec.maximum or 0)
-        if spec.minimum is not None and spec.maximum is not None and not low <= number <= high:
-            raise PerflabError(f"{label} is out of range (allowed: {low} to {high})")
-        return str(number)
+        least, most = int(spec.minimum or 0), int(spec.maximum or 0)
+        if spec.minimum is not None and spec.maximum is not None and not least <= integer <= most:
+            raise PerflabError(f"{label} is out of range (allowed: {least} to {most})")
+        return str(integer)
     if spec.type == "DOUBLE":
         try:
             number = float(value) if not isinstance(value, bool) else None

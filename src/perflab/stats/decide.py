@@ -45,9 +45,10 @@ verdict is marked disputed.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
+from typing import Generic, TypeVar
 
 import numpy as np
 
@@ -71,6 +72,8 @@ UNLIKE = 0.2  # a cell noisier than the family's prior at this level keeps its o
 MAX_LAG1 = 0.6  # an autocorrelation estimated above this is taken as this
 POWER_Z = 0.8416212335729143  # normal 80% quantile: "more rounds" and "detectable" at 80% power
 DECIDED = (FASTER, SLOWER, EQUIVALENT)
+
+K = TypeVar("K", bound=Hashable)  # a family's cell key, e.g. (configuration, threads)
 
 
 @dataclass(frozen=True)
@@ -184,8 +187,8 @@ def widened(estimate: Estimate, rho: float) -> Estimate:
     return Estimate(estimate.mean, estimate.se * factor, estimate.df, n, estimate.sd * factor)
 
 
-def family_estimates(series: Mapping[object, Sequence[float]], least_lag1: float = 0.0
-                     ) -> dict[object, Estimate]:
+def family_estimates(series: Mapping[K, Sequence[float]], least_lag1: float = 0.0
+                     ) -> dict[K, Estimate]:
     """The estimate of every cell of a family from its per-round log ratios (in round order):
     paired, its variance moderated by what the family's variances say together, widened by
     the lag-1 autocorrelation of rounds: `least_lag1`, or more when the family's own rounds
@@ -283,14 +286,14 @@ class Verdict:
         return f"[{self.low:+.1%}, {self.high:+.1%}]"
 
 
-class Judge:
+class Judge(Generic[K]):
     """The verdicts of one family, look after look. After each round, `look` at every cell's
     estimate so far; a cell it decides stays decided."""
 
-    def __init__(self, keys: list, design: Design):
+    def __init__(self, keys: list[K], design: Design):
         self.design = design
-        self.final: dict[object, Verdict] = {}
-        self.rejected: dict[object, set[str]] = {key: set() for key in keys}
+        self.final: dict[K, Verdict] = {}
+        self.rejected: dict[K, set[str]] = {key: set() for key in keys}
 
     def open_cells(self) -> int:
         """Cells that can still hold a true null (fewer than both hypotheses rejected)."""
@@ -300,7 +303,7 @@ class Judge:
         """The share of alpha an open hypothesis is tested at now (Shaffer: alpha / t)."""
         return self.design.alpha / max(1, self.open_cells())
 
-    def look(self, estimates: Mapping[object, Estimate], look: int | None = None) -> None:
+    def look(self, estimates: Mapping[K, Estimate], look: int | None = None) -> None:
         """Shaffer's step-down over the cells not decided yet."""
         low_bound, high_bound = self.design.bounds
         while True:
@@ -327,7 +330,7 @@ class Judge:
             if not newly:
                 return
 
-    def verdicts(self, estimates: Mapping[object, Estimate]) -> dict[object, Verdict]:
+    def verdicts(self, estimates: Mapping[K, Estimate]) -> dict[K, Verdict]:
         """Every cell's verdict: the decided ones as decided, the others with their interval at
         the current level and, for paired ones, the rounds they would still need."""
         level = self.level()
@@ -342,7 +345,7 @@ class Judge:
                                            estimate)
         return out
 
-    def _verdict(self, name: str, estimate: Estimate, level: float,
+    def _verdict(self, name: Decision, estimate: Estimate, level: float,
                  look: int | None = None) -> Verdict:
         """The verdict with the interval it rests on: TOST's for equivalent, else the
         two-sided one at the family's level, on the boundary of the look at its rounds."""
@@ -395,7 +398,7 @@ def half_width(sd: float, rounds: int, level: float, lent_df: float = 0.0) -> fl
     return critical_t(level, rounds - 1 + lent_df) * sd / math.sqrt(rounds)
 
 
-def decide(cells: Mapping[object, Mapping[int, float]], design: Design) -> dict[object, Verdict]:
+def decide(cells: Mapping[K, Mapping[int, float]], design: Design) -> dict[K, Verdict]:
     """Verdicts for every cell from its per-round log ratios ({round: log ratio}).
 
     With one planned look the look is at the rounds there are. With a look after every round,
@@ -403,6 +406,7 @@ def decide(cells: Mapping[object, Mapping[int, float]], design: Design) -> dict[
     or re-read study are the ones the run gave.
     """
     last_round = max((r for rounds in cells.values() for r in rounds), default=0)
+    looks: Sequence[int]
     if design.sequential:
         looks = range(design.first_look, min(last_round, design.last_look) + 1)
     else:
@@ -426,12 +430,12 @@ def log_ratios(throughput: Mapping[tuple[str, int, int], float], baseline: str,
     that replays its looks must judge the same family."""
     cells: dict[tuple[str, int], dict[int, float]] = {
         (config, t): {} for config in configs if config != baseline for t in threads}
-    for (config, threads, round_number), value in throughput.items():
-        if (config, threads) not in cells:
+    for (config, t, round_number), value in throughput.items():
+        if (config, t) not in cells:
             continue
-        base = throughput.get((baseline, threads, round_number))
+        base = throughput.get((baseline, t, round_number))
         if base and value and base > 0 and value > 0:
-            cells[(config, threads)][round_number] = math.log(value / base)
+            cells[(config, t)][round_number] = math.log(value / base)
     return cells
 
 

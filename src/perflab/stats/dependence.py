@@ -33,8 +33,8 @@ def lag1(series: Sequence[Sequence[float]]) -> float:
     if rounds < 8 or squares == 0:
         return math.nan
     r = products / squares
-    n = rounds / len(lengths)  # the comparisons' mean length
-    return max(-1.0, min(1.0, (r * n + 1) / (n - 3))) if n > 3 else math.nan
+    length = rounds / len(lengths)  # the comparisons' mean length
+    return max(-1.0, min(1.0, (r * length + 1) / (length - 3))) if length > 3 else math.nan
 
 
 def skewness(series: Sequence[Sequence[float]]) -> float:

@@ -54,7 +54,7 @@ class Design:
         return nominal_level(level, self.first_look, self.last_look, rounds, self.shape)
 
 
-def spanning(designs: list[Design]) -> Design:
+def study_design(designs: list[Design]) -> Design:
     """One design for a study run several times: the first run's error rate and margin (frozen:
     changed later, they would be chosen after seeing data), over every look any run took or
     allowed. A study once run with a budget, or given more repeats later, is judged with all

@@ -21,7 +21,7 @@ from typing import Any
 from perflab.errors import PerflabError
 from perflab.plan import Plan
 from perflab.server.secrets import masked_variables
-from perflab.stats.design import Design, spanning
+from perflab.stats.design import Design, study_design
 from perflab.store.records import (
     HealthReport,
     Metrics,
@@ -172,7 +172,7 @@ class _Frozen:
                                (study,)).fetchall()
         if not rows:
             return None
-        return spanning([Plan.from_json(json.loads(r["plan_json"])).run.design() for r in rows])
+        return study_design([Plan.from_json(json.loads(r["plan_json"])).run.design() for r in rows])
 
     def save_noise(self, records: list[Noise]) -> None:
         for r in records:
@@ -245,14 +245,14 @@ class ResultStore(_Frozen):
             "INSERT INTO plans (study, plan_json, created_at) VALUES (?, ?, ?)",
             (plan.name, text, time.time()),
         )
-        return cur.lastrowid
+        return _row_id(cur)
 
     def begin_session(self, study: str, plan_id: int, host: dict) -> int:
         cur = self.db.execute(
             "INSERT INTO sessions (study, plan_id, started_at, host_json) VALUES (?, ?, ?, ?)",
             (study, plan_id, time.time(), json.dumps(host)),
         )
-        return cur.lastrowid
+        return _row_id(cur)
 
     def end_session(self, session_id: int, outcome: str) -> None:
         self.db.execute(
@@ -271,7 +271,7 @@ class ResultStore(_Frozen):
             (session_id, config, how, version, json.dumps(masked_variables(variables)),
              json.dumps(process), time.time()),
         )
-        return cur.lastrowid
+        return _row_id(cur)
 
     def save_point(self, session_id: int, study: str, record: PointRecord,
                    replace: bool = False) -> None:
@@ -284,11 +284,11 @@ class ResultStore(_Frozen):
                      if record.histogram is not None else None)
         columns = {
             "study": study,
-            "definition": point.definition,
+            "definition": point.config_hash,
             "config": point.config.name,
             "workload": point.workload.label,
             "threads": point.threads,
-            "repeat": point.repeat,
+            "repeat": point.round,
             "status": record.status,
             "session_id": session_id,
             "server_state_id": record.server_state_id,
@@ -336,7 +336,7 @@ class ResultStore(_Frozen):
         data = json.loads(row["plan_json"])
         plan = Plan.from_json(data)
         stored = data.get("definitions", {})
-        return plan, [stored.get(c.name) or plan.definition(c) for c in plan.configs]
+        return plan, [stored.get(c.name) or plan.config_hash(c) for c in plan.configs]
 
     def points(self, study: str, definitions: list[str] | None = None,
                threads: int | None = None) -> list[StoredPoint]:
@@ -379,11 +379,17 @@ class ResultStore(_Frozen):
                 for row in rows]
 
 
+def _row_id(cur: sqlite3.Cursor) -> int:
+    """The id of the row the INSERT just run by `cur` added."""
+    assert cur.lastrowid is not None, "set by every INSERT"
+    return cur.lastrowid
+
+
 def _point(row: sqlite3.Row) -> StoredPoint:
     ok = row["status"] == PointStatus.OK
     return StoredPoint(
-        id=row["id"], study=row["study"], definition=row["definition"], config=row["config"],
-        workload=row["workload"], threads=row["threads"], repeat=row["repeat"],
+        id=row["id"], study=row["study"], config_hash=row["definition"], config=row["config"],
+        workload=row["workload"], threads=row["threads"], round=row["repeat"],
         status=PointStatus(row["status"]), session_id=row["session_id"],
         server_state_id=row["server_state_id"], started_at=row["started_at"],
         finished_at=row["finished_at"],

@@ -126,11 +126,11 @@ class StoredPoint:
 
     id: int
     study: str
-    definition: str
+    config_hash: str
     config: str
     workload: str
     threads: int
-    repeat: int
+    round: int
     status: PointStatus
     session_id: int
     server_state_id: int | None
@@ -161,7 +161,7 @@ class StoredPoint:
 
     @property
     def label(self) -> str:
-        return f"{self.config} threads={self.threads} repeat={self.repeat}"
+        return f"{self.config} threads={self.threads} round={self.round}"
 
 
 @dataclass(frozen=True)
@@ -309,4 +309,5 @@ class Study:
 
 def throughput(points: list[StoredPoint]) -> dict[tuple[str, int, int], float]:
     """{(config, threads, round): queries/s} of the successful points: what verdicts pair."""
-    return {(p.config, p.threads, p.repeat): p.metrics.qps for p in points if p.ok}
+    return {(p.config, p.threads, p.round): p.metrics.qps
+            for p in points if p.ok and p.metrics is not None}  # ok implies metrics

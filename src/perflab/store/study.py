@@ -23,7 +23,9 @@ def load_study(store: ResultStore, study: str | None = None, where: str = "the l
     """The study named `study` (default: the latest planned) with its latest plan, the points
     of that plan's configurations, its sessions, server states and health reports."""
     name = study_name(store, study, where)
-    plan, definitions = store.latest_plan(name)
+    latest = store.latest_plan(name)
+    assert latest is not None, "study_name names a study of the plans table"
+    plan, definitions = latest
     points = store.points(name, definitions)
     sessions = store.sessions(name)
     states = store.server_states([s.id for s in sessions]) if sessions else []

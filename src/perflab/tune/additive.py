@@ -72,7 +72,7 @@ from optuna.trial import FrozenTrial, TrialState
 from scipy import stats
 
 from perflab.tune.methods import Next, SearchMethod, Step
-from perflab.tune.result import Ranking, failed_by_setting, uninformative
+from perflab.tune.result import Ranking, failed_by_setting, figure, uninformative
 from perflab.tune.space import Knob, Space, engine_of, setting_key
 
 GRID = 5  # points of each number's piecewise-linear curve
@@ -288,7 +288,9 @@ def _groups(space: Space,
             dominant: DominantKnob | None) -> tuple[list[np.ndarray], np.ndarray]:
     """The indices of each knob's own terms in `features` (after the intercept), and those of
     the interaction terms."""
-    groups, interactions, start = [], [], 1
+    groups: list[np.ndarray] = []
+    interactions: list[int] = []
+    start = 1
     for knob in space.knobs:
         default = space.defaults[knob.name]
         size = len(_knob_terms(knob, default, default))
@@ -313,7 +315,7 @@ def screening(space: Space, seed: int) -> list[dict]:
     they are where a study's data is, and they then share groups with each other, not with a
     server-wide knob whose harm could hide their gain."""
     rng = random.Random(seed)
-    sides = {k.name: 1 if k.kind == "choice" or k.position(space.defaults[k.name]) <= 0.5
+    backends = {k.name: 1 if k.kind == "choice" or k.position(space.defaults[k.name]) <= 0.5
              else -1 for k in space.knobs}
     firsts: dict[str, str] = {}
     size = group_size(len(space.knobs))
@@ -325,14 +327,14 @@ def screening(space: Space, seed: int) -> list[dict]:
         for start in range(0, len(order), size):
             moves = {}
             for knob in order[start:start + size]:
-                moves[knob.name] = _far(space, knob, sides[knob.name] * flip, rng,
+                moves[knob.name] = _far(space, knob, backends[knob.name] * flip, rng,
                                         firsts.get(knob.name))
                 firsts.setdefault(knob.name, moves[knob.name])
             design.append(moves)
     return design
 
 
-def _far(space: Space, knob: Knob, side: int, rng: random.Random, first=None):
+def _far(space: Space, knob: Knob, backend: int, rng: random.Random, first=None):
     """A value far on one side of the knob's default: a number in the outer half of the range
     on that side (the other side when the default sits at that end), 0 on the low side of a
     number whose 0 switches its feature off (the farthest move there is); another choice, a
@@ -343,7 +345,7 @@ def _far(space: Space, knob: Knob, side: int, rng: random.Random, first=None):
         fresh = [c for c in others if c != first]
         return rng.choice(fresh or others)
     u0 = knob.position(default)
-    if (side > 0 and u0 < 0.95) or u0 <= 0.05:
+    if (backend > 0 and u0 < 0.95) or u0 <= 0.05:
         return knob.value_at(u0 + (1 - u0) * rng.uniform(0.5, 1.0))
     if knob.zero_off:
         return 0
@@ -380,7 +382,7 @@ def observations(space: Space, trials: Sequence[FrozenTrial],
     sign = 1.0 if direction == "maximize" else -1.0
     done = measured(trials)
     settings = [space.complete(t.params) for t in done]
-    values = [sign * math.log(t.value) for t in done]
+    values = [sign * math.log(figure(t)) for t in done]
     failed = [t for t in trials
               if t.state == TrialState.FAIL and t.params and failed_by_setting(t)]
     if values:
@@ -422,6 +424,12 @@ class _Situation:
     clear: bool = False  # it holds a clear gain over the defaults
     base: dict = field(default_factory=dict)  # where screening groups move: the anchor if clear
     near: list[dict] = field(default_factory=list)  # untried settings near the anchor that fit
+
+    @property
+    def fitted(self) -> Model:
+        """The model, which every step after the first screening has (a trial is measured)."""
+        assert self.model is not None, "no trial is measured yet"
+        return self.model
 
 
 class AdditiveSearch(SearchMethod):
@@ -501,7 +509,7 @@ class AdditiveSearch(SearchMethod):
     def _near_anchor(self, now: _Situation, done: list[dict]) -> list[dict]:
         """Untried settings that fit, one or two knobs from the anchor: drawn at random, with
         one of its knobs put back, or joined with the moves of the best-believed settings."""
-        anchor, model = now.anchor, now.model
+        anchor, model = now.anchor, now.fitted
         near = [self._near(anchor, now.rng) for _ in range(PROPOSALS)]
         near += [self._reverted(anchor, knob) for knob in self.space.moved(anchor)]
         near += [self._joined(anchor, setting)
@@ -525,9 +533,9 @@ class AdditiveSearch(SearchMethod):
         return self._untried_near(self.space.defaults, now.tried, now.rng), None
 
     def _jump(self, now: _Situation) -> Proposal | None:
-        jump = max(now.near, key=now.model.believed)
-        if now.model.believed(jump) - now.model.believed(now.anchor) > \
-                CLEAR_SDS * now.model.noise:
+        model = now.fitted
+        jump = max(now.near, key=model.believed)
+        if model.believed(jump) - model.believed(now.anchor) > CLEAR_SDS * model.noise:
             return jump, None
         return None
 
@@ -535,7 +543,7 @@ class AdditiveSearch(SearchMethod):
         """The knob put back is the one whose effect is the most uncertain."""
         if not now.clear and now.pending:
             return None
-        unresolved = [(now.model.unresolved(now.anchor, without), without)
+        unresolved = [(now.fitted.unresolved(now.anchor, without), without)
                       for without in (self._reverted(now.anchor, knob)
                                       for knob in self.space.moved(now.anchor))
                       if setting_key(without) not in now.tried and self.space.fits(without)]
@@ -550,7 +558,7 @@ class AdditiveSearch(SearchMethod):
         return self._screen(now.pending, now.base, now.tried)
 
     def _best_improvement(self, now: _Situation) -> Proposal:
-        model = now.model.with_believed(now.running)
+        model = now.fitted.with_believed(now.running)
         gains = model.expected_improvement(now.anchor, now.near)
         return now.near[int(np.argmax(gains))], None
 

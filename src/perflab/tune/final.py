@@ -34,9 +34,9 @@ from perflab.stats.decide import (
     half_width,
 )
 from perflab.stats.design import Design
-from perflab.store import ResultStore, StoredPoint
+from perflab.store import Metrics, ResultStore, StoredPoint
 from perflab.tune.inert import inert_knobs
-from perflab.tune.result import TrialOutcome, TuneResult, moved
+from perflab.tune.result import TrialOutcome, TuneResult, figure, moved
 from perflab.tune.settings import TuneSettings, better
 from perflab.tune.space import setting_key
 from perflab.tune.why import explain, summed
@@ -83,7 +83,8 @@ def remeasure(store: ResultStore, result: TuneResult, plan: Plan, settings: Tune
     measured_gain = {n: v.change for n, v in result.candidates.items()
                      if v is not None and math.isfinite(v.change)}
     if measured_gain:
-        winner = max(measured_gain, key=measured_gain.get)
+        winner = max(measured_gain, key=lambda n: measured_gain[n])
+        assert result.best is not None, "re-measured after a search with a best trial"
         result.searched_best = result.best.number
         result.best = next(t for t in candidates if t.number == winner)
         result.gain_vs_default = verdicts.get((winner, "default"))
@@ -218,10 +219,10 @@ def _side_by_side(store: ResultStore, plan: Plan, name: str, configs: list[Serve
     say(saying(rounds, why))
     Runner(measured, lab, store, say).run()
     by_round: dict[str, dict[int, list[StoredPoint]]] = {}
-    definitions = [measured.definition(c) for c in measured.configs]
+    definitions = [measured.config_hash(c) for c in measured.configs]
     for point in store.points(name, definitions):
         if point.ok:
-            by_round.setdefault(point.config, {}).setdefault(point.repeat, []).append(point)
+            by_round.setdefault(point.config, {}).setdefault(point.round, []).append(point)
     return by_round
 
 
@@ -229,9 +230,15 @@ def _scores(by_round: dict[str, dict[int, list[StoredPoint]]], plan: Plan,
             settings: TuneSettings) -> dict[str, dict[int, float]]:
     """Each config's objective per round, from rounds with every thread count measured."""
     threads = len(plan.run.threads)
-    return {config: {r: settings.score([p.metrics for p in points])
+    return {config: {r: settings.score([_metrics(p) for p in points])
                      for r, points in measured.items() if len(points) == threads}
             for config, measured in by_round.items()}
+
+
+def _metrics(point: StoredPoint) -> Metrics:
+    """The metrics of a successful point."""
+    assert point.metrics is not None, "a successful point has metrics"
+    return point.metrics
 
 
 def best_candidates(result: TuneResult, direction: str, clear: float) -> list[TrialOutcome]:
@@ -268,8 +275,8 @@ def _best_per_knob(result: TuneResult, direction: str, margin: float) -> list[Tr
         neutral = unmoved[0] if unmoved else None
     if neutral is None:
         return []
-    helped = sorted((t for t in ok if better(direction, t.value, neutral, margin)),
-                    key=lambda t: t.value, reverse=direction == "maximize")
+    helped = sorted((t for t in ok if better(direction, figure(t), neutral, margin)),
+                    key=figure, reverse=direction == "maximize")
     best: dict[str, TrialOutcome] = {}
     for trial in helped:
         for knob in moved(trial.params, result.defaults):

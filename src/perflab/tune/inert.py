@@ -50,7 +50,7 @@ COMPONENTS = (
 
 
 def inert_knobs(moved: Mapping[str, str], defaults: Mapping[str, str | None],
-                fixed: Mapping[str, str] | None = None) -> dict[str, str]:
+                fixed: Mapping[str, object] | None = None) -> dict[str, str]:
     """{knob: why} for the knobs of `moved` (the winner's changes from the `defaults`, the
     searched knobs' startup values) that cannot act beside the winner's other values, `fixed`
     (what the plan sets for every trial) included: a member of a component that stays off

@@ -22,7 +22,7 @@ from enum import Enum, StrEnum, auto
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
-from perflab.tune.result import Ranking
+from perflab.tune.result import Ranking, figure
 from perflab.tune.settings import better
 from perflab.tune.space import Knob, Space, setting_key
 
@@ -97,7 +97,7 @@ class SearchMethod(ABC):
     def rank(self, finished: Sequence[FrozenTrial]) -> list[FrozenTrial]:
         """The measured trials, the best first: by their own figures."""
         complete = [t for t in finished if t.state == TrialState.COMPLETE]
-        return sorted(complete, key=lambda t: t.value, reverse=self.direction == "maximize")
+        return sorted(complete, key=figure, reverse=self.direction == "maximize")
 
     def describe(self) -> str | None:
         """What the tuner says of the method as the search starts, if anything."""
@@ -151,11 +151,11 @@ def ofat_next(space: Space, trials: Sequence[FrozenTrial], direction: str) -> Ne
                 continue
             for value in candidates(knob, baseline[knob.name]):
                 params = {**baseline, knob.name: value}
-                key = setting_key(params)
-                if key not in tried:
+                setting = setting_key(params)
+                if setting not in tried:
                     return Next(Step.MEASURE, params)
-                round_keys.add(key)
-                score = scores.get(key)
+                round_keys.add(setting)
+                score = scores.get(setting)
                 if score is not None and base_score is not None and \
                         better(direction, score, base_score, MIN_EFFECT):
                     mattered.append(knob.name)

@@ -58,7 +58,7 @@ class Reading:
 def reading(records: Sequence[PointRecord], config_name: str,
             reference_name: str | None) -> Reading:
     """The reading a round's records give for the trial `config_name`."""
-    bad = [r for r in records if r.status != PointStatus.OK or not r.metrics.qps > 0]
+    bad = [r for r in records if r.status != PointStatus.OK or not _metrics(r).qps > 0]
     loaded = max((r.metrics.other_cpu for r in records
                   if r.metrics is not None and r.metrics.other_cpu is not None), default=None)
     if bad:
@@ -69,8 +69,8 @@ def reading(records: Sequence[PointRecord], config_name: str,
         return Reading((), (), error if own else f"its reference {error}",
                        None if own else REFERENCE,
                        repeatable=not any(r.server_failed for r in own), loaded=loaded)
-    mine = tuple(r.metrics for r in records if r.point.config.name == config_name)
-    theirs = tuple(r.metrics for r in records if r.point.config.name == reference_name)
+    mine = tuple(_metrics(r) for r in records if r.point.config.name == config_name)
+    theirs = tuple(_metrics(r) for r in records if r.point.config.name == reference_name)
     return Reading(mine, theirs, loaded=loaded)
 
 
@@ -80,7 +80,7 @@ def retake_reason(first: Reading, value: float | None, round_sd: float) -> str |
     for this way of measuring."""
     if first.retaken:
         return None
-    if first.failed:
+    if first.error is not None:
         return f"a point failed ({first.error.splitlines()[0]})" if first.repeatable else None
     if first.reference and value is not None and value > 0 and \
             abs(math.log(value)) > SURPRISE * round_sd:
@@ -101,3 +101,9 @@ def combined(first: Reading, second: Reading) -> Reading:
 
 def _most(a: float | None, b: float | None) -> float | None:
     return max((v for v in (a, b) if v is not None), default=None)
+
+
+def _metrics(record: PointRecord) -> Metrics:
+    """The metrics of a point that ran (status OK)."""
+    assert record.metrics is not None, "a successful point has metrics"
+    return record.metrics

@@ -14,8 +14,8 @@ from perflab.stats.summary import summarize
 from perflab.tune.result import Outcome, Ranking, TuneResult, best_so_far
 
 
-def tables(result: TuneResult, objective: str) -> list[Table]:
-    out = [_trials_table(result, objective)]
+def tables(result: TuneResult) -> list[Table]:
+    out = [_trials_table(result)]
     if result.final:
         out += _final_tables(result)
     if result.knob_effects:
@@ -49,7 +49,8 @@ def tables(result: TuneResult, objective: str) -> list[Table]:
     return out
 
 
-def _trials_table(result: TuneResult, objective: str) -> Table:
+def _trials_table(result: TuneResult) -> Table:
+    objective = result.objective
     relative = result.relative
     return Table(
         f"Trials of {result.study} ({result.method}), objective {objective}"
@@ -93,8 +94,8 @@ def _final_tables(result: TuneResult) -> list[Table]:
     return out
 
 
-def render_text(result: TuneResult, objective: str) -> str:
-    parts = [t.render() for t in tables(result, objective)]
+def render_text(result: TuneResult) -> str:
+    parts = [t.render() for t in tables(result)]
     unsafe = [k.name for k in result.knobs if k.durability]
     if unsafe:
         parts.append("Durability knobs were searched (--allow-unsafe): " + ", ".join(unsafe))
@@ -121,10 +122,10 @@ def render_text(result: TuneResult, objective: str) -> str:
     return "\n\n".join(parts)
 
 
-def convergence(result: TuneResult, direction: str):
+def convergence(result: TuneResult):
     fig, ax = new_figure(f"{result.study}: convergence ({result.method})", "trial",
                          "objective ÷ reference" if result.relative else "objective")
-    ys = best_so_far(result.trials, direction)
+    ys = best_so_far(result.trials, result.direction)
     xs = [i for i, y in enumerate(ys, 1) if y is not None]
     ax.step(xs, [y for y in ys if y is not None], where="post", label="best so far")
     ok = [(i, t.value) for i, t in enumerate(result.trials, 1) if t.value is not None]
@@ -137,12 +138,12 @@ def convergence(result: TuneResult, direction: str):
     return fig
 
 
-def render_html(result: TuneResult, objective: str, direction: str) -> str:
-    image = png_data_uri(convergence(result, direction))
+def render_html(result: TuneResult) -> str:
+    image = png_data_uri(convergence(result))
     body = [f"<h1>perflab tune: {html.escape(result.study)} ({html.escape(result.method)})</h1>",
             f"<figure><img alt='convergence chart' src='{image}'>"
             "<figcaption>best so far against trials</figcaption></figure>"]
-    body += [t.html() for t in tables(result, objective)]
+    body += [t.html() for t in tables(result)]
     if result.why:
         body.append("<h2>Why the winner wins</h2><ul>" + "".join(
             f"<li>{html.escape(line)}</li>" for line in result.why) + "</ul>")

@@ -104,6 +104,12 @@ def outcome(trial: FrozenTrial, setting: Callable[[dict], dict]) -> TrialOutcome
     return TrialOutcome(trial.number, params, state, None, error)
 
 
+def figure(trial: FrozenTrial | TrialOutcome) -> float:
+    """A completed trial's value (a trial that did not complete has none)."""
+    assert trial.value is not None, f"trial {trial.number} has no value"
+    return trial.value
+
+
 @dataclass
 class TuneResult:
     study: str
@@ -130,6 +136,8 @@ class TuneResult:
     kept: list[str] | None = None  # the moved knobs with a shown effect (None: not checked)
     # when no knob's absence cost anything: each knob's value alone, against the winner
     alone_effects: dict[str, Verdict] = field(default_factory=dict)
+    objective: str = "qps"  # what the trials measured (the plan's [tune] objective)
+    direction: str = "maximize"  # or "minimize", for a latency
 
     @property
     def relative(self) -> bool:
@@ -158,7 +166,8 @@ class TuneResult:
 def moved(params: dict, startup: dict[str, str | None]) -> dict[str, str]:
     """The params whose values differ from the knobs' startup values, as strings."""
     return {name: str(value) for name, value in params.items()
-            if startup.get(name) is None or str(value).upper() != startup[name].upper()}
+            if (at_startup := startup.get(name)) is None
+            or str(value).upper() != at_startup.upper()}
 
 
 def best_so_far(trials: list[TrialOutcome], direction: str) -> list[float | None]:

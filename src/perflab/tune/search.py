@@ -171,6 +171,7 @@ class Tuner:
     def _study(self) -> optuna.Study:
         """The study, created or resumed; a resumed one keeps how it measures and searches."""
         optuna.logging.set_verbosity(optuna.logging.WARNING)
+        assert self.storage is not None, "the storage is opened once the lab exists"
         self.search = self._method(self.sampler)
         name = f"{self.plan.name}:{self.method}"
         with workers.study_lock(self.storage, name):  # two workers starting at once
@@ -213,6 +214,7 @@ class Tuner:
 
     def _search(self, study: optuna.Study, session: int, started: float) -> None:
         """Trials until the budget is spent or the method has nothing left to try."""
+        assert self.storage is not None, "the storage is opened once the lab exists"
         while True:
             with workers.study_lock(self.storage, study.study_name):
                 workers.reap(study, self.lab.root, self.say)
@@ -245,7 +247,9 @@ class Tuner:
         them, but not the proposals refused before start; the time is this worker's."""
         if self.budget and sum(not refused(t) for t in trials) >= self.budget:
             return True
-        return bool(self.seconds) and time.monotonic() - started >= self.seconds
+        if not self.seconds:
+            return False
+        return time.monotonic() - started >= self.seconds
 
     def _result(self, study: optuna.Study) -> TuneResult:
         finished = study.get_trials(deepcopy=False, states=FINISHED)
@@ -261,7 +265,8 @@ class Tuner:
         return TuneResult(self.plan.name, self.method, self.knobs, trials,
                           ranked[0] if ranked else None, importance=importance,
                           defaults=self.trials.startup(), measured=self.measured, ranked=ranked,
-                          ranked_by=self.search.ranking)
+                          ranked_by=self.search.ranking, objective=self.settings.objective,
+                          direction=self.settings.direction)
 
 
 def _checked(method: str, sampler: str, budget: int | None, seconds: float | None,

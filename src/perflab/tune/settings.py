@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import dataclass
+from typing import Literal
 
 from perflab.errors import PerflabError
 from perflab.store import Metrics
@@ -59,7 +60,7 @@ class TuneSettings:
         return settings
 
     @property
-    def direction(self) -> str:
+    def direction(self) -> Literal["maximize", "minimize"]:
         return "maximize" if self.objective == "throughput" else "minimize"
 
     def score(self, metrics: list[Metrics]) -> float:

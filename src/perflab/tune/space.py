@@ -213,7 +213,9 @@ def knob_space(catalog: Catalog, names: list[str] | None = None, allow_unsafe: b
         if foreign and say is not None:
             by_engine: dict[str, list[str]] = {}
             for name in foreign:
-                by_engine.setdefault(engine_of(name), []).append(name)
+                engine = engine_of(name)
+                assert engine is not None  # a foreign knob is some engine's
+                by_engine.setdefault(engine, []).append(name)
             say("knobs left out, their engine holds none of the study's tables: " + "; ".join(
                 f"{engine} ({len(found)}: {', '.join(found)})" for engine, found in
                 by_engine.items()) + "; name them in [tune] knobs or --knobs to search them")

@@ -59,6 +59,7 @@ class Trials:
 
     def run(self, study: optuna.Study, session: int, trial: optuna.Trial) -> None:
         """Measure `trial` and tell Optuna what it read (refused, failed, or its figure)."""
+        assert self.space is not None, "the search's space is built before its trials"
         # the setting the draw stands for (a zero-off knob's draw below its range is 0)
         values = {name: str(value) for name, value in self.space.within(trial.params).items()}
         number = trial.number
@@ -111,7 +112,7 @@ class Trials:
                label: str) -> None:
         """Tell Optuna what the trial's reading says: failed, or its figure."""
         number = trial.number
-        if taken.failed:
+        if taken.error is not None:
             self.say(f"trial {number}: failed ({taken.error.splitlines()[0]}) with {label}")
             self._tell(study, trial, Outcome.FAILED, error=taken.error, cause=taken.cause)
             return

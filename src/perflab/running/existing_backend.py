@@ -1,7 +1,7 @@
-"""The server side of a run on a server perflab did not start (the STAR notes: a replica taken
+"""The backend of a run on a server perflab did not start (the STAR notes: a replica taken
 out of rotation, its own data, its own queries).
 
-The run is the managed one (runner.py: rounds, verdicts, budget) with this side (side.py):
+The run is the managed one (runner.py: rounds, verdicts, budget) with this backend (backend.py):
 the catalog is read from that server, nothing is ever started, stopped or restarted, and a
 configuration is applied by SET GLOBAL through the lab's journal (server/existing.py), put back
 when the run ends. What the user did not allow is refused before anything runs:
@@ -37,7 +37,7 @@ from perflab.load.workloads import ResolvedWorkload
 from perflab.plan import Environment, Plan, Schedule, ServerConfig
 from perflab.procs import forget_sessions, watch_sessions
 from perflab.running._progress import pairs
-from perflab.running.side import Say, check_config, check_configs
+from perflab.running.backend import Say, check_config, check_configs
 from perflab.server.connection import query
 from perflab.server.existing import ExistingServer, Permissions, unrestorable
 from perflab.server.variables import read_catalog
@@ -51,7 +51,7 @@ GRANT_LINE = re.compile(r"^GRANT (.+?) ON (\S+) TO ", re.S)
 STATEMENT_SLACK_SECONDS = 30  # a statement may run this much longer than a point or warm-up
 
 
-class ExistingSide:
+class ExistingBackend:
     """Someone else's server, for one configuration at a time: its catalog read from it, what
     the user did not allow refused when made, every session of a non-writing workload
     read-only at the server and bounded in time."""
@@ -194,7 +194,7 @@ class ExistingSide:
                                f"{plan.dataset.existing!r} with tables (or this user cannot "
                                "see it)", hint="SHOW DATABASES lists the schemas")
 
-    # -- the server side -----------------------------------------------------------------------
+    # -- the backend -------------------------------------------------------------------------------
 
     def add(self, config: ServerConfig) -> None:
         self._check_config(config)

@@ -1,11 +1,11 @@
-"""The server side of a run: where its measured server comes from and how a configuration gets
-onto it. The runner (runner.py) holds one and never asks which kind it is.
+"""The backend of a run (its server side): where its measured server comes from and how a
+configuration gets onto it. The runner (runner.py) holds one and never asks which kind it is.
 
-- `ManagedSide`: mariadbd started by perflab on a copy of the dataset, one configuration after
+- `ManagedBackend`: mariadbd started by perflab on a copy of the dataset, one configuration after
   another, switched by SET GLOBAL when every changed variable is dynamic and restarted on a
   restored datadir otherwise; or, when the plan allows it, a fleet of one server per
   configuration (_fleet.py).
-- `ExistingSide` (existing_side.py): someone else's server, never started or stopped,
+- `ExistingBackend` (existing_backend.py): someone else's server, never started or stopped,
   configurations applied through the lab's journal and put back.
 """
 
@@ -32,7 +32,7 @@ from perflab.server.variables import Catalog
 
 
 @runtime_checkable
-class ServerSide(Protocol):
+class Backend(Protocol):
     """What a run needs of the place its points are measured.
 
     `catalog` the measured server's variables; `options` every checked configuration's server
@@ -43,12 +43,15 @@ class ServerSide(Protocol):
 
     catalog: Catalog
     options: dict[str, dict[str, str]]
-    server: Server | None
+
+    @property
+    def server(self) -> Server | None:
+        """The running server, None until a point needs it."""
 
     def add(self, config: ServerConfig) -> None:
         """A configuration not in the plan (a tuning trial): checked, its dataset ready."""
 
-    def schedule(self) -> tuple[str, str]:
+    def schedule(self) -> tuple[Schedule, str]:
         """(FLEET or SERIAL, why)."""
 
     def side_by_side_fits(self, configs: list[ServerConfig]) -> str | None:
@@ -91,8 +94,11 @@ def check_configs(plan: Plan, catalog: Catalog, workload: ResolvedWorkload
             **plugin,
             **{name: catalog.check(name, value, where) for name, value in config.variables},
         }
-        limit = int(checked[config.name].get("max_connections")
-                    or catalog.variables["max_connections"].startup_value)
+        asked = checked[config.name].get("max_connections")
+        if not asked:
+            asked = catalog.variables["max_connections"].startup_value
+            assert asked is not None, "every server reports its max_connections"
+        limit = int(asked)
         needed = max(plan.run.threads + (plan.run.effective_warmup_threads,))
         if needed + 2 > limit:  # perflab's own status connection needs one more
             raise PerflabError(
@@ -109,7 +115,7 @@ def check_config(plan: Plan, config: ServerConfig, catalog: Catalog,
     return check_configs(single, catalog, workload)[config.name]
 
 
-class ManagedSide:
+class ManagedBackend:
     """mariadbd started by perflab in the lab's first slot, for one configuration at a time."""
 
     def __init__(self, plan: Plan, lab: Lab, workload: ResolvedWorkload, say: Say):
@@ -171,14 +177,15 @@ class ManagedSide:
         self.lab.ensure_dataset(self.dataset_key(config), load, options, self.say)
 
     def activate(self, config: ServerConfig) -> str | None:
-        if self.server is not None and self.server.alive() and self.active == config.name:
+        server = self.server
+        if server is not None and server.alive() and self.active == config.name:
             return None
         wanted = self.options[config.name]
-        if self._can_set_live(config):
-            changed = {k: v for k, v in wanted.items() if self.server.options.get(k) != v}
+        if server is not None and self._can_set_live(server, config):
+            changed = {k: v for k, v in wanted.items() if server.options.get(k) != v}
             self.say(f"configuration {config.name}: SET GLOBAL {pairs(changed)}")
             try:
-                self.server.set_global(changed)
+                server.set_global(changed)
                 self.active = config.name
                 return "set"
             except pymysql.MySQLError as exc:  # e.g. key_buffer_size=0 on the default cache
@@ -201,9 +208,9 @@ class ManagedSide:
         self.active = config.name
         return self.server
 
-    def _can_set_live(self, config: ServerConfig) -> bool:
-        server, wanted = self.server, self.options[config.name]
-        if server is None or not server.alive() or self.workload.writes:
+    def _can_set_live(self, server: ManagedServer, config: ServerConfig) -> bool:
+        wanted = self.options[config.name]
+        if not server.alive() or self.workload.writes:
             return False  # writing workloads restart on a restored datadir for equal footing
         if (self.slot.state().get("dataset") != self.dataset_key(config)
                 or server.environment != env.server_environment(config.environment)):
@@ -214,6 +221,7 @@ class ManagedSide:
         return all(name in self.dynamic for name in changed)
 
     def preload(self) -> str:
+        assert self.server is not None, "called once a configuration is active"
         loaded = preload(self.server.endpoint, self.workload.family.schema, self.server.datadir)
         return f"caches preloaded in {loaded:.1f} s, "
 
