@@ -120,7 +120,7 @@ def test_unknown_plan_key_fails_without_touching_the_lab(tmp_path):
     lab = tmp_path / "untouched"
     out = run_cli("run", str(plan), "--lab", str(lab))
     assert out.returncode == 2
-    assert "unknown key run.round" in out.stderr
+    assert "unknown key run.repeat" in out.stderr
     assert "did you mean run.repeats?" in out.stderr
     assert not lab.exists()
 

@@ -15,7 +15,7 @@ from conftest import PERFLAB, tune_plan_file
 from perflab.server.connection import query
 from perflab.server.managed import ManagedServer, install_datadir
 
-BUDGET = 6
+BUDGET = 4  # two trials each, or the victim's two and the survivor's two
 KNOBS = '["table_open_cache", "thread_cache_size"]'
 
 
