@@ -49,11 +49,11 @@ def main() -> None:
             for pair in range(args.pairs):
                 order = ("one", "spread") if pair % 2 == 0 else ("spread", "one")
                 qps = {}
-                for backend in order:
+                for side in order:
                     result, _ = measure(server, workload, dataset, args.threads, args.seconds,
-                                        clients=clients if backend == "spread" else None)
-                    qps[backend] = result.qps
-                    if backend == "spread":
+                                        clients=clients if side == "spread" else None)
+                    qps[side] = result.qps
+                    if side == "spread":
                         skews.append(max(c["start_offset_ms"] for c in result.clients))
                 ratios.append(qps["spread"] / qps["one"])
                 print(f"pair {pair + 1:3} ({order[0]} first): one client {qps['one']:9.0f}  "

@@ -93,12 +93,12 @@ def main() -> None:
             for pair in range(args.pairs):
                 order = ("perflab", "plain") if pair % 2 == 0 else ("plain", "perflab")
                 figures = {}
-                for backend in order:
-                    if backend == "perflab":
-                        figures[backend] = measure(server, workload, dataset, args.threads,
+                for side in order:
+                    if side == "perflab":
+                        figures[side] = measure(server, workload, dataset, args.threads,
                                                 seconds)[0].qps
                     else:
-                        figures[backend] = plain_qps(peer, env)
+                        figures[side] = plain_qps(peer, env)
                 ratios.append(figures["perflab"] / figures["plain"])
                 print(f"pair {pair + 1:3} ({order[0]} first): perflab {figures['perflab']:9.0f}"
                       f"  plain {figures['plain']:9.0f}  ratio {ratios[-1]:.3f}", flush=True)

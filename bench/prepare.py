@@ -59,9 +59,9 @@ def main() -> None:
         for n in range(args.rounds):
             order = ("perflab", "sysbench") if n % 2 == 0 else ("sysbench", "perflab")
             seconds = {}
-            for backend in order:
-                load = perflab_load if backend == "perflab" else sysbench_prepare
-                seconds[backend] = load(server, dataset)
+            for side in order:
+                load = perflab_load if side == "perflab" else sysbench_prepare
+                seconds[side] = load(server, dataset)
             ours.append(seconds["perflab"])
             theirs.append(seconds["sysbench"])
             speedups.append(seconds["sysbench"] / seconds["perflab"])

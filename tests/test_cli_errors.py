@@ -77,6 +77,16 @@ def test_bad_option_values_are_user_errors(tmp_path, capsys, monkeypatch):
     code, lines = perflab(capsys, monkeypatch, "health", "--socket", tmp_path / "no.sock",
                           "--defaults-file", tmp_path / "missing.cnf")
     assert_user_error(code, lines, "is not a file", "[client]")
+    # a permission for someone else's server, with no such server named: its flags and how
+    # to name the server, before the lab is touched
+    for flag in ("--allow-writes", "--allow-set", "--allow-locks", "--read-only-account"):
+        code, lines = perflab(capsys, monkeypatch, "run", "key-cache-segments", "--lab",
+                              tmp_path / "lab", flag)
+        assert_user_error(code, lines, "permissions are for a server perflab did not start",
+                          "--socket, or --host and --port")
+        assert lines[-2].endswith("(--allow-writes, --allow-set, --allow-locks or "
+                                  "--read-only-account)")
+    assert not (tmp_path / "lab").exists()
 
 
 def test_the_core_names_plan_keys_and_the_cli_adds_its_flags(tmp_path, capsys, monkeypatch):

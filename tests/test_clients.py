@@ -197,10 +197,10 @@ def test_a_point_spread_over_two_workers_is_their_merge(cluster, tmp_path):
             measure(server, workload, dataset, 64, 2)  # a warm-up, not counted
             for pair in range(4):
                 figures = {}
-                for backend in (("one", "two") if pair % 2 == 0 else ("two", "one")):
+                for side in (("one", "two") if pair % 2 == 0 else ("two", "one")):
                     result, _ = measure(server, workload, dataset, 64, 2,
-                                        clients=clients if backend == "two" else None)
-                    figures[backend] = result.qps
+                                        clients=clients if side == "two" else None)
+                    figures[side] = result.qps
                 logs.append(math.log(figures["two"] / figures["one"]))
     finally:
         clients.close()

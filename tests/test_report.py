@@ -9,7 +9,7 @@ import subprocess
 import pytest
 
 import perflab
-from conftest import run_cli, write_plan
+from conftest import PERFLAB, run_cli, write_plan
 from perflab.analysis.verdicts import judge
 from perflab.lab import Lab
 
@@ -27,15 +27,23 @@ CHROMIUM = shutil.which("chromium")
 
 @pytest.fixture(scope="module")
 def labs(session_root, tmp_path_factory):
-    """The same 2-configuration plan run in two labs (as on two hosts)."""
+    """The same 2-configuration plan run in two labs (as on two hosts), both at once: these
+    tests read the reports' shape, not their figures."""
     plan = write_plan(tmp_path_factory.mktemp("plans") / "r.toml", "reported", configs=CONFIGS,
                       threads=(1, 2), repeats=3, run_seconds=1)
-    found = []
-    for name in ("lab-a", "lab-b"):
-        lab = Lab(session_root / name)
-        out = run_cli("run", str(plan), "--lab", str(lab.root))
-        assert out.returncode == 0, out.stderr
-        found.append(lab)
+    found = [Lab(session_root / name) for name in ("lab-a", "lab-b")]
+    runs = [subprocess.Popen([*PERFLAB, "run", str(plan), "--lab", str(lab.root)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            for lab in found]
+    try:
+        for proc in runs:
+            _, err = proc.communicate(timeout=300)
+            assert proc.returncode == 0, err
+    finally:
+        for proc in runs:  # a failed or timed-out run stops its servers on SIGTERM
+            if proc.poll() is None:
+                proc.terminate()
+                proc.wait(timeout=60)
     return found
 
 

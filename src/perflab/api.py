@@ -60,7 +60,9 @@ def run(plan: str | Path | Plan, lab: str | Path | Lab, server: Endpoint | None 
     if server is None:
         if allow is not None:
             raise PerflabError("permissions are for a server perflab did not start",
-                               hint="give that server too", option="allow")
+                               hint="name that server too (server=Endpoint(...); "
+                               "on the command line --socket, or --host and --port)",
+                               option="allow")
         return run_study(the_plan, the_lab, say)
     from perflab.server.existing import ExistingServer, Journal, Permissions
 

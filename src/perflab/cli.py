@@ -66,6 +66,7 @@ def main(argv: list[str] | None = None) -> int:
 FLAG_OF_ARGUMENT = {
     "seconds": "--time",
     "server": "--socket, or --host and --port",
+    "allow": "--allow-writes, --allow-set, --allow-locks or --read-only-account",
 }
 
 

@@ -169,7 +169,6 @@ class Fleet:
     def measure(self, round_number: int, threads: int, configs: list[ServerConfig],
                 lead_seconds: float) -> list[PointRecord]:
         """One sliced run of `configs` at `threads`, taking turns in the order given."""
-        run = self.plan.run
         started = time.time()
         records: list[PointRecord] = []
         live = []
@@ -186,15 +185,35 @@ class Fleet:
         if not live:
             return records
         slice_ms = self.slices.get(threads, self.base_slice_ms)
-        count = len(live)
-        rotation = slice_ms * count
+        rotation = slice_ms * len(live)
         lead_ms = max(lead_seconds * 1000, 2 * rotation)
+        # a window begun before every thread had started (LateStart: a machine slow to start
+        # them) is measured once more after a longer lead, as a point measured alone is
+        for lead in (lead_ms, max(lead_ms, sysbench.LATE_LEAD_MS)):
+            results, before, turns, profiles = self._sliced(live, threads, slice_ms, lead)
+            if not any(isinstance(r, sysbench.LateStart) for r in results):
+                break
+        for index, ((member, point), result) in enumerate(zip(live, results, strict=True)):
+            if isinstance(result, sysbench.LoadResult):
+                result.off_turn_cpu = turns.off_turn(index)
+            records.append(self._record(member, point, result, before[member.config.name],
+                                        started, profiles[member.config.name]))
+        return records
+
+    def _sliced(self, live: list[tuple[FleetServer, Point]], threads: int, slice_ms: float,
+                lead_ms: float) -> tuple[list[sysbench.LoadResult | sysbench.LoadFailed],
+                                         dict[str, dict], TurnCpu, dict[str, list[Symbol]]]:
+        """One sliced run of the live servers after a lead of `lead_ms` (whole rotations):
+        each job's result, the status before it, the CPU taken in and out of turns, and each
+        server's profile."""
+        run, count = self.plan.run, len(live)
+        rotation = slice_ms * count
         lead_ms = rotation * -(-lead_ms // rotation)  # whole rotations
         measure_ms = max(run.run_seconds * 1000, sysbench.MIN_TURNS * slice_ms) * count
         # perf attaches before the clock starts, so that its start costs the slices nothing;
         # it is stopped when sysbench ends
-        recorders = {member.config.name: self._record_profile(
-            member, math.ceil((lead_ms + measure_ms) / 1000) + PROFILE_SLACK_SECONDS)
+        recorders = {member.config.name: _record_profile(
+            self, member, math.ceil((lead_ms + measure_ms) / 1000) + PROFILE_SLACK_SECONDS)
             for member, _ in live}
         if self.profiler is not None:
             time.sleep(PERF_ATTACH_SECONDS)
@@ -212,14 +231,9 @@ class Fleet:
                          sysbench.environment(self.workload)))
         with TurnCpu([member.pid for member, _ in live], slicing) as turns:
             results = sysbench.run_sliced(jobs, slicing, threads)
-        for index, ((member, point), result) in enumerate(zip(live, results, strict=True)):
-            if isinstance(result, sysbench.LoadResult):
-                result.off_turn_cpu = turns.off_turn(index)
-            recorder, data = recorders[member.config.name]
-            profile = Profiler.finish(recorder, data, early=True)
-            records.append(self._record(member, point, result, before[member.config.name],
-                                        started, profile))
-        return records
+        profiles = {name: Profiler.finish(recorder, data, early=True)
+                    for name, (recorder, data) in recorders.items()}
+        return results, before, turns, profiles
 
     @property
     def base_slice_ms(self) -> float:
@@ -242,11 +256,11 @@ class Fleet:
             if sized and all(ms == base for ms, _ in sized.values()):
                 sized[count] = (base, None)
                 continue
-            first = self._alone_latency(live[0], count)
+            first = _alone_latency(self, live[0], count)
             if first is not None and sysbench.sized_slice(first * CLEARLY_SHORT, base) == base:
                 measured = [first]  # a configuration this many times slower would still fit
             else:
-                measured = [ms for ms in [first, *(self._alone_latency(member, count)
+                measured = [ms for ms in [first, *(_alone_latency(self, member, count)
                                                    for member in live[1:])] if ms is not None]
             longest = max(measured) if measured else None
             sized[count] = (base if longest is None else sysbench.sized_slice(longest, base),
@@ -257,26 +271,6 @@ class Fleet:
                 f"{ms / 1000:g} s at {t} threads" for t, ms in sorted(longer.items()))
                 + f" (base {base / 1000:g} s)")
         return sized
-
-    def _alone_latency(self, member: FleetServer, threads: int) -> float | None:
-        """The mean event latency (ms) of `member`'s server alone at `threads` for
-        PROBE_SECONDS, None (said) when sysbench fails there."""
-        try:
-            return sysbench.run_alone(self.workload, self.plan.dataset_for(member.config),
-                                      member.running.endpoint, threads, PROBE_SECONDS,
-                                      env.client_prefix(member.config.environment)
-                                      ).latency_avg_ms
-        except sysbench.LoadFailed as failed:
-            self.say(f"sizing the slices: {member.config.name} at {threads} threads: "
-                     f"{error_text(failed).splitlines()[0]}")
-            return None
-
-    def _record_profile(self, member: FleetServer, seconds: int
-                        ) -> tuple[subprocess.Popen | None, Path]:
-        data = self.lab.root / f"profile-{member.config.name}.data"
-        if self.profiler is None:
-            return None, data
-        return self.profiler.start(member.pid, seconds, data), data
 
     def _record(self, member: FleetServer, point: Point, result, before: dict,
                 started: float, profile: list[Symbol]) -> PointRecord:
@@ -303,3 +297,25 @@ class Fleet:
             if member.server is not None:
                 member.server.stop()
         self.members = {}
+
+
+def _alone_latency(fleet: Fleet, member: FleetServer, threads: int) -> float | None:
+    """The mean event latency (ms) of `member`'s server alone at `threads` for PROBE_SECONDS,
+    None (said) when sysbench fails there."""
+    try:
+        return sysbench.run_alone(fleet.workload, fleet.plan.dataset_for(member.config),
+                                  member.running.endpoint, threads, PROBE_SECONDS,
+                                  env.client_prefix(member.config.environment)).latency_avg_ms
+    except sysbench.LoadFailed as failed:
+        fleet.say(f"sizing the slices: {member.config.name} at {threads} threads: "
+                  f"{error_text(failed).splitlines()[0]}")
+        return None
+
+
+def _record_profile(fleet: Fleet, member: FleetServer, seconds: int
+                    ) -> tuple[subprocess.Popen | None, Path]:
+    """perf recording `member`'s server for `seconds`, when the fleet profiles, and where."""
+    data = fleet.lab.root / f"profile-{member.config.name}.data"
+    if fleet.profiler is None:
+        return None, data
+    return fleet.profiler.start(member.pid, seconds, data), data

@@ -279,7 +279,7 @@ class Measurer:
 
 def warm_up(backend: Backend, plan: Plan, workload: ResolvedWorkload, config: ServerConfig,
             say: Say) -> None:
-    """After `config` became active on `side`: caches preloaded, then the workload until its
+    """After `config` became active on `backend`: caches preloaded, then the workload until its
     throughput stops rising (at most run.warmup_seconds)."""
     run = plan.run
     preloaded = backend.preload()
@@ -298,7 +298,7 @@ def warm_up(backend: Backend, plan: Plan, workload: ResolvedWorkload, config: Se
 
 
 def active(backend: Backend) -> Server:
-    """The side's server, once a configuration is active on it."""
+    """The backend's server, once a configuration is active on it."""
     server = backend.server
     assert server is not None, "no configuration is active"
     return server

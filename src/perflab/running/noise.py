@@ -74,7 +74,7 @@ def frozen_dependence(store: ResultStore, plan: Plan, workload: ResolvedWorkload
     errors, 1 / sqrt(rounds) each), where that is more than the design's default. Never
     less: a lab's rounds that alternated yesterday say little of a study's today (allowing 0
     where a study's rounds had lag-1 0.2 made 6.2% of tables false, allowing 0.2 2.8%:
-    bench/error_rates.py). Later runs keep the first run's (stats/design.spanning), so it is
+    bench/error_rates.py). Later runs keep the first run's (stats/design.study_design), so it is
     never chosen after seeing the study's own rounds."""
     if store.design_of(plan.name) is not None:
         return plan

@@ -160,7 +160,7 @@ class _Frozen:
                                 (json.dumps(data), row["id"]))
 
     def design(self, study: str) -> Design:
-        """How the study's verdicts are judged, over every plan it was run with (spanning)."""
+        """How the study's verdicts are judged, over every plan it was run with (study_design)."""
         found = self.design_of(study)
         if found is None:
             raise KeyError(study)

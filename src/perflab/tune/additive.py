@@ -315,7 +315,7 @@ def screening(space: Space, seed: int) -> list[dict]:
     they are where a study's data is, and they then share groups with each other, not with a
     server-wide knob whose harm could hide their gain."""
     rng = random.Random(seed)
-    backends = {k.name: 1 if k.kind == "choice" or k.position(space.defaults[k.name]) <= 0.5
+    sides = {k.name: 1 if k.kind == "choice" or k.position(space.defaults[k.name]) <= 0.5
              else -1 for k in space.knobs}
     firsts: dict[str, str] = {}
     size = group_size(len(space.knobs))
@@ -327,14 +327,14 @@ def screening(space: Space, seed: int) -> list[dict]:
         for start in range(0, len(order), size):
             moves = {}
             for knob in order[start:start + size]:
-                moves[knob.name] = _far(space, knob, backends[knob.name] * flip, rng,
+                moves[knob.name] = _far(space, knob, sides[knob.name] * flip, rng,
                                         firsts.get(knob.name))
                 firsts.setdefault(knob.name, moves[knob.name])
             design.append(moves)
     return design
 
 
-def _far(space: Space, knob: Knob, backend: int, rng: random.Random, first=None):
+def _far(space: Space, knob: Knob, side: int, rng: random.Random, first=None):
     """A value far on one side of the knob's default: a number in the outer half of the range
     on that side (the other side when the default sits at that end), 0 on the low side of a
     number whose 0 switches its feature off (the farthest move there is); another choice, a
@@ -345,7 +345,7 @@ def _far(space: Space, knob: Knob, backend: int, rng: random.Random, first=None)
         fresh = [c for c in others if c != first]
         return rng.choice(fresh or others)
     u0 = knob.position(default)
-    if (backend > 0 and u0 < 0.95) or u0 <= 0.05:
+    if (side > 0 and u0 < 0.95) or u0 <= 0.05:
         return knob.value_at(u0 + (1 - u0) * rng.uniform(0.5, 1.0))
     if knob.zero_off:
         return 0
