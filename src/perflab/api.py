@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from perflab.errors import PerflabError
-from perflab.say import Say
+from perflab.say import Say, silent
 
 if TYPE_CHECKING:
     from perflab.digest.digest import Digest
@@ -31,10 +31,6 @@ if TYPE_CHECKING:
 REPORT_FORMATS = ("text", "md", "csv", "json", "html")
 
 
-def _quiet(_: str) -> None:
-    return None
-
-
 def load_plan(plan: str | Path | Plan) -> Plan:
     """A built-in study by name, a plan file by path, or the Plan itself."""
     from perflab.plan import Plan
@@ -50,7 +46,7 @@ def _lab(lab: str | Path | Lab) -> Lab:
 
 
 def run(plan: str | Path | Plan, lab: str | Path | Lab, server: Endpoint | None = None,
-        allow: Permissions | None = None, say: Say = _quiet) -> RunSummary:
+        allow: Permissions | None = None, say: Say = silent) -> RunSummary:
     """Measure `plan` in `lab`: on the lab's own managed servers, or on `server`, a server
     perflab did not start (read-only unless `allow` says otherwise). Points already stored are
     kept: an interrupted run resumes. Returns what was measured and why the run stopped."""
@@ -140,7 +136,7 @@ def compare(lab_a: str | Path | Lab, lab_b: str | Path | Lab, study_a: str | Non
 
 
 def calibrate(plan: str | Path | Plan, lab: str | Path | Lab, rounds: int = 8,
-              threads: Sequence[int] | None = None, say: Say = _quiet) -> Calibration:
+              threads: Sequence[int] | None = None, say: Say = silent) -> Calibration:
     """An A/A of the plan's baseline against an identical copy, `rounds` rounds at `threads`
     (default: a spread of the plan's): the noise per round, the slices' lag-1 and the effect
     the plan's budget could detect, kept in the lab for the runs that follow."""
@@ -154,7 +150,7 @@ def tune_server(plan: str | Path | Plan, lab: str | Path | Lab, method: str = "b
          budget: int | None = None, seconds: float | None = None, sampler: str = "additive",
          storage: str | None = None, seed: int = 0, knobs: Sequence[str] | None = None,
          exclude: Sequence[str] | None = None, allow_unsafe: bool = False,
-         say: Say = _quiet) -> TuneResult:
+         say: Say = silent) -> TuneResult:
     """Search server settings for the plan's workload (its [tune] section, overridden by
     `knobs` and `exclude`), `budget` trials or `seconds` long, with `method` (bayes, random or
     ofat); then re-measure the best, keep only the knobs with a shown effect and say why.
@@ -172,7 +168,7 @@ def tune_server(plan: str | Path | Plan, lab: str | Path | Lab, method: str = "b
                  say=say).run()
 
 
-def restore(lab: str | Path | Lab, server: Endpoint | None = None, say: Say = _quiet) -> bool:
+def restore(lab: str | Path | Lab, server: Endpoint | None = None, say: Say = silent) -> bool:
     """Put back the variables a killed perflab left changed on a server it did not start (the
     lab's journal says which and where; `server` when the journal's own address does not
     reach it). False when there was nothing to put back."""
@@ -230,7 +226,7 @@ def check_health(server: Endpoint, interval: float = 10) -> HealthReport:
 
 def check_lab_health(lab: str | Path | Lab, study: str | Path | None = None,
                      config: str | None = None, threads: int | None = None,
-                     interval: float = 10, say: Say = _quiet) -> HealthReport:
+                     interval: float = 10, say: Say = silent) -> HealthReport:
     """The counters of a study's configuration (default: the lab's latest study, its
     baseline) on a managed server of the lab under the study's workload at `threads` (default:
     its warm-up threads): `interval` seconds of load from start, then a hot window as long."""

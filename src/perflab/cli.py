@@ -25,6 +25,7 @@ from perflab.lab import Lab
 from perflab.plan import load_plan
 from perflab.probes.system import host_facts
 from perflab.procs import request_stop
+from perflab.say import silent
 from perflab.server.connection import Endpoint
 from perflab.studies import builtin_names, builtin_path, resolve_plan
 from perflab.version import __version__
@@ -327,7 +328,7 @@ def cmd_restore(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     plan = resolve_plan(args.study).with_overrides(
         **{name: getattr(args, name) for name in RUN_OVERRIDES})
-    say = _silent if args.quiet else _say
+    say = silent if args.quiet else _say
     summary = perflab.run(plan, args.lab, _endpoint(args), _permissions(args), say)
     say(summary.describe())
     print(perflab.render(perflab.load_study(args.lab, plan.name)))
@@ -500,10 +501,6 @@ def _positive(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
     return value
-
-
-def _silent(_message: str) -> None:
-    return None
 
 
 def _say(message: str) -> None:

@@ -4,3 +4,8 @@ command line prints the lines with a timestamp; the API says nothing unless give
 from collections.abc import Callable
 
 Say = Callable[[str], None]
+
+
+def silent(_message: str) -> None:
+    """A Say that says nothing (the API's default, `perflab run --quiet`)."""
+    return None

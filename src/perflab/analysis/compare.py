@@ -14,7 +14,7 @@ from perflab.errors import PerflabError
 from perflab.output.table import Table
 from perflab.stats.decide import Judge, welch
 from perflab.stats.design import Design
-from perflab.store.records import Study
+from perflab.store.records import Study, ok_metrics
 
 
 def compare_labs(a: Study, b: Study, margin: float) -> Table:
@@ -52,6 +52,5 @@ def compare_labs(a: Study, b: Study, margin: float) -> Table:
 def _by_key(study: Study) -> dict[tuple[str, str, int], list[float]]:
     out: dict[tuple[str, str, int], list[float]] = {}
     for p in sorted(study.ok_points, key=lambda p: (p.config, p.threads, p.round)):
-        assert p.metrics is not None, "a successful point has metrics"
-        out.setdefault((p.config, p.workload, p.threads), []).append(p.metrics.qps)
+        out.setdefault((p.config, p.workload, p.threads), []).append(ok_metrics(p).qps)
     return out

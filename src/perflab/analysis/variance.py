@@ -24,7 +24,7 @@ import statistics
 from dataclasses import dataclass
 
 from perflab.stats.dependence import lag1
-from perflab.store.records import Metrics, StoredPoint
+from perflab.store.records import StoredPoint, ok_metrics
 
 MAX_LAG1 = 0.8  # a higher pooled lag-1 says the point is one or two level shifts, not noise
 GROWTH_CAP = 8.0  # best slices per point are reported up to this multiple of today's
@@ -85,7 +85,7 @@ def split(points: list[StoredPoint], baseline: str) -> list[Split]:
     than 3 paired rounds are left out)."""
     by_cell: dict[tuple[str, int], dict[int, StoredPoint]] = {}
     for point in points:
-        if point.ok and _metrics(point).qps > 0 and len(point.series) >= 3:
+        if point.ok and ok_metrics(point).qps > 0 and len(point.series) >= 3:
             by_cell.setdefault((point.config, point.threads), {})[point.round] = point
     out = []
     for threads in sorted({t for _, t in by_cell}):
@@ -105,7 +105,7 @@ def _split(threads: int, pairs: list[list[tuple[StoredPoint, StoredPoint]]],
     inflation = (1 + lag1) / (1 - lag1)
     round_var, within, weights, slices = 0.0, 0.0, 0, []
     for cell in pairs:
-        ratios = [math.log(_metrics(a).qps / _metrics(b).qps) for a, b in cell]
+        ratios = [math.log(ok_metrics(a).qps / ok_metrics(b).qps) for a, b in cell]
         df = len(ratios) - 1
         round_var += statistics.variance(ratios) * df
         within += df * statistics.fmean(
@@ -116,12 +116,6 @@ def _split(threads: int, pairs: list[list[tuple[StoredPoint, StoredPoint]]],
     count = statistics.fmean(slices)
     return Split(threads, len(pairs), sum(len(c) for c in pairs), round_var / weights,
                  within / weights, lag1, count, fixed, per_slice_all / count)
-
-
-def _metrics(point: StoredPoint) -> Metrics:
-    """The figures of a successful point (the only kind split and costed here)."""
-    assert point.metrics is not None, "a successful point has metrics"
-    return point.metrics
 
 
 def _log_slices(point: StoredPoint) -> list[float]:
@@ -153,7 +147,7 @@ def _costs(points: list[StoredPoint], threads: int) -> tuple[float, float]:
             rounds.setdefault(point.round, []).append(point)
     fixed, measured = [], []
     for group in rounds.values():
-        own = sum(_metrics(p).seconds for p in group)
+        own = sum(ok_metrics(p).seconds for p in group)
         fixed.append(max(0.0, _union([(p.started_at, p.finished_at) for p in group]) - own))
         measured.append(own)
     return statistics.median(fixed), statistics.median(measured)

@@ -18,6 +18,7 @@ from perflab.store.records import (
     Study,
     Symbol,
     VariableRow,
+    ok_metrics,
     throughput,
 )
 from perflab.store.study import load_study, study_name
@@ -26,5 +27,5 @@ __all__ = [
     "HealthReport", "HealthView", "Metrics", "Noise", "PointRecord", "PointStatus", "ResultStore",
     "RuleResult", "Sample",
     "ServerState", "Session", "StoredHealth", "StoredPoint", "Study", "Symbol", "VariableRow",
-    "load_study", "study_name", "throughput",
+    "load_study", "ok_metrics", "study_name", "throughput",
 ]

@@ -120,6 +120,12 @@ class PointRecord:
     server_failed: bool = False
 
 
+def ok_metrics(point: PointRecord | StoredPoint) -> Metrics:
+    """The figures of a point that ran (status OK, which a point has only with its figures)."""
+    assert point.metrics is not None, "a successful point has metrics"
+    return point.metrics
+
+
 @dataclass(frozen=True)
 class StoredPoint:
     """One point as stored (the read side), its JSON columns decoded."""

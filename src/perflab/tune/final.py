@@ -23,7 +23,7 @@ from perflab.lab import Lab
 from perflab.plan import Plan, ServerConfig
 from perflab.running.measurer import Measurer
 from perflab.running.runner import Runner
-from perflab.say import Say
+from perflab.say import Say, silent
 from perflab.stats.decide import (
     EQUIVALENT,
     FASTER,
@@ -34,7 +34,7 @@ from perflab.stats.decide import (
     half_width,
 )
 from perflab.stats.design import Design
-from perflab.store import Metrics, ResultStore, StoredPoint
+from perflab.store import ResultStore, StoredPoint, ok_metrics
 from perflab.tune.inert import inert_knobs
 from perflab.tune.result import TrialOutcome, TuneResult, figure, moved
 from perflab.tune.settings import TuneSettings, better
@@ -230,15 +230,9 @@ def _scores(by_round: dict[str, dict[int, list[StoredPoint]]], plan: Plan,
             settings: TuneSettings) -> dict[str, dict[int, float]]:
     """Each config's objective per round, from rounds with every thread count measured."""
     threads = len(plan.run.threads)
-    return {config: {r: settings.score([_metrics(p) for p in points])
+    return {config: {r: settings.score([ok_metrics(p) for p in points])
                      for r, points in measured.items() if len(points) == threads}
             for config, measured in by_round.items()}
-
-
-def _metrics(point: StoredPoint) -> Metrics:
-    """The metrics of a successful point."""
-    assert point.metrics is not None, "a successful point has metrics"
-    return point.metrics
 
 
 def best_candidates(result: TuneResult, direction: str, clear: float) -> list[TrialOutcome]:
@@ -289,7 +283,7 @@ def _rounds(store: ResultStore, final_plan: Plan, cells: int, plan: Plan,
     """Rounds for intervals of about ±margin at the family's level, from the noise this lab
     measured for the workload measured the way the re-measure will be (side by side, or
     one after another), or the assumed one, from final_repeats to final_max_repeats."""
-    sd, source = Measurer(final_plan, lab, store, lambda _: None).noise()
+    sd, source = Measurer(final_plan, lab, store, silent).noise()
     level = plan.run.alpha / max(1, cells)
     low, high = settings.final_repeats, settings.final_max_repeats
     for rounds in range(low, high + 1):

@@ -25,7 +25,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from perflab.store.records import Metrics, PointRecord, PointStatus
+from perflab.store.records import Metrics, PointRecord, PointStatus, ok_metrics
 from perflab.tune.result import REFERENCE
 
 SURPRISE = 2.0  # rounds' noise (SD of a round's log ratio) from the reference
@@ -58,7 +58,7 @@ class Reading:
 def reading(records: Sequence[PointRecord], config_name: str,
             reference_name: str | None) -> Reading:
     """The reading a round's records give for the trial `config_name`."""
-    bad = [r for r in records if r.status != PointStatus.OK or not _metrics(r).qps > 0]
+    bad = [r for r in records if r.status != PointStatus.OK or not ok_metrics(r).qps > 0]
     loaded = max((r.metrics.other_cpu for r in records
                   if r.metrics is not None and r.metrics.other_cpu is not None), default=None)
     if bad:
@@ -69,8 +69,8 @@ def reading(records: Sequence[PointRecord], config_name: str,
         return Reading((), (), error if own else f"its reference {error}",
                        None if own else REFERENCE,
                        repeatable=not any(r.server_failed for r in own), loaded=loaded)
-    mine = tuple(_metrics(r) for r in records if r.point.config.name == config_name)
-    theirs = tuple(_metrics(r) for r in records if r.point.config.name == reference_name)
+    mine = tuple(ok_metrics(r) for r in records if r.point.config.name == config_name)
+    theirs = tuple(ok_metrics(r) for r in records if r.point.config.name == reference_name)
     return Reading(mine, theirs, loaded=loaded)
 
 
@@ -101,9 +101,3 @@ def combined(first: Reading, second: Reading) -> Reading:
 
 def _most(a: float | None, b: float | None) -> float | None:
     return max((v for v in (a, b) if v is not None), default=None)
-
-
-def _metrics(record: PointRecord) -> Metrics:
-    """The metrics of a point that ran (status OK)."""
-    assert record.metrics is not None, "a successful point has metrics"
-    return record.metrics
