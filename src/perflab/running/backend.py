@@ -37,7 +37,7 @@ class Backend(Protocol):
 
     `catalog` the measured server's variables; `options` every checked configuration's server
     options, by configuration name; `server` the running server (None until a point needs
-    it). What a side cannot do (profile with perf, run configurations side by side, set
+    it). What a backend cannot do (profile with perf, run configurations side by side, set
     variables without permission) it refuses when made, or answers with the reason.
     """
 
@@ -65,7 +65,7 @@ class Backend(Protocol):
         it already ran it (nothing changed, no warm-up needed)."""
 
     def preload(self) -> str:
-        """The engines' own preload of the dataset, when the side allows it; what it did."""
+        """The engines' own preload of the dataset, when the backend allows it; what it did."""
 
     def after_writes(self) -> None:
         """The workload wrote: what is needed for the next configuration's equal footing."""
