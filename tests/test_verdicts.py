@@ -73,15 +73,14 @@ def test_a_known_large_effect_is_decided_in_the_right_direction_and_stops_the_bu
 def test_calibration_measures_the_noise_the_next_run_forecasts_with(shared_lab, tmp_path):
     """An A/A calls a false difference at the family's error rate: 1% here, as in the A/A test
     above (at the default 5% this check failed once in CI, as it may one run in twenty)."""
-    plan = write_plan(tmp_path / "cal.toml", "cal-live", threads=(1, 4), repeats=3,
+    plan = write_plan(tmp_path / "cal.toml", "cal-live", threads=(4,), repeats=3,
                       configs='alpha = 0.01\n[configs.base]\nkey_buffer_size = "8M"\n'
                               '[configs.other]\nkey_buffer_size = "16M"\n', rows=20000)
     out = run_cli("calibrate", str(plan), "--lab", str(shared_lab.root), "--rounds", "3")
     assert out.returncode == 0, out.stderr
     assert "A/A: base against an identical copy of itself" in out.stdout
-    rows = [line.split() for line in out.stdout.splitlines() if line.startswith(("1 ", "4 "))]
-    assert [row[0] for row in rows[:2]] == ["1", "4"]
-    assert all(row[-1] in ("equivalent", "inconclusive") for row in rows[:2])
+    rows = [line.split() for line in out.stdout.splitlines() if line.startswith("4 ")]
+    assert rows and rows[0][-1] in ("equivalent", "inconclusive")
     assert "What cal-live can resolve with this noise" in out.stdout
     # a runner asked before it runs (as tune's re-measure plans its rounds) finds that noise
     # under the way the plan will be measured (a fleet here), not under "serial"
