@@ -97,6 +97,12 @@ def main() -> None:
         args.seed)
     row("A/A, session shift sd 1% every 5 rounds", aa,
         Noise(POINT_SD, session_sd=0.01, session_rounds=5), budget, families, args.seed)
+    wild = Noise(small_sd, rho=0.2, wild=0.1, wild_scale=5.0)
+    row("A/A, 16 cells, 4% noise, rho 0.2, 10% of points 5x wider", aa,
+        replace(wild, sd={t: 0.04 / math.sqrt(2) for t in POINT_SD}), small, families,
+        args.seed)
+    row("+5%, -5%, 0, +3%, 4% noise, margin 5%, rho 0.2, 10% of points 5x wider", effects,
+        wild, small, families, args.seed)
     for rho in (0.2, -0.22):
         row(f"+5%, -5%, 0, +3% at 4 and 32 threads, 4% noise, margin 5%, rho {rho:g}",
             effects, Noise(small_sd, rho=rho), small, families, args.seed)

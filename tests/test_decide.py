@@ -26,6 +26,7 @@ from perflab.stats.decide import (
 )
 from perflab.stats.design import Design
 from perflab.stats.sequential import nominal_level
+from perflab.stats.trimmed import own_df
 
 pytestmark = pytest.mark.fast  # needs no server: scripts/test -m fast
 
@@ -72,8 +73,8 @@ def test_more_rounds_are_projected_at_80_percent_power():
     verdict = decide({"x": dict(enumerate(values, 1))}, ONE_LOOK)["x"]
     assert verdict.verdict == INCONCLUSIVE
 
-    def resolves(n: int) -> bool:
-        return (scipy_stats.t.ppf(1 - 0.025, n - 1) + scipy_stats.norm.ppf(0.8)) \
+    def resolves(n: int) -> bool:  # on the degrees of freedom n rounds give (trimmed from 20)
+        return (scipy_stats.t.ppf(1 - 0.025, own_df(n)) + scipy_stats.norm.ppf(0.8)) \
             * 0.04 / math.sqrt(n) < 0.03
 
     needed = next(n for n in range(6, 200) if resolves(n))

@@ -68,9 +68,10 @@ def test_the_error_rate_holds_with_heavy_tailed_noise():
 
 def test_a_ten_percent_effect_at_eight_percent_noise_is_found_with_the_stated_power():
     """docs/STATISTICS.md: one comparison, +10% at 8% noise per point, looks 3..20, rounds
-    independent: found faster in 82% of runs, after 13 rounds on average."""
+    independent: found faster in 80% of runs, after 13 rounds on average (trimming its last
+    look's rounds costs it under 1 point: 80.4% untrimmed)."""
     outcome = simulate({("on", 8): 0.10}, 0.08, BUDGET, families=2000, seed=4)
-    assert outcome.share(("on", 8), FASTER) >= 0.80
+    assert outcome.share(("on", 8), FASTER) >= 0.78
     assert outcome.share(("on", 8), SLOWER) <= 0.025  # the wrong sign: half the error rate
     assert sum(outcome.rounds) / 2000 < 15
 

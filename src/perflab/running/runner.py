@@ -166,9 +166,8 @@ class Runner(Measurer):
         while True:
             check_stop()
             round_number += 1
-            if (round_number == run.repeats + 1 and timed and deadline is not None
-                    and not self.plan.run.planned_rounds
-                    and all(p.round <= run.repeats for p in self._stored_ok())):
+            if self._first_look_unfitted(round_number - 1, deadline, timed):
+                assert deadline is not None
                 self.plan, design = fit_looks(self.store, self.plan, round_number - 1,
                                               deadline, timed, self.say)
             step = next_round(self.plan, self._stored_ok(), design, round_number)
@@ -194,7 +193,20 @@ class Runner(Measurer):
             summary.measured += len(records)
             summary.failed += sum(r.status == PointStatus.FAILED for r in records)
             if deadline is not None and time.monotonic() >= deadline:
+                if self._first_look_unfitted(round_number, deadline, timed):
+                    fit_looks(self.store, self.plan, round_number, deadline, timed, self.say)
                 return "budget spent"
+
+    def _first_look_unfitted(self, done: int, deadline: float | None, timed: list[float]
+                             ) -> bool:
+        """Whether a budgeted study has just done its planned rounds, at its first look, and
+        its looks are not fitted yet. A budget spent by then fits them too (to the rounds
+        done: one look at the family's full level), rather than leaving that look judged as
+        one of max_rounds."""
+        run = self.plan.run
+        return (done == run.repeats and bool(timed) and deadline is not None
+                and not run.planned_rounds
+                and all(p.round <= run.repeats for p in self._stored_ok()))
 
 
 def fit_looks(store: ResultStore, plan: Plan, done: int, deadline: float, timed: list[float],

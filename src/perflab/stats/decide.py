@@ -2,9 +2,10 @@
 
 A *cell* is one configuration against the baseline at one thread count. Each round measures both
 close in time, so a round gives one value: the log of their throughput ratio. A cell's estimate
-is the mean of those values, its interval a t interval on that mean, back-transformed to a ratio
-(so an interval never reaches below -100%). Two labs, which cannot be paired, are compared the
-same way on Welch's estimate of the difference of their mean log throughputs.
+is the mean of those values (their 20% trimmed mean from 20 rounds on: trimmed.py), its
+interval a t interval on it, back-transformed to a ratio (so an interval never reaches below
+-100%). Two labs, which cannot be paired, are compared the same way on Welch's estimate of the
+difference of their mean log throughputs.
 
 Four verdicts:
 - **equivalent**: the whole interval lies within ±margin (both one-sided tests of TOST) and
@@ -54,6 +55,7 @@ import numpy as np
 
 from perflab.stats.design import Design
 from perflab.stats.sequential import critical_t
+from perflab.stats.trimmed import centre, own_df
 
 
 class Decision(StrEnum):
@@ -93,13 +95,13 @@ class Estimate:
 
 
 def paired(values: list[float]) -> Estimate:
-    """The mean of per-round log ratios, with a t interval's standard error."""
+    """The centre of per-round log ratios (their mean, or their trimmed mean from TRIM_FROM
+    rounds on: stats/trimmed.py), with a t interval's standard error."""
     n = len(values)
-    mean = math.fsum(values) / n if n else math.nan
     if n < 2:
-        return Estimate(mean, math.inf, 0, n)
-    sd = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / (n - 1))
-    return Estimate(mean, sd / math.sqrt(n), n - 1, n, sd)
+        return Estimate(math.fsum(values) / n if n else math.nan, math.inf, 0, n)
+    mean, se = centre(values)
+    return Estimate(mean, se, own_df(n), n, se * math.sqrt(n))
 
 
 @dataclass(frozen=True)
@@ -241,7 +243,7 @@ def welch(base: list[float], other: list[float]) -> Estimate:
     se = math.sqrt(va + vb)
     if se == 0:
         return Estimate(b.mean - a.mean, 0.0, a.n + b.n - 2, n)
-    df = (va + vb) ** 2 / (va ** 2 / (a.n - 1) + vb ** 2 / (b.n - 1))
+    df = (va + vb) ** 2 / (va ** 2 / a.df + vb ** 2 / b.df)
     return Estimate(b.mean - a.mean, se, df, n)
 
 
@@ -377,11 +379,11 @@ class Judge(Generic[K]):
         if not math.isfinite(estimate.sd):
             return verdict
         design, mean, n = self.design, abs(estimate.mean), estimate.n
-        prior_df = estimate.df - (n - 1)  # what the family lends stays lent
+        prior_df = estimate.df - own_df(n)  # what the family lends stays lent
         limit = design.last_look if design.sequential else n + 100
         for total in range(n + 1, limit + 1):
             nominal = design.nominal(verdict.level, total)
-            se, df = estimate.sd / math.sqrt(total), total - 1 + prior_df
+            se, df = estimate.sd / math.sqrt(total), own_df(total) + prior_df
             differs = (critical_t(nominal, df) + POWER_Z) * se < mean
             within = mean + (critical_t(2 * nominal, df) + POWER_Z) * se < design.bounds[1]
             if differs or within:
@@ -395,7 +397,7 @@ def half_width(sd: float, rounds: int, level: float, lent_df: float = 0.0) -> fl
     lent by the family (infinite below 2 rounds)."""
     if rounds < 2:
         return math.inf
-    return critical_t(level, rounds - 1 + lent_df) * sd / math.sqrt(rounds)
+    return critical_t(level, own_df(rounds) + lent_df) * sd / math.sqrt(rounds)
 
 
 def decide(cells: Mapping[K, Mapping[int, float]], design: Design) -> dict[K, Verdict]:
@@ -458,15 +460,15 @@ def forecast_detectable(sd: float, rounds: int, level: float, cells: int, design
     if rounds < 2:
         return math.inf
     spread, lent = _forecast_spread(sd, rounds, cells, design)
-    return detectable_change(spread, rounds, level, design, rounds - 1 + lent)
+    return detectable_change(spread, rounds, level, design, own_df(rounds) + lent)
 
 
 def _forecast_spread(sd: float, rounds: int, cells: int, design: Design
                      ) -> tuple[float, float]:
     """The per-round spread a forecast judges with (widened for the design's allowance for
     autocorrelation) and the degrees of freedom the family would lend."""
-    own = Estimate(0.0, sd / math.sqrt(rounds), rounds - 1, rounds, sd)
-    lent = LENT_PER_OWN * (rounds - 1) if cells >= 3 else 0.0
+    own = Estimate(0.0, sd / math.sqrt(rounds), own_df(rounds), rounds, sd)
+    lent = LENT_PER_OWN * own_df(rounds) if cells >= 3 else 0.0
     return widened(own, design.lag1).sd, lent
 
 
@@ -477,7 +479,7 @@ def detectable_change(sd: float, n: int, level: float, design: Design, df: float
     freedom (default: the rounds' own)."""
     if n < 2 or not math.isfinite(sd):
         return math.inf
-    df = n - 1 if df is None or not math.isfinite(df) else df
+    df = own_df(n) if df is None or not math.isfinite(df) else df
     shift = critical_t(design.nominal(level, n), df) + POWER_Z
     return math.expm1(shift * sd / math.sqrt(n))
 

@@ -15,7 +15,8 @@ look rejects a true null is a (Wang and Tsiatis 1987).
   looks were fitted to what the time budget holds (plan.RunSettings.planned_rounds).
 
 C is the a-quantile of max over looks of the t-test's normal score times (n / last) ** (1/2 -
-shape), for normal data with no effect. The t statistic is pivotal (its null distribution does
+shape), for normal data with no effect; the t statistic is the one the verdicts use (of the
+trimmed mean from trimmed.TRIM_FROM rounds on). It is pivotal (its null distribution does
 not depend on the unknown variance), so C depends only on a, the looks and the shape, and is
 found once by simulation (a fixed seed: the same design always gives the same levels).
 
@@ -29,6 +30,8 @@ from functools import lru_cache
 
 import numpy as np
 from scipy import stats as scipy_stats
+
+from perflab.stats.trimmed import own_df, t_statistics, trimmed
 
 PATHS = 200_000  # simulated null samples: a' for a = 0.001 rests on ~200 of them
 SEED = 20260101
@@ -89,10 +92,13 @@ def _null_scores(first: int, last: int) -> np.ndarray:  # ~1 s for 3..20 looks
         sums = np.cumsum(x, axis=1)
         squares = np.cumsum(x * x, axis=1)
         for column, n in enumerate(looks):
-            mean = sums[:, n - 1] / n
-            var = (squares[:, n - 1] - n * mean * mean) / (n - 1)
-            t = mean / np.sqrt(np.maximum(var, 1e-300) / n)
-            tail = scipy_stats.t.sf(np.abs(t), n - 1)
+            if trimmed(n):
+                t = t_statistics(x[:, :n])
+            else:
+                mean = sums[:, n - 1] / n
+                var = (squares[:, n - 1] - n * mean * mean) / (n - 1)
+                t = mean / np.sqrt(np.maximum(var, 1e-300) / n)
+            tail = scipy_stats.t.sf(np.abs(t), own_df(n))
             scores[start:start + x.shape[0], column] = scipy_stats.norm.isf(
                 np.maximum(tail, 1e-300))
     scores.flags.writeable = False

@@ -43,7 +43,9 @@ class Noise:
     tails: Student-t degrees of freedom instead of normal noise;
     skew: skewness of each point's noise (negative: more slow rounds than fast ones);
     session_sd: each session of `session_rounds` rounds shifts every comparison by its own
-    normal offset with this sd (a restart, another slot layout).
+    normal offset with this sd (a restart, another slot layout);
+    wild: the share of points whose error is `wild_scale` times wider (a burst of other work
+    hitting one point's slices: mostly tight rounds with a few far out, as this machine's are).
     """
 
     sd: float | dict[int, float]
@@ -52,6 +54,8 @@ class Noise:
     skew: float = 0.0
     session_sd: float = 0.0
     session_rounds: int = 5
+    wild: float = 0.0
+    wild_scale: float = 5.0
 
     def of(self, threads: int) -> float:
         return self.sd[threads] if isinstance(self.sd, dict) else self.sd
@@ -117,8 +121,8 @@ def simulate(effects: dict[tuple[str, int], float], noise: float | Noise, design
 
 
 def _errors(rng: np.random.Generator, noise: Noise, rounds: int, count: int) -> np.ndarray:
-    """rounds x count unit-variance errors: `count` series, each AR(1) with noise.rho, with
-    the noise's tails or skew."""
+    """rounds x count errors: `count` series, each AR(1) with noise.rho and unit variance, with
+    the noise's tails or skew, and its wild points widened."""
     if noise.tails is not None:
         draws = rng.standard_t(noise.tails, (rounds, count)) / math.sqrt(
             noise.tails / (noise.tails - 2))
@@ -132,6 +136,8 @@ def _errors(rng: np.random.Generator, noise: Noise, rounds: int, count: int) -> 
         keep = math.sqrt(1 - noise.rho ** 2)
         for number in range(1, rounds):
             draws[number] = noise.rho * draws[number - 1] + keep * draws[number]
+    if noise.wild:
+        draws *= np.where(rng.random((rounds, count)) < noise.wild, noise.wild_scale, 1.0)
     return draws
 
 
