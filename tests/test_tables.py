@@ -103,6 +103,25 @@ def test_a_server_working_in_the_others_turns_is_flagged_against_the_least_at_it
                                "same turns")
 
 
+def test_a_flag_says_which_outliers_the_trimmed_mean_leaves_out():
+    """Twenty rounds of a comparison with two far out: one flag for both, which the trimmed
+    mean sets aside; with a third as far on the same side, more than it trims there, the flag
+    says it keeps one."""
+    from perflab.analysis.quality import ratio_outlier_flags
+
+    def rounds_of(ratios):
+        return [point(config, 4, qps, repeat=number) for number, ratio in enumerate(ratios, 1)
+                for config, qps in (("base", 1000.0), ("new", 1000.0 * ratio))]
+
+    tight = [1.0 + 0.002 * (i % 5) for i in range(18)]
+    (flag,) = ratio_outlier_flags(rounds_of([*tight, 1.4, 0.6]), "base", 0.05)
+    assert "round(s) 19 (+40%), 20 (-40%) are outliers" in flag
+    assert "trimmed mean leaves them out" in flag
+    (flag,) = ratio_outlier_flags(rounds_of([*tight[:15], 1.4, 1.5, 1.6, 1.7, 1.8, 0.6]),
+                                  "base", 0.05)
+    assert "leaves out 5 of them" in flag
+
+
 def test_flags_are_where_the_verdicts_are_made_paired_by_round():
     """Issue 43: the demo's report carried 17 flags a reader could not weigh. Side by side,
     a machine that slows down for a round moves every configuration alike: no outlier of theirs,
@@ -126,7 +145,8 @@ def test_flags_are_where_the_verdicts_are_made_paired_by_round():
             points.append(with_series(p, repeat * 10 + n, repeat * 10.0 + n * 0.25, 0.4))
     found = flags(points, cv_threshold=1.0, baseline="base")
     outliers = [f for f in found if "outlier" in f]
-    assert outliers == [f for f in outliers if "round 5's ratio +50%" in f] and outliers
+    assert len(outliers) == 1 and "round(s) 5 (+50%) are outliers" in outliers[0]
+    assert "the verdict's mean includes them" in outliers[0]  # 6 rounds: a mean, untrimmed
     assert not any("round's value" in f for f in found)  # the slow round 3 is no outlier
     assert not any("drifts" in f for f in found)  # a rise both share: their ratio holds
     alone = flags(points, cv_threshold=1.0)  # without a baseline, each point on its own

@@ -75,3 +75,4 @@ def test_the_boundarys_vectorised_statistic_is_the_verdicts(rows):
         mean, se = centre(list(row))
         if se > 1e-9:
             assert t == pytest.approx(mean / se, rel=1e-6)
+

@@ -12,6 +12,7 @@ from perflab.analysis.tables import groups
 from perflab.probes.busy import BUSY_SHARE, under_load
 from perflab.stats.decide import log_ratios
 from perflab.stats.summary import outliers, summarize, trend
+from perflab.stats.trimmed import trimmed
 from perflab.store.records import StoredPoint, throughput
 
 DRIFT_THRESHOLD = 0.05  # a fitted change of 5% or more over the measured window
@@ -63,9 +64,10 @@ def spread_flags(points: list[StoredPoint], cv_threshold: float) -> list[str]:
 
 def ratio_outlier_flags(points: list[StoredPoint], baseline: str, margin: float
                         ) -> list[str]:
-    """Rounds whose ratio to the baseline is an outlier among the comparison's rounds (the
-    modified z-score, as summary.outliers) and off their median by more than the margin:
-    they weigh in its verdict."""
+    """Per comparison, one flag naming its rounds whose ratio to the baseline is an outlier
+    among its rounds (the modified z-score, as summary.outliers) and off their median by more
+    than the margin, and what its verdict does with them: a mean includes them; a trimmed
+    centre (from trimmed.TRIM_FROM rounds) leaves out those among the rounds it trims."""
     cells = log_ratios(throughput(points), baseline, sorted({p.config for p in points}),
                        sorted({p.threads for p in points}))
     out = []
@@ -73,15 +75,27 @@ def ratio_outlier_flags(points: list[StoredPoint], baseline: str, margin: float
                                                                           kv[0][0])):
         if not rounds:
             continue
-        paired = sorted(rounds)
-        ratios = [rounds[r] for r in paired]
+        numbers = sorted(rounds)
+        ratios = [rounds[r] for r in numbers]
         median = statistics.median(ratios)
-        for i in outliers(ratios):
-            if abs(math.expm1(ratios[i] - median)) <= margin:
-                continue
-            out.append(f"{config} vs {baseline} at {threads} threads: round {paired[i]}'s ratio "
-                       f"{math.expm1(ratios[i]):+.0%} is an outlier among its rounds (median "
-                       f"{math.expm1(median):+.0%}); kept: the verdict includes it")
+        far = [i for i in outliers(ratios) if abs(math.expm1(ratios[i] - median)) > margin]
+        if not far:
+            continue
+        cut = trimmed(len(ratios))
+        rank = {i: position for position, i in enumerate(sorted(range(len(ratios)),
+                                                                key=ratios.__getitem__))}
+        left_out = sum(rank[i] < cut or rank[i] >= len(ratios) - cut for i in far)
+        listed = ", ".join(f"{numbers[i]} ({math.expm1(ratios[i]):+.0%})" for i in far)
+        if not cut:
+            fate = "the verdict's mean includes them"
+        elif left_out == len(far):
+            fate = (f"the verdict's trimmed mean leaves them out (it sets aside the {cut} "
+                    f"highest and {cut} lowest of its {len(ratios)} rounds)")
+        else:
+            fate = (f"the verdict's trimmed mean leaves out {left_out} of them (it sets aside "
+                    f"the {cut} highest and {cut} lowest of its {len(ratios)} rounds)")
+        out.append(f"{config} vs {baseline} at {threads} threads: round(s) {listed} are "
+                   f"outliers among its rounds (median {math.expm1(median):+.0%}); {fate}")
     return out
 
 
