@@ -22,6 +22,7 @@ from perflab.output.table import Table
 from perflab.plan import Plan
 from perflab.stats.decide import INCONCLUSIVE
 from perflab.stats.summary import summarize
+from perflab.stats.trimmed import TRIM, TRIM_FROM
 from perflab.store.records import StoredPoint
 
 
@@ -121,7 +122,10 @@ def verdict_table(plan: Plan, judgement: Judgement) -> Table:
         rows,
         note=f"equivalent: the interval lies within ±{design.margin:.0%}; faster/slower: it "
              f"excludes 0 (within ±{design.margin:.0%}: a real change smaller than the "
-             f"margin); {looks}, Shaffer's step-down across the table",
+             f"margin); {looks}, Shaffer's step-down across the table"
+             + (f"; from {TRIM_FROM} rounds on, the change is the {TRIM:.0%} trimmed mean of the "
+                f"rounds' ratios" if any(v.n >= TRIM_FROM for v in judgement.verdicts.values())
+                else ""),
     )
 
 

@@ -101,11 +101,15 @@ def forecast(plan: Plan, design, noise: tuple[float, str]) -> list[str]:
              ("(perflab's least; a lab that measured more raises it)"
               if design.lag1 == Design.lag1 else
               "(from this lab's rounds, frozen at the study's first run)")]
+    capped = plan.run.time and not design.fitted  # the last look is max_rounds until fitted
     for rounds in sorted({design.first_look, design.last_look}):
         half = math.expm1(forecast_half_width(sd, rounds, level, cells, design))
         found = forecast_detectable(sd, rounds, level, cells, design)
-        lines.append(f"  {rounds} rounds: intervals about ±{half:.0%}; a change of {found:.0%} "
-                     "or more found with 80% power")
+        cap = (f" (max_rounds; after round {design.first_look} the last look is fitted to "
+               "what the budget holds)"
+               if capped and rounds == design.last_look > design.first_look else "")
+        lines.append(f"  {rounds} rounds{cap}: intervals about ±{half:.0%}; a change of "
+                     f"{found:.0%} or more found with 80% power")
     if plan.run.time:
         lines.append(f"  budget {duration(plan.run.time)}: rounds go on for the undecided "
                      "comparisons, and the differences found until measured to the margin, "
