@@ -230,3 +230,22 @@ def test_the_forecast_names_the_change_its_rounds_would_find_with_80_percent_pow
     assert forecast_detectable(0.04, 20, 0.05 / 4, 4, longer) < found
     assert forecast_detectable(0.04, 10, 0.05 / 4, 4, Design(0.05, 0.05, 10, 10)) > found
     assert forecast_detectable(0.04, 1, 0.05 / 4, 4, design) == math.inf
+
+
+def test_an_early_look_of_looks_fitted_to_many_rounds_has_no_interval_and_no_overflow():
+    """Looks fitted to 3..76 (a 30-minute budget): the look at round 3 asks a t quantile in the
+    thousands at 2 degrees of freedom, whose ratio no float holds. The cells are inconclusive,
+    the one on its own degrees of freedom with no interval, and a forecast of that look finds
+    no change it could detect."""
+    from perflab.stats.design import FITTED_SHAPE
+
+    design = Design(alpha=0.05, margin=0.05, first_look=3, last_look=76, shape=FITTED_SHAPE)
+    cells = {  # the small-effects plan's first three rounds, which overflowed
+        ("ahi", 4): {1: 0.0113, 2: 0.0029, 3: 0.0829}, ("ahi", 64): {1: 0.0794, 2: -0.0458,
+                                                                      3: 0.0167},
+        ("pfs", 4): {1: -0.0144, 2: -0.0129, 3: 0.0462}, ("pfs", 64): {1: -0.013, 2: -0.0188,
+                                                                        3: -0.0236}}
+    verdicts = decide(cells, design)
+    assert all(v.verdict == INCONCLUSIVE for v in verdicts.values())
+    assert verdicts[("ahi", 64)].interval_text() == "-"  # its own 2 degrees of freedom
+    assert forecast_detectable(5.0, 3, 0.05 / 4, 4, design) == math.inf

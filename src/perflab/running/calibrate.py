@@ -23,7 +23,7 @@ from perflab.output.table import Table
 from perflab.plan import Plan
 from perflab.running.rounds import comparisons
 from perflab.running.runner import Runner
-from perflab.stats.decide import forecast_half_width, half_width
+from perflab.stats.decide import as_change, forecast_half_width, half_width
 from perflab.stats.dependence import lag1, skewness
 from perflab.stats.design import FITTED_SHAPE
 from perflab.store import load_study
@@ -74,10 +74,10 @@ class Calibration:
                  * max(1, len(study.configs)) / 2)
         rows = []
         for rounds in PROJECTED_ROUNDS:
-            single = math.expm1(half_width(sd, rounds, design.alpha))
+            single = as_change(half_width(sd, rounds, design.alpha))
             # a budget that holds this many rounds: its looks fitted to them (rounds.py)
             fitted = replace(design, first_look=3, last_look=rounds, shape=FITTED_SHAPE)
-            family = math.expm1(forecast_half_width(sd, rounds, level, cells, fitted))
+            family = as_change(forecast_half_width(sd, rounds, level, cells, fitted))
             minutes = rounds * self.seconds_per_round * scale / 60
             rows.append([str(rounds), f"±{single:.0%}", f"±{family:.0%}", f"{minutes:.0f} min"])
         projected = Table(

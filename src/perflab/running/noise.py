@@ -17,7 +17,7 @@ from perflab.load.workloads import ResolvedWorkload
 from perflab.plan import Plan, Schedule
 from perflab.running._progress import duration
 from perflab.running.rounds import comparisons
-from perflab.stats.decide import forecast_detectable, forecast_half_width
+from perflab.stats.decide import as_change, forecast_detectable, forecast_half_width
 from perflab.stats.dependence import lag1, skewness
 from perflab.stats.design import Design
 from perflab.store import Noise, ResultStore, StoredPoint
@@ -103,7 +103,7 @@ def forecast(plan: Plan, design, noise: tuple[float, str]) -> list[str]:
               "(from this lab's rounds, frozen at the study's first run)")]
     capped = plan.run.time and not design.fitted  # the last look is max_rounds until fitted
     for rounds in sorted({design.first_look, design.last_look}):
-        half = math.expm1(forecast_half_width(sd, rounds, level, cells, design))
+        half = as_change(forecast_half_width(sd, rounds, level, cells, design))
         found = forecast_detectable(sd, rounds, level, cells, design)
         cap = (f" (max_rounds; after round {design.first_look} the last look is fitted to "
                "what the budget holds)"

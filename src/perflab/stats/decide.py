@@ -74,6 +74,7 @@ UNLIKE = 0.2  # a cell noisier than the family's prior at this level keeps its o
 MAX_LAG1 = 0.6  # an autocorrelation estimated above this is taken as this
 POWER_Z = 0.8416212335729143  # normal 80% quantile: "more rounds" and "detectable" at 80% power
 DECIDED = (FASTER, SLOWER, EQUIVALENT)
+LOG_LIMIT = 700.0  # exp() of more overflows a float
 
 K = TypeVar("K", bound=Hashable)  # a family's cell key, e.g. (configuration, threads)
 
@@ -354,7 +355,7 @@ class Judge(Generic[K]):
         nominal = self.design.nominal(level, estimate.n)
         half = estimate.half_width(2 * nominal if name == EQUIVALENT else nominal)
         change = math.expm1(estimate.mean)
-        if not math.isfinite(half):
+        if not half <= LOG_LIMIT:  # none, or wider than a float holds as a ratio
             return Verdict(name, estimate.n, change, math.nan, math.nan, level, estimate.sd,
                            look, df=estimate.df)
         return Verdict(name, estimate.n, change, math.expm1(estimate.mean - half),
@@ -481,7 +482,13 @@ def detectable_change(sd: float, n: int, level: float, design: Design, df: float
         return math.inf
     df = own_df(n) if df is None or not math.isfinite(df) else df
     shift = critical_t(design.nominal(level, n), df) + POWER_Z
-    return math.expm1(shift * sd / math.sqrt(n))
+    return as_change(shift * sd / math.sqrt(n))
+
+
+def as_change(log_ratio: float) -> float:
+    """exp(log_ratio) - 1, infinite beyond what a float holds: a half-width at an early look
+    fitted to many (its level asks a t quantile in the thousands at 2 degrees of freedom)."""
+    return math.inf if log_ratio > LOG_LIMIT else math.expm1(log_ratio)
 
 
 def resolved(verdict: Verdict, design: Design) -> bool:

@@ -30,6 +30,7 @@ from perflab.stats.decide import (
     INCONCLUSIVE,
     SLOWER,
     Verdict,
+    as_change,
     decide,
     half_width,
 )
@@ -287,7 +288,7 @@ def _rounds(store: ResultStore, final_plan: Plan, cells: int, plan: Plan,
     level = plan.run.alpha / max(1, cells)
     low, high = settings.final_repeats, settings.final_max_repeats
     for rounds in range(low, high + 1):
-        if math.expm1(half_width(sd, rounds, level)) <= plan.run.margin:
+        if as_change(half_width(sd, rounds, level)) <= plan.run.margin:
             return rounds, f"noise {sd:.1%} per round, {source}: intervals about " \
                            f"±{plan.run.margin:.0%}"
     return high, (f"noise {sd:.1%} per round, {source}: intervals wider than "
