@@ -12,6 +12,7 @@ from perflab.errors import PerflabError
 from perflab.plan import parse_plan
 from perflab.probes.system import ram_bytes
 from perflab.server.memory import configured_sizes, memory_estimate
+from perflab.tune.render import render_text
 from perflab.tune.search import (
     MAX_REFUSALS_IN_A_ROW,
     Sampler,
@@ -84,6 +85,21 @@ def test_a_tune_started_beside_other_work_says_so(shared_lab, tmp_path, spinner_
           say=said.append).run()
     warning = next(m for m in said if m.startswith("WARNING: the machine is not idle"))
     assert "rank the load" in warning and "of one CPU" in warning  # the busiest, named
+
+
+def test_a_trial_measured_beside_other_work_is_named_in_the_report(shared_lab, tmp_path,
+                                                                   spinner_elsewhere):
+    """Issue 44: a trial whose reading was taken while another process spun on one of the two
+    cores keeps that share with its result, and the report lists it as no evidence."""
+    plan = parse_plan(tune_plan_file(tmp_path, "tune-loaded", '["table_open_cache"]')
+                      .read_text())
+    result = Tuner(plan, shared_lab, TuneSettings.from_plan(dict(plan.tune)), "random",
+                   budget=1, say=lambda _: None).run()
+    (trial,) = result.trials
+    assert trial.loaded is not None and trial.loaded > 0.2  # one core of two, spinning
+    report = render_text(result)
+    assert "Trials measured while other work loaded the machine (1 of 1)" in report
+    assert "are not evidence" in report
 
 
 def test_proposals_refused_before_start_do_not_spend_the_budget(shared_lab, catalog, tmp_path):

@@ -9,6 +9,7 @@ import math
 from perflab.output.figure import new_figure, png_data_uri
 from perflab.output.page import page
 from perflab.output.table import Table
+from perflab.probes.busy import under_load
 from perflab.stats.decide import Verdict
 from perflab.stats.summary import summarize
 from perflab.tune.result import Outcome, Ranking, TuneResult, best_so_far
@@ -34,6 +35,14 @@ def tables(result: TuneResult) -> list[Table]:
             "Each knob alone (its winning value over the baseline, against the winner): no "
             "knob's absence cost anything, so they may stand in for each other; one alone "
             "shown to carry the gain is the my.cnf"))
+    loaded = [t for t in result.trials if under_load(t.loaded)]
+    if loaded:
+        out.append(Table(
+            f"Trials measured while other work loaded the machine ({len(loaded)} of "
+            f"{len(result.trials)}): their readings rank the load as much as the settings and "
+            "are not evidence; stop the other work and tune again",
+            ["Trial", "Others' share of the CPU time"],
+            [[str(t.number), f"{t.loaded:.0%}"] for t in loaded if t.loaded is not None]))
     if result.final_by is not None:
         out.append(Table("Re-measure", ["Done by", "Lab"],
                          [[f"the worker on {result.final_by['host']} (pid "

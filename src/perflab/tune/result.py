@@ -46,12 +46,16 @@ class Ranking(StrEnum):
 
 
 def tell(study: optuna.Study, trial: optuna.Trial, outcome: Outcome, value: float | None,
-         error: str | None, cause: str | None = None) -> bool:
+         error: str | None, cause: str | None = None, loaded: float | None = None) -> bool:
     """Record a trial's end; `cause` REFERENCE when the reference, not the trial's setting,
-    failed. False when the result was dropped: another worker failed the trial while it ran."""
+    failed; `loaded`, the largest share of the machine's CPU time other processes used while
+    it was measured (probes/busy.py). False when the result was dropped: another worker failed
+    the trial while it ran."""
     told = TrialState.COMPLETE if outcome is Outcome.OK else TrialState.FAIL
     try:
         trial.set_user_attr("state", str(outcome))
+        if loaded is not None:
+            trial.set_user_attr("loaded", loaded)
         if error:
             trial.set_user_attr("error", error[:2000])
         if cause:
@@ -88,6 +92,7 @@ class TrialOutcome:
     state: Outcome
     value: float | None
     error: str | None = None
+    loaded: float | None = None  # others' largest share of the CPU time while it was measured
 
 
 def outcome(trial: FrozenTrial, setting: Callable[[dict], dict]) -> TrialOutcome:
@@ -95,13 +100,14 @@ def outcome(trial: FrozenTrial, setting: Callable[[dict], dict]) -> TrialOutcome
     (Space.within). Only a COMPLETE trial is OK: one whose worker died after recording its
     state but before telling Optuna is failed, whatever it said."""
     params = {k: str(v) for k, v in setting(trial.params).items()}
+    loaded = trial.user_attrs.get("loaded")
     if trial.state == TrialState.COMPLETE:
-        return TrialOutcome(trial.number, params, Outcome.OK, trial.value)
+        return TrialOutcome(trial.number, params, Outcome.OK, trial.value, loaded=loaded)
     state = Outcome(trial.user_attrs.get("state", Outcome.FAILED))
     error = trial.user_attrs.get("error")
     if state is Outcome.OK or error is None:
         state, error = Outcome.FAILED, "interrupted before the trial finished"
-    return TrialOutcome(trial.number, params, state, None, error)
+    return TrialOutcome(trial.number, params, state, None, error, loaded)
 
 
 def figure(trial: FrozenTrial | TrialOutcome) -> float:

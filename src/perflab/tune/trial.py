@@ -114,7 +114,8 @@ class Trials:
         number = trial.number
         if taken.error is not None:
             self.say(f"trial {number}: failed ({taken.error.splitlines()[0]}) with {label}")
-            self._tell(study, trial, Outcome.FAILED, error=taken.error, cause=taken.cause)
+            self._tell(study, trial, Outcome.FAILED, error=taken.error, cause=taken.cause,
+                       loaded=taken.loaded)
             return
         if busy.under_load(taken.loaded):
             self.say(f"trial {number}: WARNING: measured while other processes used "
@@ -123,7 +124,7 @@ class Trials:
         if self.settings.min_qps and min(m.qps for m in taken.own) < self.settings.min_qps:
             error = f"throughput under the floor of {self.settings.min_qps} qps"
             self.say(f"trial {number}: failed ({error}) with {label}")
-            self._tell(study, trial, Outcome.FAILED, error=error)
+            self._tell(study, trial, Outcome.FAILED, error=error, loaded=taken.loaded)
             return
         value = taken.value(self.settings.score)
         figures = f"{value:.2f}"
@@ -132,12 +133,12 @@ class Trials:
                        f"{self.settings.score(list(taken.reference)):.2f}: ×{value:.3f}")
         twice = " (two readings)" if taken.pooled else " (the retake)" if taken.retaken else ""
         self.say(f"trial {number}: {self.settings.objective} {figures}{twice} with {label}")
-        self._tell(study, trial, Outcome.OK, value)
+        self._tell(study, trial, Outcome.OK, value, loaded=taken.loaded)
 
     def _tell(self, study: optuna.Study, trial: optuna.Trial, ended: Outcome,
               value: float | None = None, error: str | None = None,
-              cause: str | None = None) -> None:
-        if not tell(study, trial, ended, value, error, cause):
+              cause: str | None = None, loaded: float | None = None) -> None:
+        if not tell(study, trial, ended, value, error, cause, loaded):
             self.say(f"trial {trial.number}: another worker failed it while it ran (no "
                      f"heartbeat reached the storage for {workers.GRACE_SECONDS} s); its "
                      "result is dropped")
