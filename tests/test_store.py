@@ -13,7 +13,6 @@ from perflab.store import (
     HealthView,
     Metrics,
     PointRecord,
-    PointStatus,
     ResultStore,
     RuleResult,
     Sample,
@@ -253,37 +252,6 @@ def test_the_dependence_a_lab_measured_is_frozen_into_a_study_at_its_first_run(t
         # which only the study's own rounds rule out
         store.save_noise([noise(1, 50, -0.5), noise(2, 50, -0.3)])
         assert frozen_dependence(store, PLAN, workload, "fleet").run.lag1 == 0.2
-
-
-def test_noise_kept_for_forecasts_leaves_out_points_measured_under_load(tmp_path):
-    """Issue 44: the noise a run or calibrate keeps for the next forecasts is the machine's
-    own. Rounds whose points were measured while other work took 40% of the CPU time, however
-    far they scatter, do not enter it; with every point loaded nothing is kept."""
-    from perflab.load.workloads import resolve
-    from perflab.running.noise import _dataset, save_noise, way_of_measuring
-    from perflab.store import StoredPoint
-
-    workload = resolve(PLAN.workload)
-    wild = {1: 1.0, 2: 1.5, 3: 0.6, 4: 1.4, 5: 0.7}  # the loaded rounds' ratios
-    tight = {6: 1.01, 7: 0.99, 8: 1.02, 9: 0.98, 10: 1.0}
-
-    def points(ratios: dict[int, float], other_cpu: float) -> list[StoredPoint]:
-        return [StoredPoint(0, PLAN.name, "d", config, "w", 1, number, PointStatus.OK, 1, None,
-                            0.0, 0.0, dataclasses.replace(metrics(qps), other_cpu=other_cpu))
-                for number, ratio in ratios.items()
-                for config, qps in (("off", 1000.0), ("on", 1000.0 * ratio))]
-
-    with ResultStore(tmp_path / "perflab.sqlite") as store:
-        def kept() -> list:
-            return store.noise(workload.workload.label, _dataset(PLAN, workload),
-                               way_of_measuring(PLAN, "serial"), PLAN.run.run_seconds)
-
-        save_noise(store, PLAN, workload, "serial", points(wild, 0.4), "run")
-        assert kept() == []
-        save_noise(store, PLAN, workload, "serial",
-                   points(wild, 0.4) + points(tight, 0.01), "run")
-        (noise,) = kept()
-        assert noise.rounds == 5 and noise.sd < 0.03  # the quiet rounds' spread alone
 
 
 def test_looks_fitted_at_a_studys_first_look_are_kept_by_every_later_run(tmp_path):

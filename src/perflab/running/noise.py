@@ -15,13 +15,12 @@ from dataclasses import replace
 
 from perflab.load.workloads import ResolvedWorkload
 from perflab.plan import Plan, Schedule
-from perflab.probes.busy import under_load
 from perflab.running._progress import duration
 from perflab.running.rounds import comparisons
 from perflab.stats.decide import as_change, forecast_detectable, forecast_half_width
 from perflab.stats.dependence import lag1, skewness
 from perflab.stats.design import Design
-from perflab.store import Noise, ResultStore, StoredPoint, ok_metrics
+from perflab.store import Noise, ResultStore, StoredPoint
 
 ASSUMED_NOISE = 0.10  # per-round sd of a log ratio, before this lab has measured any
 
@@ -122,12 +121,9 @@ def save_noise(store: ResultStore, plan: Plan, workload: ResolvedWorkload, sched
                ok: list[StoredPoint], source: str) -> None:
     """What a study's rounds say of the noise: per thread count, the pooled sd of its
     comparisons' log ratios, for the next run's forecast, with how consecutive rounds depend
-    on one another and how skewed they are (stats/dependence.py). Points measured while other
-    work loaded the machine (probes/busy.py) are left out: the noise kept is this machine's
-    own, which the next runs' forecasts and calibrate's table are made of."""
-    quiet = [p for p in ok if not under_load(ok_metrics(p).other_cpu)]
+    on one another and how skewed they are (stats/dependence.py)."""
     per_threads: dict[int, list[list[float]]] = {}
-    for (_, threads), rounds in comparisons(plan, quiet).items():
+    for (_, threads), rounds in comparisons(plan, ok).items():
         values = [v for _, v in sorted(rounds.items())]
         if len(values) >= 3:
             per_threads.setdefault(threads, []).append(values)
