@@ -88,12 +88,10 @@ def ratio_outlier_flags(points: list[StoredPoint], baseline: str, margin: float
         listed = ", ".join(f"{numbers[i]} ({math.expm1(ratios[i]):+.0%})" for i in far)
         if not cut:
             fate = "the verdict's mean includes them"
-        elif left_out == len(far):
-            fate = (f"the verdict's trimmed mean leaves them out (it sets aside the {cut} "
-                    f"highest and {cut} lowest of its {len(ratios)} rounds)")
         else:
-            fate = (f"the verdict's trimmed mean leaves out {left_out} of them (it sets aside "
-                    f"the {cut} highest and {cut} lowest of its {len(ratios)} rounds)")
+            which = "them out" if left_out == len(far) else f"out {left_out} of them"
+            fate = (f"the verdict's trimmed mean leaves {which} (it sets aside the {cut} "
+                    f"highest and {cut} lowest of its {len(ratios)} rounds)")
         out.append(f"{config} vs {baseline} at {threads} threads: round(s) {listed} are "
                    f"outliers among its rounds (median {math.expm1(median):+.0%}); {fate}")
     return out
