@@ -51,7 +51,10 @@ def test_a_known_large_effect_is_decided_in_the_right_direction_and_stops_the_bu
                       'innodb_buffer_pool_size = "256M"\n')
     plan.write_text(plan.read_text().replace('[study]\nname = "ab-live"',
                                              '[study]\nname = "ab-live"\nbaseline = "small"')
-                    .replace('time = "60s"', 'time = "150s"'))  # rounds are slow in a busy suite
+                    .replace('time = "60s"', 'time = "150s"')  # rounds are slow in a busy suite
+                    # beside the other test worker one round in five can read 2x its neighbours
+                    # (CI saw 42k..83k qps for one server): 12 looks let such a round be outvoted
+                    .replace("max_rounds = 6", "max_rounds = 12"))
     out = run_cli("run", str(plan), "--lab", str(shared_lab.root))
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines()[0].startswith("large vs small: faster at 2 threads, +")
@@ -60,11 +63,11 @@ def test_a_known_large_effect_is_decided_in_the_right_direction_and_stops_the_bu
     assert stop, out.stderr
     rounds = int(stop.group(1))
     decided = re.search(r"after round (\d+): 1 of 1 comparisons decided", out.stderr)
-    assert decided and int(decided.group(1)) < 6, out.stderr
+    assert decided and int(decided.group(1)) < 12, out.stderr
     low = float(re.search(r"faster at 2 threads, \+[\d.]+% \[([-+][\d.]+)%",
                           out.stdout).group(1))
     if stop.group(2) == "all decided":  # resolved: the interval is beyond the margin
-        assert low > 10 and rounds < 6, out.stderr
+        assert low > 10 and rounds < 12, out.stderr
     else:  # a busy machine: decided, its size against the margin still open at the end
         assert low <= 10, out.stderr
     assert {p["repeat"] for p in stored_points(shared_lab, "ab-live")} == set(range(1, rounds + 1))
