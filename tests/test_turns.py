@@ -6,8 +6,10 @@ import sys
 import time
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from perflab.load.sysbench import Slicing, monotonic_ms
+from perflab.load.sysbench import MIN_TURNS, Slicing, _slice_series, monotonic_ms, turns_window_ms
 from perflab.running.turns import TICKS, TurnCpu, guard_ms
 
 pytestmark = pytest.mark.fast  # needs no server: scripts/test -m fast
@@ -70,3 +72,23 @@ def test_the_guard_fits_the_slice():
     assert guard_ms(250) == 40
     assert guard_ms(1000) == 150
     assert guard_ms(60) == 30
+
+
+@given(slice_ms=st.integers(1, 100).map(lambda k: 50.0 * k), count=st.integers(1, 6),
+       run_seconds=st.integers(1, 30))
+def test_every_server_gets_as_many_turns_as_its_seconds_say(slice_ms, count, run_seconds):
+    """A point's measured window is whole rotations: each server's turns, as its series counts
+    them, last exactly the seconds its rate is divided by, at least run_seconds and MIN_TURNS,
+    and no turn more than that needs. (Three servers in 0.3-s slices over 6 s had 7, 7 and 6
+    turns, each credited 2 s.)"""
+    slicing = Slicing(0.0, slice_ms, count, 0.0, turns_window_ms(run_seconds, slice_ms, count))
+    slices = round(slicing.measure_ms / slice_ms)
+    windows = [{"slices": {str(s): 1.0 for s in range(slices)}}]
+    total = {"reads": slices, "writes": 0, "other": 0}
+    turns = {len(_slice_series(total, windows, slicing, index, slices))
+             for index in range(count)}
+    assert len(turns) == 1
+    mine = turns.pop()
+    assert mine * slice_ms == pytest.approx(slicing.seconds * 1000)
+    assert mine >= MIN_TURNS and mine * slice_ms >= run_seconds * 1000
+    assert (mine - 1) * slice_ms < max(run_seconds * 1000, MIN_TURNS * slice_ms)

@@ -16,8 +16,8 @@ point whose events take a tenth of a slice fails). Events grow long at high thre
 oltp_read_only transaction takes ~30 ms at 64 threads on two cores) and with heavy queries, so
 before a study's first round `size_slices` measures every configuration's events alone at each
 thread count and sizes that count's slice to hold those of the slowest one with room to spare;
-a point's window is lengthened to hold MIN_TURNS turns of each server. The sizes are chosen
-before any comparison is measured and kept for every later run of the study
+a point's window is whole rotations, as many turns for every server, at least MIN_TURNS. The
+sizes are chosen before any comparison is measured and kept for every later run of the study
 (ResultStore.slices), so they never depend on an outcome.
 """
 
@@ -209,7 +209,7 @@ class Fleet:
         run, count = self.plan.run, len(live)
         rotation = slice_ms * count
         lead_ms = rotation * -(-lead_ms // rotation)  # whole rotations
-        measure_ms = max(run.run_seconds * 1000, sysbench.MIN_TURNS * slice_ms) * count
+        measure_ms = sysbench.turns_window_ms(run.run_seconds, slice_ms, count)
         # perf attaches before the clock starts, so that its start costs the slices nothing;
         # it is stopped when sysbench ends
         recorders = {member.config.name: _record_profile(
