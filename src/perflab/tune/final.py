@@ -10,8 +10,10 @@ default, one at a time, each measured side by side with the winner (`put_back`):
 whose absence is shown slower stays in the my.cnf, so a knob that rode along with the one that
 matters does not. When no absence costs anything, the knobs may stand in for each other: each
 is then measured alone against the winner, and one that alone is shown no slower is the
-my.cnf. And the status counters of the re-measure say what the server did
-differently under the winner (tune/why.py)."""
+my.cnf. A my.cnf smaller than the winner is itself measured against the winner before it is
+given (two knobs that stand in for each other cost nothing missing alone, their gain
+together). And the status counters of the re-measure say what the server did differently
+under the winner (tune/why.py)."""
 
 from __future__ import annotations
 
@@ -46,6 +48,7 @@ CANDIDATES = 3  # the best trials re-measured at the end
 MORE_CANDIDATES = 3  # at most this many more: knobs' best readings the search left behind
 CLEAR_SDS = 2  # such a reading gains more than this many rounds' noise (and the margin)
 MAX_PUT_BACK = 8  # more moved knobs than this are not put back one by one (a server each)
+KEPT = "kept"  # the name of the kept knobs together, measured against the winner
 Variables = tuple[tuple[str, str], ...]
 
 
@@ -109,8 +112,9 @@ def put_back(store: ResultStore, result: TuneResult, plan: Plan, settings: TuneS
     and each is measured alone against the winner (`_each_alone`): one shown to carry the gain
     alone (`sufficient`) is the my.cnf; else the knob whose absence cost most (an interval
     still open, its estimate a loss) stays, and when none did, they all stay (small effects
-    together). A lone moved knob's effect is the
-    winner's own gain; more than MAX_PUT_BACK moved knobs all stay, unchecked."""
+    together). A smaller set not yet measured on its own is then measured without the others
+    (`_check_kept`), and kept only when shown to carry the gain. A lone moved knob's effect is
+    the winner's own gain; more than MAX_PUT_BACK moved knobs all stay, unchecked."""
     if result.best is None or result.gain_vs_default is None:
         return
     if result.gain_vs_default.verdict != FASTER:
@@ -141,6 +145,7 @@ def put_back(store: ResultStore, result: TuneResult, plan: Plan, settings: TuneS
     # a knob stays when its absence costs more than the margin could call negligible
     result.kept = [name for name in knobs if effects[name].verdict == SLOWER
                    and not effects[name].within(design.margin)]
+    shown = False  # whether the kept knobs were measured without the others
     if not result.kept:  # no knob is needed: knobs that stand in for each other, or no effect
         result.alone_effects = _each_alone(store, result, plan, settings, variables, lab, say,
                                            params, knobs)
@@ -148,16 +153,46 @@ def put_back(store: ResultStore, result: TuneResult, plan: Plan, settings: TuneS
         if alone is not None:
             say(f"{alone} alone carries the winner's gain (its setting alone against the "
                 f"winner: {result.alone_effects[alone].verdict})")
-            result.kept = [alone]
-    if not result.kept:
-        costly = [name for name in knobs
-                  if effects[name].verdict == INCONCLUSIVE and effects[name].change < 0]
-        # the most costly absence carries the gain; with none, no knob alone does (small
-        # effects that only add up): all stay
-        result.kept = [min(costly, key=lambda name: effects[name].change)] if costly else knobs
-    dropped = [name for name in knobs if name not in result.kept]
+            result.kept, shown = [alone], True
+    result.kept = result.kept or _costliest(effects, knobs)
+    if len(result.kept) < len(knobs) and not shown:
+        _check_kept(store, result, plan, settings, variables, lab, say, params, knobs)
+    dropped = [name for name in knobs if name not in (result.kept or ())]
     if dropped:
         say(f"left out of the my.cnf, no effect of their own shown: {', '.join(dropped)}")
+
+
+def _costliest(effects: dict[str, Verdict], knobs: list[str]) -> list[str]:
+    """The knob whose absence cost most (its interval still open, its estimate a loss): it
+    carries the gain; with none, no knob alone does (small effects that only add up): all."""
+    costly = [name for name in knobs
+              if effects[name].verdict == INCONCLUSIVE and effects[name].change < 0]
+    return [min(costly, key=lambda name: effects[name].change)] if costly else knobs
+
+
+def _check_kept(store: ResultStore, result: TuneResult, plan: Plan, settings: TuneSettings,
+                variables: Callable[[dict], Variables], lab: Lab, say: Say, params: dict,
+                knobs: list[str]) -> None:
+    """The kept knobs together, without the ones left out, side by side with the winner: each
+    left-out knob was measured missing alone, and two that stand in for each other each cost
+    nothing alone but their gain together. The my.cnf keeps the smaller set when it is shown
+    to carry the winner's gain (`sufficient`), else every knob."""
+    assert result.kept is not None and result.gain_vs_default is not None
+    kept = result.kept
+    effects, design = _against_winner(
+        store, result, plan, settings, variables, lab, say, params, "together",
+        {KEPT: {name: params[name] for name in kept}},
+        f"the {len(kept)} knob(s) kept ({', '.join(kept)}) without the "
+        f"{len(knobs) - len(kept)} left out, side by side with the winner")
+    result.kept_effect = effects[KEPT]
+    if sufficient(effects, design.margin, result.gain_vs_default.low) is None:
+        say(f"the kept knob(s) without the others were not shown to carry the winner's gain "
+            f"({result.kept_effect.verdict}, {result.kept_effect.interval_text()} against the "
+            f"winner): the my.cnf keeps all {len(knobs)}")
+        result.kept = knobs
+    else:
+        say(f"the kept knob(s) carry the winner's gain without the others "
+            f"({result.kept_effect.verdict} against the winner)")
 
 
 def _each_alone(store: ResultStore, result: TuneResult, plan: Plan, settings: TuneSettings,
@@ -182,7 +217,7 @@ def _against_winner(store: ResultStore, result: TuneResult, plan: Plan, settings
     of their own (`kind`): each knob's verdict against the winner, and the study's design."""
     baseline = plan.config(plan.baseline)
     configs = [replace(baseline, name="winner", variables=variables(params))]
-    prefix = {"put-back": "without", "alone": "only"}[kind]  # the configurations' names
+    prefix = {"put-back": "without", "alone": "only", "together": "only"}[kind]  # their names
     configs += [replace(baseline, name=f"{prefix}-{name}", variables=variables(setting))
                 for name, setting in others.items()]
     study = f"{plan.name}:{result.method}:{kind}@{len(result.trials)}"

@@ -35,6 +35,13 @@ def tables(result: TuneResult) -> list[Table]:
             "Each knob alone (its winning value over the baseline, against the winner): no "
             "knob's absence cost anything, so they may stand in for each other; one alone "
             "shown to carry the gain is the my.cnf"))
+    if result.kept_effect is not None:
+        out.append(Table(
+            "The kept knobs together, without those left out, against the winner (the my.cnf "
+            "keeps them when shown to carry the gain, else every knob)",
+            ["Knobs", "Rounds", "Change", "Interval", "Verdict", "my.cnf"],
+            [[", ".join(result.kept or ()), *_gain_cells(result.kept_effect),
+              "these" if len(result.kept or ()) < len(result.knob_effects) else "all"]]))
     loaded = [t for t in result.trials if under_load(t.loaded)]
     if loaded:
         out.append(Table(

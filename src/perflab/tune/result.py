@@ -142,6 +142,8 @@ class TuneResult:
     kept: list[str] | None = None  # the moved knobs with a shown effect (None: not checked)
     # when no knob's absence cost anything: each knob's value alone, against the winner
     alone_effects: dict[str, Verdict] = field(default_factory=dict)
+    # the kept knobs together, without those left out, against the winner (when measured)
+    kept_effect: Verdict | None = None
     objective: str = "qps"  # what the trials measured (the plan's [tune] objective)
     direction: str = "maximize"  # or "minimize", for a latency
 

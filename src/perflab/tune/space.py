@@ -42,7 +42,7 @@ CURATED: dict[str, tuple[int, int, bool] | None] = {
     "innodb_flush_method": None,
     "innodb_adaptive_hash_index": None,
     "innodb_change_buffering": None,
-    "innodb_spin_wait_delay": (0, 100, False),
+    "innodb_spin_wait_delay": (2, 100, True),  # and 0, no delay (ZERO_OFF)
     "innodb_purge_threads": (1, 32, False),
     "innodb_old_blocks_pct": (5, 95, False),
     "innodb_max_purge_lag": (0, 1_000_000, False),
@@ -52,14 +52,14 @@ CURATED: dict[str, tuple[int, int, bool] | None] = {
     "performance_schema": None,
     "table_open_cache": (64, 16384, True),
     "table_definition_cache": (400, 16384, True),
-    "thread_cache_size": (0, 1024, False),
+    "thread_cache_size": (8, 1024, True),  # and 0, no cache (ZERO_OFF)
     "thread_handling": None,
     "thread_pool_size": (1, 64, False),
     "thread_pool_stall_limit": (10, 1000, True),
     "query_cache_type": None,
-    "query_cache_size": (0, 256 * M, False),
+    "query_cache_size": (1 * M, 256 * M, True),  # and 0, off (ZERO_OFF)
     "key_buffer_size": (8 * M, 1 * G, True),  # and 0, "off" (ZERO_OFF)
-    "key_cache_segments": (0, 64, False),
+    "key_cache_segments": (2, 64, True),  # and 0, one unsegmented cache (ZERO_OFF)
     "key_cache_division_limit": (1, 100, False),
     "key_cache_age_threshold": (100, 30000, True),
     "key_cache_block_size": (512, 16 * K, True),
@@ -74,11 +74,14 @@ CURATED: dict[str, tuple[int, int, bool] | None] = {
     "max_heap_table_size": (1 * M, 256 * M, True),
 }
 
-# Numbers whose 0 switches a feature off, below their searched range: the lowest positions
-# of the range (ZERO_BAND of it) mean 0. MyISAM with key_buffer_size = 0 reads index blocks
-# through the OS cache and takes no key cache lock: +54% to +69% at 2-16 threads on the
-# key-buffer contention page's join.
-ZERO_OFF = {"key_buffer_size"}
+# Numbers whose 0 switches a feature off, below their searched range (a log scale, which has no
+# 0): the lowest positions of the range (ZERO_BAND of it) mean 0, so that every method and
+# sampler reaches "off" as often as any other band. MyISAM with key_buffer_size = 0 reads index
+# blocks through the OS cache and takes no key cache lock: +54% to +69% at 2-16 threads on the
+# key-buffer contention page's join. On a linear 0..1024 (thread_cache_size) or 0..256 MiB
+# (query_cache_size) a sampler drew 0 about never.
+ZERO_OFF = {"key_buffer_size", "query_cache_size", "thread_cache_size", "key_cache_segments",
+            "innodb_spin_wait_delay"}
 ZERO_BAND = 0.15
 
 # Knobs that act only together, searched as one: the follower takes its leader's value. The
