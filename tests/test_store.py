@@ -217,21 +217,30 @@ def test_a_results_database_of_the_first_release_opens_and_reports(tmp_path):
     assert document["points"][0]["profile"] == []
 
 
+def noise_figure(threads: int, rounds: int, **measured):
+    """A noise figure of PLAN's fleet, 5% per round, with `measured` (lag1, loaded...)."""
+    from perflab.load.workloads import resolve
+    from perflab.running.noise import _dataset, way_of_measuring
+    from perflab.store import Noise
+
+    workload = resolve(PLAN.workload)
+    return Noise(workload.workload.label, _dataset(PLAN, workload),
+                 way_of_measuring(PLAN, "fleet"), PLAN.run.run_seconds, threads, rounds, 0.05,
+                 "calibrate", "aa", **measured)
+
+
 def test_the_dependence_a_lab_measured_is_frozen_into_a_study_at_its_first_run(tmp_path):
     """The intervals allow for the largest lag-1 of rounds the lab's measured rounds do not
     rule out (pooled lag-1 + 2 / sqrt(rounds)), never less than the default 0.2 (a study's own
     rounds lower it, not the lab's), once the lab has measured enough;
     once the study has run, later figures (which may include its own rounds) change nothing."""
     from perflab.load.workloads import resolve
-    from perflab.running.noise import _dataset, frozen_dependence, way_of_measuring
-    from perflab.store import Noise
+    from perflab.running.noise import frozen_dependence
 
     workload = resolve(PLAN.workload)
 
-    def noise(threads: int, rounds: int, lag1: float) -> Noise:
-        return Noise(workload.workload.label, _dataset(PLAN, workload),
-                     way_of_measuring(PLAN, "fleet"), PLAN.run.run_seconds, threads, rounds,
-                     0.05, "calibrate", "aa", lag1=lag1)
+    def noise(threads: int, rounds: int, lag1: float):
+        return noise_figure(threads, rounds, lag1=lag1)
 
     with ResultStore(tmp_path / "perflab.sqlite") as store:
         assert frozen_dependence(store, PLAN, workload, "fleet").run.lag1 == 0.2  # none yet
@@ -252,6 +261,28 @@ def test_the_dependence_a_lab_measured_is_frozen_into_a_study_at_its_first_run(t
         # which only the study's own rounds rule out
         store.save_noise([noise(1, 50, -0.5), noise(2, 50, -0.3)])
         assert frozen_dependence(store, PLAN, workload, "fleet").run.lag1 == 0.2
+
+
+def test_noise_measured_under_load_is_named_wherever_a_forecast_uses_it(tmp_path):
+    """A lab's noise keeps the share of its points measured while other work loaded the
+    machine; the forecast that uses such a figure names it, weighted by rounds, and one
+    measured on an idle machine (or before the share was kept) is quoted plainly."""
+    from perflab.load.workloads import resolve
+    from perflab.running.noise import lab_noise
+
+    workload = resolve(PLAN.workload)
+    with ResultStore(tmp_path / "perflab.sqlite") as store:
+        store.save_noise([noise_figure(1, 10, loaded=math.nan), noise_figure(4, 10, loaded=0.0)])
+        sd, source = lab_noise(store, PLAN, workload, "fleet")
+        assert sd == 0.05 and source == "measured in this lab over 20 rounds"
+        store.save_noise([noise_figure(1, 30, loaded=1.0)])  # the latest at 1 thread: loaded
+        latest = noise_figure(1, 30)
+        assert store.noise(latest.workload, latest.dataset, latest.schedule,
+                           latest.run_seconds)[0].loaded == 1
+        _, source = lab_noise(store, PLAN, workload, "fleet")
+        assert source.startswith("measured in this lab over 40 rounds, 75% of its points "
+                                 "while other work loaded the machine")
+        assert "calibrate again when it is idle" in source
 
 
 def test_looks_fitted_at_a_studys_first_look_are_kept_by_every_later_run(tmp_path):

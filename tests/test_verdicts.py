@@ -94,4 +94,7 @@ def test_calibration_measures_the_noise_the_next_run_forecasts_with(shared_lab, 
     run = run_cli("run", str(plan), "--lab", str(shared_lab.root), "--repeats", "1")
     assert run.returncode == 0, run.stderr  # one round is enough to see the forecast
     assert "per round (measured in this lab over" in run.stderr
+    # noise measured beside other work (the other test worker) is named wherever it is used
+    warned = "points were measured while other work loaded the machine" in out.stderr
+    assert warned == ("while other work loaded the machine: not this" in run.stderr), run.stderr
     assert "found with 80% power" in run.stderr

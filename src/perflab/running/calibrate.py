@@ -21,6 +21,7 @@ from perflab.errors import PerflabError
 from perflab.lab import Lab
 from perflab.output.table import Table
 from perflab.plan import Plan
+from perflab.probes.busy import under_load
 from perflab.running.rounds import comparisons
 from perflab.running.runner import Runner
 from perflab.stats.decide import as_change, forecast_half_width, half_width
@@ -110,6 +111,12 @@ def calibrate(plan: Plan, lab: Lab, rounds: int, threads: tuple[int, ...] | None
         summary = runner.run()
         study = load_study(store, aa.name, str(lab.root))
     seconds = (time.monotonic() - started) / max(1, summary.rounds)
+    loaded = [p for p in study.points if p.metrics is not None
+              and under_load(p.metrics.other_cpu)]
+    if loaded:
+        say(f"WARNING: {len(loaded)} of {len(study.points)} points were measured while other "
+            "work loaded the machine: the noise kept is that loaded machine's, and the "
+            "forecasts that use it say so; calibrate again when the machine is idle")
     judged = judge(aa, study.points, study.design, plan.run.margin)
     ratios = {threads: [v for _, v in sorted(values.items())]
               for (_, threads), values in comparisons(aa, study.points).items()}

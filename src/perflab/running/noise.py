@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 
 from perflab.load.workloads import ResolvedWorkload
 from perflab.plan import Plan, Schedule
+from perflab.probes.busy import under_load
 from perflab.running._progress import duration
 from perflab.running.rounds import comparisons
 from perflab.stats.decide import as_change, forecast_detectable, forecast_half_width
@@ -58,7 +59,20 @@ def lab_noise(store: ResultStore, plan: Plan, workload: ResolvedWorkload, schedu
         return ASSUMED_NOISE, "assumed: this lab has not measured it yet (perflab calibrate)"
     sd = statistics.median(n.sd for n in per_threads.values())
     rounds = sum(n.rounds for n in per_threads.values())
-    return sd, f"measured in this lab over {rounds} rounds"
+    return sd, f"measured in this lab over {rounds} rounds" + _loaded(per_threads.values())
+
+
+def _loaded(figures: Iterable[Noise]) -> str:
+    """What a forecast says of noise measured while other work loaded the machine: a loaded
+    machine's noise is not this one's idle noise (wider, or narrower when the load was steady),
+    so a figure so measured is named, with the share of its points, never used silently."""
+    measured = [(n.loaded, n.rounds) for n in figures if math.isfinite(n.loaded)]
+    rounds = sum(r for _, r in measured)
+    share = sum(loaded * r for loaded, r in measured) / rounds if rounds else 0.0
+    if not share:
+        return ""
+    return (f", {share:.0%} of its points while other work loaded the machine: not this "
+            "machine's idle noise; perflab calibrate again when it is idle")
 
 
 LAG1_ROUNDS = 8  # a thread count's lag-1 measured over fewer rounds is not used ...
@@ -121,7 +135,8 @@ def save_noise(store: ResultStore, plan: Plan, workload: ResolvedWorkload, sched
                ok: list[StoredPoint], source: str) -> None:
     """What a study's rounds say of the noise: per thread count, the pooled sd of its
     comparisons' log ratios, for the next run's forecast, with how consecutive rounds depend
-    on one another and how skewed they are (stats/dependence.py)."""
+    on one another and how skewed they are (stats/dependence.py), and the share of its points
+    measured while other work loaded the machine (which the forecasts name)."""
     per_threads: dict[int, list[list[float]]] = {}
     for (_, threads), rounds in comparisons(plan, ok).items():
         values = [v for _, v in sorted(rounds.items())]
@@ -132,10 +147,13 @@ def save_noise(store: ResultStore, plan: Plan, workload: ResolvedWorkload, sched
         df = sum(len(values) - 1 for values in series)
         sd = math.sqrt(sum((len(values) - 1) * statistics.variance(values)
                            for values in series) / df)
+        shares = [p.metrics.other_cpu for p in ok if p.threads == threads
+                  and p.metrics is not None and p.metrics.other_cpu is not None]
+        loaded = sum(map(under_load, shares)) / len(shares) if shares else math.nan
         records.append(Noise(workload.workload.label, _dataset(plan, workload),
                              way_of_measuring(plan, schedule), plan.run.run_seconds, threads,
                              df + len(series), sd, source, plan.name,
-                             lag1=lag1(series), skew=skewness(series)))
+                             lag1=lag1(series), skew=skewness(series), loaded=loaded))
     if records:
         store.save_noise(records)
 

@@ -116,7 +116,7 @@ CREATE TABLE IF NOT EXISTS health_reports (
 LATER_COLUMNS = {  # columns added after the first labs were made
     "points": {"profile_json": "TEXT", "client_cpu": "REAL", "clients_json": "TEXT",
                "off_turn_cpu": "REAL", "other_cpu": "REAL"},
-    "noise": {"lag1": "REAL", "skew": "REAL"},
+    "noise": {"lag1": "REAL", "skew": "REAL", "loaded": "REAL"},
 }
 
 
@@ -178,10 +178,11 @@ class _Frozen:
         for r in records:
             self.db.execute(
                 "INSERT INTO noise (study, workload, dataset, schedule, run_seconds, threads, "
-                "rounds, sd, source, created_at, lag1, skew) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "rounds, sd, source, created_at, lag1, skew, loaded) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (r.study, r.workload, r.dataset, r.schedule, r.run_seconds, r.threads,
-                 r.rounds, r.sd, r.source, time.time(), _number(r.lag1), _number(r.skew)))
+                 r.rounds, r.sd, r.source, time.time(), _number(r.lag1), _number(r.skew),
+                 _number(r.loaded)))
 
     def noise(self, workload: str, dataset: str, schedule: str, run_seconds: float
               ) -> list[Noise]:
@@ -191,7 +192,8 @@ class _Frozen:
             "run_seconds = ? ORDER BY id DESC", (workload, dataset, schedule, run_seconds))
         return [Noise(row["workload"], row["dataset"], row["schedule"], row["run_seconds"],
                       row["threads"], row["rounds"], row["sd"], row["source"], row["study"],
-                      row["created_at"], _nan(row["lag1"]), _nan(row["skew"]))
+                      row["created_at"], _nan(row["lag1"]), _nan(row["skew"]),
+                      _nan(row["loaded"]))
                 for row in rows]
 
 

@@ -286,6 +286,8 @@ class Noise:
     created_at: float = 0.0
     lag1: float = math.nan  # autocorrelation of consecutive rounds (pooled over comparisons)
     skew: float = math.nan  # skewness of a round's log ratio about its comparison's mean
+    # share of the rounds' points measured while other work loaded the machine (probes/busy.py)
+    loaded: float = math.nan
 
 
 @dataclass(frozen=True)
