@@ -15,7 +15,7 @@ import argparse
 import tempfile
 from pathlib import Path
 
-from common import bench_lab, dataset_server, ratio_interval
+from common import bench_lab, dataset_server, ratio_interval, run_main
 from perflab.load.clients import Clients, LocalCluster
 from perflab.load.workloads import resolve
 from perflab.plan import Dataset, Environment, Workload
@@ -69,4 +69,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

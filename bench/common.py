@@ -7,6 +7,7 @@ import re
 import statistics
 import subprocess
 import sys
+from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -20,8 +21,21 @@ from perflab.load import sysbench  # noqa: E402
 from perflab.load.family import LOADER_OPTIONS  # noqa: E402
 from perflab.load.workloads import ResolvedWorkload, resolve  # noqa: E402
 from perflab.plan import Dataset, Workload  # noqa: E402
+from perflab.procs import stop_on_signals  # noqa: E402
 from perflab.server import environment as env  # noqa: E402
 from perflab.server.managed import ManagedServer  # noqa: E402
+
+
+def run_main(main: Callable[[], None]) -> None:
+    """A measuring benchmark's entry: Ctrl-C or SIGTERM stops it cleanly (its servers stop,
+    what it finished is kept for the same --stamp to resume), exit status 130."""
+    stop_on_signals()
+    try:
+        main()
+    except KeyboardInterrupt:
+        print("interrupted: finished measurements are kept; run the same command (the same "
+              "--stamp) to resume", file=sys.stderr)
+        raise SystemExit(130) from None
 
 
 def bench_lab(name: str) -> Lab:

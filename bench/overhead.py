@@ -24,7 +24,7 @@ import math
 import statistics
 import subprocess
 
-from common import bench_lab, dataset_server, plain_command, plain_qps, ratio_interval
+from common import bench_lab, dataset_server, plain_command, plain_qps, ratio_interval, run_main
 from perflab.load import sysbench
 from perflab.load.workloads import resolve
 from perflab.running.backend import check_configs
@@ -120,4 +120,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

@@ -12,7 +12,7 @@ import statistics
 import subprocess
 import time
 
-from common import bench_lab, spread
+from common import bench_lab, run_main, spread
 from perflab.load.family import LOADER_OPTIONS
 from perflab.load.sbtest import load_sbtest
 from perflab.plan import Dataset
@@ -75,4 +75,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

@@ -60,7 +60,7 @@ from dataclasses import dataclass, field
 
 import optuna
 
-from common import ROOT, bench_lab
+from common import ROOT, bench_lab, run_main
 from perflab.analysis.verdicts import Judgement, judge
 from perflab.lab import Lab
 from perflab.plan import parse_plan
@@ -503,4 +503,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

@@ -37,7 +37,7 @@ import time
 from contextlib import ExitStack
 from dataclasses import replace
 
-from common import ROOT, plain_command, plain_qps, ratio_bounds, ratio_interval
+from common import ROOT, plain_command, plain_qps, ratio_bounds, ratio_interval, run_main
 from perflab import run as perflab_run
 from perflab.lab import Lab
 from perflab.load import sysbench
@@ -293,4 +293,4 @@ def _shown(found: tuple[float, float, float, int] | None) -> str:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

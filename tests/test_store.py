@@ -282,7 +282,27 @@ def test_noise_measured_under_load_is_named_wherever_a_forecast_uses_it(tmp_path
         _, source = lab_noise(store, PLAN, workload, "fleet")
         assert source.startswith("measured in this lab over 40 rounds, 75% of its points "
                                  "while other work loaded the machine")
-        assert "calibrate again when it is idle" in source
+        assert "perflab calibrate --again when it is idle" in source
+
+
+def test_calibrate_resumes_its_latest_calibration_and_again_starts_the_next(tmp_path):
+    """`perflab calibrate` resumes (or reprints) the lab's latest calibration of a study;
+    `--again` measures a new one beside it, so noise measured on a loaded machine can be
+    measured again once it is idle."""
+    from perflab.running.calibrate import _study_name
+
+    with ResultStore(tmp_path / "perflab.sqlite") as store:
+        first = f"{PLAN.name}:calibration"
+        assert _study_name(store, PLAN.name, again=False) == first  # none yet: the first
+        assert _study_name(store, PLAN.name, again=True) == first
+        store.save_plan(dataclasses.replace(PLAN, name=first))
+        assert _study_name(store, PLAN.name, again=False) == first  # resumed, or reprinted
+        second = _study_name(store, PLAN.name, again=True)
+        assert second == f"{PLAN.name}:calibration-2"
+        store.save_plan(dataclasses.replace(PLAN, name=second))
+        assert _study_name(store, PLAN.name, again=False) == second  # the latest
+        assert _study_name(store, PLAN.name, again=True) == f"{PLAN.name}:calibration-3"
+        assert _study_name(store, "other", again=False) == "other:calibration"
 
 
 def test_looks_fitted_at_a_studys_first_look_are_kept_by_every_later_run(tmp_path):

@@ -136,14 +136,16 @@ def compare(lab_a: str | Path | Lab, lab_b: str | Path | Lab, study_a: str | Non
 
 
 def calibrate(plan: str | Path | Plan, lab: str | Path | Lab, rounds: int = 8,
-              threads: Sequence[int] | None = None, say: Say = silent) -> Calibration:
+              threads: Sequence[int] | None = None, say: Say = silent,
+              again: bool = False) -> Calibration:
     """An A/A of the plan's baseline against an identical copy, `rounds` rounds at `threads`
     (default: a spread of the plan's): the noise per round, the slices' lag-1 and the effect
-    the plan's budget could detect, kept in the lab for the runs that follow."""
+    the plan's budget could detect, kept in the lab for the runs that follow. The lab's latest
+    calibration of the plan is resumed (or reprinted); `again` measures a new one."""
     from perflab.running.calibrate import calibrate as run_calibration
 
     return run_calibration(load_plan(plan), _lab(lab), rounds,
-                           tuple(threads) if threads else None, say)
+                           tuple(threads) if threads else None, say, again)
 
 
 def tune_server(plan: str | Path | Plan, lab: str | Path | Lab, method: str = "bayes", *,

@@ -24,7 +24,7 @@ from perflab.health import render as health_render
 from perflab.lab import Lab
 from perflab.plan import load_plan
 from perflab.probes.system import host_facts
-from perflab.procs import request_stop
+from perflab.procs import stop_on_signals
 from perflab.say import silent
 from perflab.server.connection import Endpoint
 from perflab.studies import builtin_names, builtin_path, resolve_plan
@@ -34,9 +34,7 @@ from perflab.version import __version__
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    # a Ctrl-C is never lost in a destructor; a dropped ssh (SIGHUP) stops perflab as cleanly
-    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(signum, request_stop)
+    stop_on_signals()  # a Ctrl-C is never lost in a destructor; nor a dropped ssh (SIGHUP)
     try:
         _note_pending_journal(args)
         code = args.func(args)
@@ -181,6 +179,9 @@ def _add_calibrate(sub) -> None:
     calibrate.add_argument("--rounds", type=int, default=8, help="A/A rounds (default 8)")
     calibrate.add_argument("--threads", type=_thread_list,
                            help="thread counts (default: the plan's smallest, middle, largest)")
+    calibrate.add_argument("--again", action="store_true",
+                           help="measure a new calibration (default: resume, or reprint, the "
+                                "lab's latest one), e.g. once a machine that was loaded is idle")
     calibrate.set_defaults(func=cmd_calibrate)
 
 
@@ -385,7 +386,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
-    result = perflab.calibrate(args.study, args.lab, args.rounds, args.threads, _say)
+    result = perflab.calibrate(args.study, args.lab, args.rounds, args.threads, _say,
+                               again=args.again)
     print("\n\n".join(table.render() for table in result.tables()))
     return 0
 

@@ -113,6 +113,14 @@ def request_stop(signum, frame) -> None:
     raise KeyboardInterrupt
 
 
+def stop_on_signals() -> None:
+    """Ctrl-C, SIGTERM and a dropped ssh (SIGHUP) raise KeyboardInterrupt through `request_stop`
+    in every perflab process that measures (the CLI, the benchmarks): Python's own SIGINT
+    handler lost a Ctrl-C of bench/tune mid-trial, and the search went on."""
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, request_stop)
+
+
 def check_stop() -> None:
     if _stop_requested:
         raise KeyboardInterrupt

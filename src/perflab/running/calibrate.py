@@ -27,7 +27,7 @@ from perflab.running.runner import Runner
 from perflab.stats.decide import as_change, forecast_half_width, half_width
 from perflab.stats.dependence import lag1, skewness
 from perflab.stats.design import FITTED_SHAPE
-from perflab.store import load_study
+from perflab.store import ResultStore, load_study
 
 TWIN = "{}'"  # the baseline's identical copy
 PROJECTED_ROUNDS = (3, 5, 10, 20)
@@ -92,20 +92,22 @@ class Calibration:
 
 
 def calibrate(plan: Plan, lab: Lab, rounds: int, threads: tuple[int, ...] | None,
-              say: Callable[[str], None]) -> Calibration:
+              say: Callable[[str], None], again: bool = False) -> Calibration:
+    """The A/A of `plan`'s baseline: the lab's latest calibration of it, resumed (or reprinted
+    when complete), or with `again` a new one (a machine that was loaded then is idle now)."""
     if rounds < 3:
         raise PerflabError(f"rounds must be at least 3, got {rounds}", option="rounds",
                            hint="a spread needs a few rounds; 8 or more is better")
     chosen = threads or _spread(plan.run.threads)
     base = plan.config(plan.baseline)
     twin = replace(base, name=TWIN.format(base.name))
-    aa = replace(plan, name=f"{plan.name}:calibration", configs=(base, twin), ladder=False,
-                 changes=(), layout="configs-down",
-                 run=replace(plan.run, threads=chosen, repeats=rounds, time=0.0))
-    say(f"calibrating: {base.name} against an identical copy at {_list(chosen)} threads, "
-        f"{rounds} rounds")
     started = time.monotonic()
     with lab.locked(), lab.store() as store:
+        aa = replace(plan, name=_study_name(store, plan.name, again), configs=(base, twin),
+                     ladder=False, changes=(), layout="configs-down",
+                     run=replace(plan.run, threads=chosen, repeats=rounds, time=0.0))
+        say(f"calibrating ({aa.name}): {base.name} against an identical copy at "
+            f"{_list(chosen)} threads, {rounds} rounds")
         runner = Runner(aa, lab, store, say)
         runner.noise_source = "calibrate"
         summary = runner.run()
@@ -116,11 +118,21 @@ def calibrate(plan: Plan, lab: Lab, rounds: int, threads: tuple[int, ...] | None
     if loaded:
         say(f"WARNING: {len(loaded)} of {len(study.points)} points were measured while other "
             "work loaded the machine: the noise kept is that loaded machine's, and the "
-            "forecasts that use it say so; calibrate again when the machine is idle")
+            "forecasts that use it say so; when the machine is idle, perflab calibrate --again")
     judged = judge(aa, study.points, study.design, plan.run.margin)
     ratios = {threads: [v for _, v in sorted(values.items())]
               for (_, threads), values in comparisons(aa, study.points).items()}
     return Calibration(aa, judged, seconds, plan, ratios)
+
+
+def _study_name(store: ResultStore, study: str, again: bool) -> str:
+    """The latest calibration of `study` in the lab (`study:calibration`, then
+    `study:calibration-2`, ...), or with `again` the next one."""
+    names = [f"{study}:calibration"]
+    while store.latest_plan(names[-1]) is not None:
+        names.append(f"{study}:calibration-{len(names) + 1}")
+    stored = names[:-1]
+    return names[-1] if again or not stored else stored[-1]
 
 
 def _spread(threads: tuple[int, ...]) -> tuple[int, ...]:

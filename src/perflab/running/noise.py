@@ -71,8 +71,9 @@ def _loaded(figures: Iterable[Noise]) -> str:
     share = sum(loaded * r for loaded, r in measured) / rounds if rounds else 0.0
     if not share:
         return ""
-    return (f", {share:.0%} of its points while other work loaded the machine: not this "
-            "machine's idle noise; perflab calibrate again when it is idle")
+    shown = f"{share:.0%}" if share >= 0.01 else "under 1%"
+    return (f", {shown} of its points while other work loaded the machine: not this "
+            "machine's idle noise; perflab calibrate --again when it is idle")
 
 
 LAG1_ROUNDS = 8  # a thread count's lag-1 measured over fewer rounds is not used ...

@@ -29,7 +29,6 @@ from perflab.say import Say, silent
 from perflab.stats.decide import (
     EQUIVALENT,
     FASTER,
-    INCONCLUSIVE,
     SLOWER,
     Verdict,
     as_change,
@@ -110,11 +109,11 @@ def put_back(store: ResultStore, result: TuneResult, plan: Plan, settings: TuneS
     when the winner without it is slower. The winner's gain over the defaults is shown, so some
     knob carries it: when no absence is shown slower, the knobs may stand in for each other,
     and each is measured alone against the winner (`_each_alone`): one shown to carry the gain
-    alone (`sufficient`) is the my.cnf; else the knob whose absence cost most (an interval
-    still open, its estimate a loss) stays, and when none did, they all stay (small effects
-    together). A smaller set not yet measured on its own is then measured without the others
-    (`_check_kept`), and kept only when shown to carry the gain. A lone moved knob's effect is
-    the winner's own gain; more than MAX_PUT_BACK moved knobs all stay, unchecked."""
+    alone (`sufficient`) is the my.cnf; else they all stay (small effects that add up, or an
+    answer the rounds cannot split). The knobs whose absence is shown slower, when fewer than
+    all, are then measured together without the others (`_check_kept`), and are the my.cnf
+    only when shown to carry the gain. A lone moved knob's effect is the winner's own gain;
+    more than MAX_PUT_BACK moved knobs all stay, unchecked."""
     if result.best is None or result.gain_vs_default is None:
         return
     if result.gain_vs_default.verdict != FASTER:
@@ -145,7 +144,6 @@ def put_back(store: ResultStore, result: TuneResult, plan: Plan, settings: TuneS
     # a knob stays when its absence costs more than the margin could call negligible
     result.kept = [name for name in knobs if effects[name].verdict == SLOWER
                    and not effects[name].within(design.margin)]
-    shown = False  # whether the kept knobs were measured without the others
     if not result.kept:  # no knob is needed: knobs that stand in for each other, or no effect
         result.alone_effects = _each_alone(store, result, plan, settings, variables, lab, say,
                                            params, knobs)
@@ -153,21 +151,12 @@ def put_back(store: ResultStore, result: TuneResult, plan: Plan, settings: TuneS
         if alone is not None:
             say(f"{alone} alone carries the winner's gain (its setting alone against the "
                 f"winner: {result.alone_effects[alone].verdict})")
-            result.kept, shown = [alone], True
-    result.kept = result.kept or _costliest(effects, knobs)
-    if len(result.kept) < len(knobs) and not shown:
+        result.kept = [alone] if alone is not None else knobs  # none alone: small effects add
+    elif len(result.kept) < len(knobs):
         _check_kept(store, result, plan, settings, variables, lab, say, params, knobs)
     dropped = [name for name in knobs if name not in (result.kept or ())]
     if dropped:
         say(f"left out of the my.cnf, no effect of their own shown: {', '.join(dropped)}")
-
-
-def _costliest(effects: dict[str, Verdict], knobs: list[str]) -> list[str]:
-    """The knob whose absence cost most (its interval still open, its estimate a loss): it
-    carries the gain; with none, no knob alone does (small effects that only add up): all."""
-    costly = [name for name in knobs
-              if effects[name].verdict == INCONCLUSIVE and effects[name].change < 0]
-    return [min(costly, key=lambda name: effects[name].change)] if costly else knobs
 
 
 def _check_kept(store: ResultStore, result: TuneResult, plan: Plan, settings: TuneSettings,
@@ -184,7 +173,7 @@ def _check_kept(store: ResultStore, result: TuneResult, plan: Plan, settings: Tu
         {KEPT: {name: params[name] for name in kept}},
         f"the {len(kept)} knob(s) kept ({', '.join(kept)}) without the "
         f"{len(knobs) - len(kept)} left out, side by side with the winner")
-    result.kept_effect = effects[KEPT]
+    result.kept_effect, result.kept_checked = effects[KEPT], list(kept)
     if sufficient(effects, design.margin, result.gain_vs_default.low) is None:
         say(f"the kept knob(s) without the others were not shown to carry the winner's gain "
             f"({result.kept_effect.verdict}, {result.kept_effect.interval_text()} against the "

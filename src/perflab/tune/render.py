@@ -24,8 +24,8 @@ def tables(result: TuneResult) -> list[Table]:
             result, result.knob_effects, "Change without it",
             "Each moved knob put back alone (the winner without it, against the winner; a knob "
             "stays in the my.cnf when the winner without it is slower; when none is, one knob "
-            "shown to carry the gain alone, else the one whose absence cost most: the winner's "
-            "gain is shown, some knob carries it)",
+            "shown to carry the gain alone, else every knob: the winner's gain is shown, some "
+            "knob carries it)",
             note="The my.cnf below leaves out the knobs marked so; the gains above are the "
                  "whole winner's, measured with them."
             if len(result.kept or ()) < len(result.knob_effects) else ""))
@@ -40,8 +40,8 @@ def tables(result: TuneResult) -> list[Table]:
             "The kept knobs together, without those left out, against the winner (the my.cnf "
             "keeps them when shown to carry the gain, else every knob)",
             ["Knobs", "Rounds", "Change", "Interval", "Verdict", "my.cnf"],
-            [[", ".join(result.kept or ()), *_gain_cells(result.kept_effect),
-              "these" if len(result.kept or ()) < len(result.knob_effects) else "all"]]))
+            [[", ".join(result.kept_checked), *_gain_cells(result.kept_effect),
+              "these" if result.kept == result.kept_checked else "every knob"]]))
     loaded = [t for t in result.trials if under_load(t.loaded)]
     if loaded:
         out.append(Table(

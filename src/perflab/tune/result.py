@@ -142,7 +142,9 @@ class TuneResult:
     kept: list[str] | None = None  # the moved knobs with a shown effect (None: not checked)
     # when no knob's absence cost anything: each knob's value alone, against the winner
     alone_effects: dict[str, Verdict] = field(default_factory=dict)
-    # the kept knobs together, without those left out, against the winner (when measured)
+    # the knobs whose absence cost, together without the others, against the winner (when
+    # fewer than all): kept_checked, and its verdict
+    kept_checked: list[str] = field(default_factory=list)
     kept_effect: Verdict | None = None
     objective: str = "qps"  # what the trials measured (the plan's [tune] objective)
     direction: str = "maximize"  # or "minimize", for a latency

@@ -284,7 +284,8 @@ def _knob(name, spec, curated, allow_unsafe: bool, durability: bool) -> Knob:
                            "without a curated range",
                            hint=f"remove {name} from tune.knobs; without tune.knobs, perflab "
                            "searches its curated knobs")
-    zero_off = name in ZERO_OFF and int(spec.minimum) <= 0 < low and log  # see drawn_low
+    # see drawn_low: a log range from 1 would leave no whole number below it to stand for 0
+    zero_off = name in ZERO_OFF and int(spec.minimum) <= 0 and low >= 2 and log
     return Knob(name, "int", low, high, log and low > 0, (), dynamic, durability, zero_off)
 
 
