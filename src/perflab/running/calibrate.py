@@ -113,8 +113,7 @@ def calibrate(plan: Plan, lab: Lab, rounds: int, threads: tuple[int, ...] | None
         summary = runner.run()
         study = load_study(store, aa.name, str(lab.root))
     seconds = (time.monotonic() - started) / max(1, summary.rounds)
-    loaded = [p for p in study.points if p.metrics is not None
-              and under_load(p.metrics.other_cpu)]
+    loaded = [p for p in study.points if under_load(p.value("other_cpu"))]
     if loaded:
         say(f"WARNING: {len(loaded)} of {len(study.points)} points were measured while other "
             "work loaded the machine: the noise kept is that loaded machine's, and the "

@@ -148,8 +148,8 @@ def save_noise(store: ResultStore, plan: Plan, workload: ResolvedWorkload, sched
         df = sum(len(values) - 1 for values in series)
         sd = math.sqrt(sum((len(values) - 1) * statistics.variance(values)
                            for values in series) / df)
-        shares = [p.metrics.other_cpu for p in ok if p.threads == threads
-                  and p.metrics is not None and p.metrics.other_cpu is not None]
+        shares = [share for p in ok if p.threads == threads
+                  and (share := p.value("other_cpu")) is not None]
         loaded = sum(map(under_load, shares)) / len(shares) if shares else math.nan
         records.append(Noise(workload.workload.label, _dataset(plan, workload),
                              way_of_measuring(plan, schedule), plan.run.run_seconds, threads,
