@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import hashlib
 import math
 import random
 import statistics
@@ -209,12 +210,15 @@ def measure_together(lab: Lab, name: str, configs: dict[str, tuple], baseline: s
 def in_pairs(lab: Lab, name: str, keys: list[tuple], baseline: tuple[str, tuple], rounds: int,
              args: argparse.Namespace) -> Iterator[tuple[tuple, Verdict | None, str]]:
     """`keys` measured two at a time side by side with `baseline` (its config name, its moved
-    variables), study `name`-N for the Nth pair: each key with its verdict against the baseline
-    (None when its points failed) and the schedule the runner chose for its pair."""
+    variables): each key with its verdict against the baseline (None when its points failed)
+    and the schedule the runner chose for its pair. A pair's study is named by what it
+    measures, so that a bench resumed with more seeds keeps every pair it measured before and
+    never mixes a pair's stored rounds with another pair's."""
     label, moved = baseline
     for start in range(0, len(keys), 2):
-        group = {f"a{i}": key for i, key in enumerate(keys[start:start + 2], start)}
-        judgement, schedule = measure_together(lab, f"{name}-{start // 2}",
+        group = {f"a{i}": key for i, key in enumerate(keys[start:start + 2])}
+        digest = hashlib.sha1(repr((moved, sorted(group.values()))).encode()).hexdigest()[:10]
+        judgement, schedule = measure_together(lab, f"{name}-{digest}",
                                                {label: moved, **group}, label, rounds, args)
         for config, key in group.items():
             verdict = judgement.verdicts.get((config, args.threads))
@@ -222,15 +226,13 @@ def in_pairs(lab: Lab, name: str, keys: list[tuple], baseline: tuple[str, tuple]
             yield key, verdict if finite else None, schedule
 
 
-def answer_gains(lab: Lab, stamp: str, keys: set[tuple], args: argparse.Namespace
+def answer_gains(lab: Lab, stamp: str, order: list[tuple], args: argparse.Namespace
                  ) -> tuple[dict[tuple, Verdict], set[str]]:
     """Every distinct answer of every run re-measured in one regime: two at a time side by side
     with the defaults (three servers; a group whose servers would not fit in half the RAM is
-    measured one server at a time, and the schedules used are returned), in a shuffled order so
-    that no method's answers share a group more than another's; the gain over the defaults of
-    each answer (the defaults themselves are left out: they gain 0 by definition)."""
-    order = sorted(k for k in keys if k)
-    random.Random(0).shuffle(order)
+    measured one server at a time, and the schedules used are returned), in `order` (seed by
+    seed, shuffled within a seed: see `distinct_answers`); the gain over the defaults of each
+    answer (the defaults themselves are left out: they gain 0 by definition)."""
     gains: dict[tuple, Verdict] = {}
     schedules = set()
     for key, verdict, schedule in in_pairs(lab, f"bench-tune-{stamp}-answers", order,
@@ -239,6 +241,23 @@ def answer_gains(lab: Lab, stamp: str, keys: set[tuple], args: argparse.Namespac
         if verdict is not None:
             gains[key] = verdict
     return gains, schedules
+
+
+def distinct_answers(picks: dict[str, list[list[tuple | None]]],
+                     runs: dict[str, list[TuneResult]]) -> list[tuple]:
+    """Every distinct answer of every run (each trial's, and each run's winner), the defaults
+    left out, seed by seed: a seed's new answers in an order shuffled by the seed, so that no
+    method's answers share a group more than another's, and a bench resumed with more seeds
+    only adds groups after the ones it measured."""
+    order: list[tuple] = []
+    for seed, _ in enumerate(next(iter(picks.values())), 1):
+        fresh = [k for method in picks for k in picks[method][seed - 1] if k]
+        fresh += [settings_key(rs[seed - 1].best.params, rs[seed - 1].defaults)
+                  for rs in runs.values() if rs[seed - 1].best is not None]
+        fresh = [k for k in dict.fromkeys(fresh) if k and k not in order]
+        random.Random(seed).shuffle(fresh)
+        order += fresh
+    return order
 
 
 @dataclass
@@ -278,9 +297,9 @@ def first_reached(lab: Lab, stamp: str, picks: dict[str, list[list[tuple | None]
         if key != reference and verdict.high < 0.9 * best.low:
             decided[key] = Reach(False, "first pass", verdict)
     for wave in range(1, args.reach_waves + 1):
-        wanted: list[tuple] = []
-        for runs in picks.values():
-            for pick in runs:
+        wanted: list[tuple] = []  # seed by seed, as `distinct_answers` orders them
+        for seed, _ in enumerate(next(iter(picks.values()))):
+            for pick in (runs[seed] for runs in picks.values()):
                 for key in dict.fromkeys(k for k in pick if k):
                     if key not in decided:
                         wanted.append(key)
@@ -409,9 +428,7 @@ def main() -> None:
         duels.append(head_to_head(lab, f"bench-tune-{stamp}-s{seed}-head-to-head", winners,
                                   args) if METHODS[0] in winners else Duel(None))
 
-    keys = {k for ps in picks.values() for p in ps for k in p if k is not None}
-    keys |= {settings_key(r.best.params, r.defaults) for rs in runs.values() for r in rs
-             if r.best is not None}
+    keys = distinct_answers(picks, runs)
     print(f"\nre-measuring the {len(keys)} distinct answers of every run, two at a time side "
           f"by side with the defaults, {args.answer_rounds} rounds each", flush=True)
     gains, schedules = answer_gains(lab, stamp, keys, args)
