@@ -1,13 +1,15 @@
-"""Knobs that cannot act beside the winner's other settings (tune/inert.py), and the one that
-alone carries the winner's gain (tune/final.sufficient)."""
+"""Knobs that cannot act beside the winner's other settings (tune/inert.py), and the put-back's
+decisions over measured verdicts: which knobs stay, the one that alone carries the winner's gain,
+the kept set checked together (tune/final.choose_kept)."""
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from perflab.stats.decide import EQUIVALENT, FASTER, INCONCLUSIVE, SLOWER, Verdict
-from perflab.tune.final import sufficient
+from perflab.tune.final import choose_kept, sufficient
 from perflab.tune.inert import inert_knobs
+from perflab.tune.result import TuneResult
 
 pytestmark = pytest.mark.fast  # needs no server: scripts/test -m fast
 
@@ -87,3 +89,86 @@ def test_a_knob_that_alone_carries_the_gain_is_the_whole_my_cnf():
     # a winner that barely gained: a knob alone no slower than it may carry nothing
     assert sufficient({"key_buffer_size": verdict(EQUIVALENT, -0.01, -0.04, 0.02)}, 0.05,
                       0.02) is None
+
+
+WINNER = {"tmp_table_size": "67108864", "max_heap_table_size": "67108864",
+          "sort_buffer_size": "8388608"}
+SAYS = {"put-back": "putting back", "alone": "alone, side by side", "together": "kept"}
+
+
+def choose(verdicts: dict[str, dict[str, Verdict]]) -> tuple[TuneResult, list[str], list[str]]:
+    """choose_kept over the winner's three knobs, each study's verdicts given by kind: the
+    result, the kinds of the studies measured, and what was said."""
+    result = TuneResult("s", "bayes", [], [], None,
+                        gain_vs_default=verdict(FASTER, 2.0, 1.2, 3.0))
+    studies, said = [], []
+
+    def measure(kind: str, others: dict[str, dict], saying: str):
+        assert SAYS[kind] in saying
+        studies.append(kind)
+        if kind == "together":
+            assert others == {"kept": {k: WINNER[k] for k in result.kept or ()}}
+        else:
+            assert set(others) == set(WINNER)
+        return {name: verdicts[kind][name] for name in others}, 0.05
+
+    choose_kept(result, WINNER, sorted(WINNER), measure, said.append)
+    return result, studies, said
+
+
+COSTS = verdict(SLOWER, -0.6, -0.7, -0.5)
+NOTHING = verdict(EQUIVALENT, 0.0, -0.02, 0.02)
+
+
+def test_the_knobs_whose_absence_costs_are_checked_together_without_the_others():
+    """Two limits that act only together each cost the gain when put back; the third costs
+    nothing. The two together, without it, are measured against the winner: no slower, they
+    are the my.cnf; slower beyond the margin, every knob stays and the report says so."""
+    put_back = {"tmp_table_size": COSTS, "max_heap_table_size": COSTS,
+                "sort_buffer_size": NOTHING}
+    result, studies, said = choose({"put-back": put_back, "together": {"kept": NOTHING}})
+    assert studies == ["put-back", "together"]
+    assert result.kept == result.kept_checked == ["max_heap_table_size", "tmp_table_size"]
+    assert result.kept_effect == NOTHING
+    assert "carry the winner's gain without the others" in said[-1]
+    result, _, said = choose({"put-back": put_back, "together": {"kept": COSTS}})
+    assert result.kept == sorted(WINNER)
+    assert result.kept_checked == ["max_heap_table_size", "tmp_table_size"]
+    assert "keeps all 3" in said[-1]
+
+
+def test_when_no_absence_costs_one_knob_alone_or_every_knob_is_the_my_cnf():
+    """Knobs that stand in for each other: none costs anything put back. Each alone against
+    the winner: the one that carries the gain is the my.cnf; when none does, all three stay,
+    and the report says why instead of listing three knobs without a word."""
+    put_back = dict.fromkeys(WINNER, NOTHING)
+    alone = dict.fromkeys(WINNER, COSTS) | {"sort_buffer_size": NOTHING}
+    result, studies, said = choose({"put-back": put_back, "alone": alone})
+    assert studies == ["put-back", "alone"]
+    assert result.kept == ["sort_buffer_size"]
+    assert said[-1].startswith("sort_buffer_size alone carries the winner's gain")
+    result, _, said = choose({"put-back": put_back, "alone": dict.fromkeys(WINNER, COSTS)})
+    assert result.kept == sorted(WINNER) and not result.kept_checked
+    assert "keeps all 3" in said[-1] and "no knob alone" in said[-1]
+
+
+DECISIONS = st.sampled_from([COSTS, NOTHING, verdict(SLOWER, -0.02, -0.04, -0.01),
+                             verdict(INCONCLUSIVE, -0.1, -0.5, 0.3)])
+
+
+@given(st.fixed_dictionaries({kind: st.fixed_dictionaries(dict.fromkeys(WINNER, DECISIONS))
+                              for kind in ("put-back", "alone")}),
+       DECISIONS)
+def test_the_my_cnf_is_never_empty_and_smaller_only_when_measured_to_carry_the_gain(
+        verdicts, together):
+    """Whatever the verdicts: the my.cnf keeps one knob or more of the winner's; a set smaller
+    than the winner is given only after it was measured (alone, or together) to carry the
+    gain; and the kept set is checked together only when put-back kept some but not all."""
+    result, studies, _ = choose(verdicts | {"together": {"kept": together}})
+    assert result.kept and set(result.kept) <= set(WINNER)
+    costly = [k for k, v in verdicts["put-back"].items() if v is COSTS]
+    assert ("together" in studies) == (0 < len(costly) < len(WINNER))
+    if len(result.kept) < len(WINNER):
+        shown = [result.kept_effect] if "together" in studies else \
+            [result.alone_effects[k] for k in result.kept]
+        assert sufficient({"x": shown[0]}, 0.05, 1.2) == "x"

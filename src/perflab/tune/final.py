@@ -104,16 +104,10 @@ def remeasure(store: ResultStore, result: TuneResult, plan: Plan, settings: Tune
 def put_back(store: ResultStore, result: TuneResult, plan: Plan, settings: TuneSettings,
              variables: Callable[[dict], Variables], lab: Lab, say: Say) -> None:
     """Keep in the winner only the knobs whose own effect is shown: first the knobs that cannot
-    act beside its other settings are left out (tune/inert.py); then each moved knob put back
-    to its default alone, measured side by side with the winner in one family; a knob stays
-    when the winner without it is slower. The winner's gain over the defaults is shown, so some
-    knob carries it: when no absence is shown slower, the knobs may stand in for each other,
-    and each is measured alone against the winner (`_each_alone`): one shown to carry the gain
-    alone (`sufficient`) is the my.cnf; else they all stay (small effects that add up, or an
-    answer the rounds cannot split). The knobs whose absence is shown slower, when fewer than
-    all, are then measured together without the others (`_check_kept`), and are the my.cnf
-    only when shown to carry the gain. A lone moved knob's effect is the winner's own gain;
-    more than MAX_PUT_BACK moved knobs all stay, unchecked."""
+    act beside its other settings are left out (tune/inert.py); then the others are measured
+    side by side with the winner, put back one at a time and, when that cannot split them,
+    alone (`choose_kept`). A lone moved knob's effect is the winner's own gain; more than
+    MAX_PUT_BACK moved knobs all stay, unchecked."""
     if result.best is None or result.gain_vs_default is None:
         return
     if result.gain_vs_default.verdict != FASTER:
@@ -135,67 +129,79 @@ def put_back(store: ResultStore, result: TuneResult, plan: Plan, settings: TuneS
         result.kept = knobs
         return
     params = {name: value for name, value in result.best.params.items() if name not in inert}
-    result.knob_effects, design = _against_winner(
-        store, result, plan, settings, variables, lab, say, params, "put-back",
-        {name: {k: v for k, v in params.items() if k != name} for name in knobs},
-        f"putting back each of the winner's {len(knobs)} moved knobs alone, side by side with "
-        "the winner")
-    effects = result.knob_effects
-    # a knob stays when its absence costs more than the margin could call negligible
-    result.kept = [name for name in knobs if effects[name].verdict == SLOWER
-                   and not effects[name].within(design.margin)]
-    if not result.kept:  # no knob is needed: knobs that stand in for each other, or no effect
-        result.alone_effects = _each_alone(store, result, plan, settings, variables, lab, say,
-                                           params, knobs)
-        alone = sufficient(result.alone_effects, design.margin, result.gain_vs_default.low)
-        if alone is not None:
-            say(f"{alone} alone carries the winner's gain (its setting alone against the "
-                f"winner: {result.alone_effects[alone].verdict})")
-        result.kept = [alone] if alone is not None else knobs  # none alone: small effects add
-    elif len(result.kept) < len(knobs):
-        _check_kept(store, result, plan, settings, variables, lab, say, params, knobs)
+
+    def measure(kind: str, others: dict[str, dict], saying: str) -> tuple[dict[str, Verdict],
+                                                                         float]:
+        effects, design = _against_winner(store, result, plan, settings, variables, lab, say,
+                                          params, kind, others, saying)
+        return effects, design.margin
+
+    choose_kept(result, params, knobs, measure, say)
     dropped = [name for name in knobs if name not in (result.kept or ())]
     if dropped:
         say(f"left out of the my.cnf, no effect of their own shown: {', '.join(dropped)}")
 
 
-def _check_kept(store: ResultStore, result: TuneResult, plan: Plan, settings: TuneSettings,
-                variables: Callable[[dict], Variables], lab: Lab, say: Say, params: dict,
-                knobs: list[str]) -> None:
+# a study of settings side by side with the winner: (its kind, {name: setting}, what to say) ->
+# each name's verdict against the winner, and the study's margin
+Measure = Callable[[str, dict[str, dict], str], tuple[dict[str, Verdict], float]]
+
+
+def choose_kept(result: TuneResult, params: dict, knobs: list[str], measure: Measure,
+                say: Say) -> None:
+    """The put-back's decisions, the winner's `knobs` (two or more) measured by `measure`: each
+    put back alone; a knob stays when the winner without it is slower by more than the margin.
+    None stays: each alone against the winner, one that alone carries the gain is the my.cnf,
+    else all stay. Some but not all stay: those together are checked (`_check_kept`). Sets
+    result.kept and the effects measured on the way."""
+    assert result.gain_vs_default is not None
+    effects, margin = measure(
+        "put-back", {name: {k: v for k, v in params.items() if k != name} for name in knobs},
+        f"putting back each of the winner's {len(knobs)} moved knobs alone, side by side with "
+        "the winner")
+    result.knob_effects = effects
+    # a knob stays when its absence costs more than the margin could call negligible
+    result.kept = [name for name in knobs if effects[name].verdict == SLOWER
+                   and not effects[name].within(margin)]
+    if not result.kept:  # no knob is needed: knobs that stand in for each other, or no effect
+        result.alone_effects, margin = measure(
+            "alone", {name: {name: params[name]} for name in knobs},
+            f"no knob's absence cost the winner anything: each of its {len(knobs)} knobs "
+            "alone, side by side with the winner")
+        alone = sufficient(result.alone_effects, margin, result.gain_vs_default.low)
+        if alone is not None:
+            say(f"{alone} alone carries the winner's gain (its setting alone against the "
+                f"winner: {result.alone_effects[alone].verdict})")
+            result.kept = [alone]
+        else:  # small effects that add up, or an answer the rounds cannot split
+            say(f"no knob alone was shown to carry the winner's gain, and none missing alone "
+                f"cost it anything: the my.cnf keeps all {len(knobs)}")
+            result.kept = list(knobs)
+    elif len(result.kept) < len(knobs):
+        _check_kept(result, params, knobs, measure, say)
+
+
+def _check_kept(result: TuneResult, params: dict, knobs: list[str], measure: Measure,
+                say: Say) -> None:
     """The kept knobs together, without the ones left out, side by side with the winner: each
     left-out knob was measured missing alone, and two that stand in for each other each cost
     nothing alone but their gain together. The my.cnf keeps the smaller set when it is shown
     to carry the winner's gain (`sufficient`), else every knob."""
     assert result.kept is not None and result.gain_vs_default is not None
     kept = result.kept
-    effects, design = _against_winner(
-        store, result, plan, settings, variables, lab, say, params, "together",
-        {KEPT: {name: params[name] for name in kept}},
+    effects, margin = measure(
+        "together", {KEPT: {name: params[name] for name in kept}},
         f"the {len(kept)} knob(s) kept ({', '.join(kept)}) without the "
         f"{len(knobs) - len(kept)} left out, side by side with the winner")
     result.kept_effect, result.kept_checked = effects[KEPT], list(kept)
-    if sufficient(effects, design.margin, result.gain_vs_default.low) is None:
+    if sufficient(effects, margin, result.gain_vs_default.low) is None:
         say(f"the kept knob(s) without the others were not shown to carry the winner's gain "
             f"({result.kept_effect.verdict}, {result.kept_effect.interval_text()} against the "
             f"winner): the my.cnf keeps all {len(knobs)}")
-        result.kept = knobs
+        result.kept = list(knobs)
     else:
         say(f"the kept knob(s) carry the winner's gain without the others "
             f"({result.kept_effect.verdict} against the winner)")
-
-
-def _each_alone(store: ResultStore, result: TuneResult, plan: Plan, settings: TuneSettings,
-                variables: Callable[[dict], Variables], lab: Lab, say: Say, params: dict,
-                knobs: list[str]) -> dict[str, Verdict]:
-    """Each knob's winning value alone (over the plan's baseline), side by side with the
-    winner, in one family: the knobs whose absence cost nothing may stand in for each other
-    (key_buffer_size = 0 and a segmented key cache both lift the key cache's lock), and one of
-    them alone may carry the whole gain."""
-    return _against_winner(
-        store, result, plan, settings, variables, lab, say, params, "alone",
-        {name: {name: params[name]} for name in knobs},
-        f"no knob's absence cost the winner anything: each of its {len(knobs)} knobs alone, "
-        "side by side with the winner")[0]
 
 
 def _against_winner(store: ResultStore, result: TuneResult, plan: Plan, settings: TuneSettings,
