@@ -285,6 +285,27 @@ def test_noise_measured_under_load_is_named_wherever_a_forecast_uses_it(tmp_path
         assert "perflab calibrate --again when it is idle" in source
 
 
+def test_fleet_noise_measured_before_each_server_was_credited_its_own_turns_is_named(tmp_path):
+    """Fleet noise saved before perflab credited each server with the turns it ran may read
+    high: a forecast that uses it says so, and says nothing once a newer figure replaces it."""
+    from perflab.load.workloads import resolve
+    from perflab.running.noise import FLEET_TURNS_FIXED, lab_noise
+
+    workload = resolve(PLAN.workload)
+    with ResultStore(tmp_path / "perflab.sqlite") as store:
+        store.save_noise([noise_figure(1, 10), noise_figure(4, 10)])
+        store.db.execute("UPDATE noise SET created_at = ? WHERE threads = 1",
+                         (FLEET_TURNS_FIXED - 3600,))
+        _, source = lab_noise(store, PLAN, workload, "fleet")
+        assert source.startswith("measured in this lab over 20 rounds, some of it measured "
+                                 "before 2026-11-27")
+        assert source.endswith("it may read high; perflab calibrate --again")
+        store.save_noise([noise_figure(1, 10)])  # measured again: the latest at 1 thread
+        _, source = lab_noise(store, PLAN, workload, "fleet")
+        assert source == "measured in this lab over 20 rounds"
+        assert lab_noise(store, PLAN, workload, "serial")[1].startswith("assumed")
+
+
 def test_calibrate_resumes_its_latest_calibration_and_again_starts_the_next(tmp_path):
     """`perflab calibrate` resumes (or reprints) the lab's latest calibration of a study;
     `--again` measures a new one beside it, so noise measured on a loaded machine can be
