@@ -216,8 +216,8 @@ def in_pairs(lab: Lab, name: str, keys: list[tuple], baseline: tuple[str, tuple]
     never mixes a pair's stored rounds with another pair's."""
     label, moved = baseline
     for start in range(0, len(keys), 2):
-        group = {f"a{i}": key for i, key in enumerate(keys[start:start + 2])}
-        digest = hashlib.sha1(repr((moved, sorted(group.values()))).encode()).hexdigest()[:10]
+        group = {f"a{i}": key for i, key in enumerate(sorted(keys[start:start + 2]))}
+        digest = hashlib.sha1(repr((moved, group)).encode()).hexdigest()[:10]
         judgement, schedule = measure_together(lab, f"{name}-{digest}",
                                                {label: moved, **group}, label, rounds, args)
         for config, key in group.items():
@@ -248,7 +248,7 @@ def distinct_answers(picks: dict[str, list[list[tuple | None]]],
     """Every distinct answer of every run (each trial's, and each run's winner), the defaults
     left out, seed by seed: a seed's new answers in an order shuffled by the seed, so that no
     method's answers share a group more than another's, and a bench resumed with more seeds
-    only adds groups after the ones it measured."""
+    keeps the groups it measured (all but a last one that held a single answer)."""
     order: list[tuple] = []
     for seed, _ in enumerate(next(iter(picks.values())), 1):
         fresh = [k for method in picks for k in picks[method][seed - 1] if k]

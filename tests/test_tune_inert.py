@@ -168,6 +168,7 @@ def test_the_my_cnf_is_never_empty_and_smaller_only_when_measured_to_carry_the_g
     assert result.kept and set(result.kept) <= set(WINNER)
     costly = [k for k, v in verdicts["put-back"].items() if v is COSTS]
     assert ("together" in studies) == (0 < len(costly) < len(WINNER))
+    assert ("alone" in studies) == (not costly)
     if len(result.kept) < len(WINNER):
         shown = [result.kept_effect] if "together" in studies else \
             [result.alone_effects[k] for k in result.kept]

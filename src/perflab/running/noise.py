@@ -59,8 +59,10 @@ def lab_noise(store: ResultStore, plan: Plan, workload: ResolvedWorkload, schedu
         return ASSUMED_NOISE, "assumed: this lab has not measured it yet (perflab calibrate)"
     sd = statistics.median(n.sd for n in per_threads.values())
     rounds = sum(n.rounds for n in per_threads.values())
-    return sd, (f"measured in this lab over {rounds} rounds" + _loaded(per_threads.values())
-                + _before_turns_fix(per_threads.values()))
+    loaded, old = _loaded(per_threads.values()), _before_turns_fix(per_threads.values())
+    if loaded:  # which already says to calibrate again
+        old = old.removesuffix("; perflab calibrate --again")
+    return sd, f"measured in this lab over {rounds} rounds{loaded}{old}"
 
 
 # when perflab began crediting each fleet server with the turns it ran (9a08c4c): before, a
