@@ -200,8 +200,10 @@ def _check_kept(result: TuneResult, params: dict, knobs: list[str], measure: Mea
             f"winner): the my.cnf keeps all {len(knobs)}")
         result.kept = list(knobs)
     else:
-        say(f"the kept knob(s) carry the winner's gain without the others "
-            f"({result.kept_effect.verdict} against the winner)")
+        effect = result.kept_effect
+        say(f"the kept knob(s) carry the winner's gain without the others ({effect.verdict}, "
+            f"{effect.change:+.1%} {effect.interval_text()} against the winner"
+            + (f": within the ±{margin:.0%} margin)" if effect.verdict == SLOWER else ")"))
 
 
 def _against_winner(store: ResultStore, result: TuneResult, plan: Plan, settings: TuneSettings,
