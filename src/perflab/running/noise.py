@@ -59,9 +59,8 @@ def lab_noise(store: ResultStore, plan: Plan, workload: ResolvedWorkload, schedu
         return ASSUMED_NOISE, "assumed: this lab has not measured it yet (perflab calibrate)"
     sd = statistics.median(n.sd for n in per_threads.values())
     rounds = sum(n.rounds for n in per_threads.values())
-    loaded, old = _loaded(per_threads.values()), _before_turns_fix(per_threads.values())
-    if loaded:  # which already says to calibrate again
-        old = old.removesuffix("; perflab calibrate --again")
+    loaded = _loaded(per_threads.values())
+    old = _before_turns_fix(per_threads.values(), advise=not loaded)  # loaded already advises
     return sd, f"measured in this lab over {rounds} rounds{loaded}{old}"
 
 
@@ -71,9 +70,9 @@ def lab_noise(store: ResultStore, plan: Plan, workload: ResolvedWorkload, schedu
 FLEET_TURNS_FIXED = 1795777295.0
 
 
-def _before_turns_fix(figures: Iterable[Noise]) -> str:
+def _before_turns_fix(figures: Iterable[Noise], advise: bool) -> str:
     """What a forecast says of fleet noise measured before that fix: it may read high (never
-    low), so it is named, with the way to measure it again."""
+    low), so it is named, with the way to measure it again when `advise`."""
     figures = list(figures)
     old = [n for n in figures if n.schedule.startswith("fleet") and
            n.created_at < FLEET_TURNS_FIXED]
@@ -81,7 +80,7 @@ def _before_turns_fix(figures: Iterable[Noise]) -> str:
         return ""
     return (f", {'all' if len(old) == len(figures) else 'some'} of it measured before "
             "2026-11-27, when perflab began crediting each fleet server with its own turns: it "
-            "may read high; perflab calibrate --again")
+            "may read high" + ("; perflab calibrate --again" if advise else ""))
 
 
 def _loaded(figures: Iterable[Noise]) -> str:
