@@ -250,12 +250,12 @@ def distinct_answers(picks: dict[str, list[list[tuple | None]]],
     method's answers share a group more than another's, and a bench resumed with more seeds
     keeps the groups it measured (all but a last one that held a single answer)."""
     order: list[tuple] = []
-    for seed, _ in enumerate(next(iter(picks.values())), 1):
-        fresh = [k for method in picks for k in picks[method][seed - 1] if k]
-        fresh += [settings_key(rs[seed - 1].best.params, rs[seed - 1].defaults)
-                  for rs in runs.values() if rs[seed - 1].best is not None]
-        fresh = [k for k in dict.fromkeys(fresh) if k and k not in order]
-        random.Random(seed).shuffle(fresh)
+    for seed in range(len(next(iter(picks.values())))):
+        fresh = [k for method in picks for k in picks[method][seed]]
+        fresh += [settings_key(rs[seed].best.params, rs[seed].defaults)
+                  for rs in runs.values() if rs[seed].best is not None]
+        fresh = [k for k in dict.fromkeys(fresh) if k and k not in order]  # not None, not ()
+        random.Random(seed + 1).shuffle(fresh)
         order += fresh
     return order
 
@@ -298,7 +298,7 @@ def first_reached(lab: Lab, stamp: str, picks: dict[str, list[list[tuple | None]
             decided[key] = Reach(False, "first pass", verdict)
     for wave in range(1, args.reach_waves + 1):
         wanted: list[tuple] = []  # seed by seed, as `distinct_answers` orders them
-        for seed, _ in enumerate(next(iter(picks.values()))):
+        for seed in range(len(next(iter(picks.values())))):
             for pick in (runs[seed] for runs in picks.values()):
                 for key in dict.fromkeys(k for k in pick if k):
                     if key not in decided:
