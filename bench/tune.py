@@ -155,7 +155,8 @@ def tune_body(knobs: list[str], args: argparse.Namespace) -> str:
 [tune]
 knobs = {knobs}
 final_repeats = 3
-final_max_repeats = {args.final_max_repeats}"""
+final_max_repeats = {args.final_max_repeats}
+put_back_time = {args.put_back_time}"""
 
 
 def settings_key(params: dict, startup: dict) -> tuple:
@@ -372,6 +373,9 @@ def main() -> None:
     parser.add_argument("--threads", type=int, help="default: the answer's")
     parser.add_argument("--seconds", type=int, default=3)
     parser.add_argument("--final-max-repeats", type=int, default=6)
+    parser.add_argument("--put-back-time", type=int, default=600,
+                        help="seconds each put-back study may measure on after its planned "
+                             "rounds, for the comparisons they left open (tune.put_back_time)")
     parser.add_argument("--h2h-rounds", type=int, default=8,
                         help="paired rounds of each seed's head-to-head of the winners")
     parser.add_argument("--answer-rounds", type=int, default=4,

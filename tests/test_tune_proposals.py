@@ -119,7 +119,7 @@ def measured(config, threads: int, repeat: int) -> SimpleNamespace:
 class SimulatedRunner:
     """What the tuner asks of perflab.running's Measurer and Runner, answered by `measured`."""
 
-    def __init__(self, plan, lab, store, say=print):
+    def __init__(self, plan, lab, store, say=print, budget_after_planned=False):
         self.plan, self.store = plan, store
 
     def server_options(self, config_name: str) -> dict[str, str]:

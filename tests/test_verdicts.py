@@ -4,6 +4,7 @@ measures the noise that the next run's forecast then uses."""
 
 import json
 import re
+from dataclasses import replace
 
 from conftest import run_cli, stored_points, write_plan
 from perflab.plan import parse_plan
@@ -98,3 +99,24 @@ def test_calibration_measures_the_noise_the_next_run_forecasts_with(shared_lab, 
     warned = "points were measured while other work loaded the machine" in out.stderr
     assert warned == ("while other work loaded the machine: not this" in run.stderr), run.stderr
     assert "found with 80% power" in run.stderr
+
+
+def test_a_budget_after_the_planned_rounds_never_cuts_them_short(shared_lab, tmp_path):
+    """tune's put-back plans its rounds from the lab's noise and gives its budget to the rounds
+    that decide what they leave open. A budget of 1 s, spent before the second of two planned
+    rounds when it starts with the study, starts after them instead: both rounds are measured
+    whole, the A/A left open goes on past them, and the looks are fitted at the first look."""
+    plan = parse_plan(write_plan(
+        tmp_path / "after.toml", "after-live", threads=(1,), repeats=2,
+        configs='time = "1s"\nschedule = "serial"\n[configs.a]\n[configs.b]\n').read_text())
+    said: list[str] = []
+    with shared_lab.store() as store:
+        plain = Runner(plan, shared_lab, store, said.append).run()
+        after = Runner(replace(plan, name="after-live-2"), shared_lab, store, said.append,
+                       budget_after_planned=True).run()
+        fitted = store.planned_rounds("after-live-2")
+    assert plain.stopped == "budget spent" and plain.rounds < 2, said
+    assert after.stopped in ("budget spent", "complete") and after.rounds >= 3, said
+    assert fitted >= 3, said
+    assert {(p["repeat"], p["config"]) for p in stored_points(shared_lab, "after-live-2")
+            if p["repeat"] <= 2} == {(r, c) for r in (1, 2) for c in ("a", "b")}

@@ -75,7 +75,17 @@ def run_study(plan: Plan, lab: Lab, say: Say = print, server: ExistingServer | N
 
 class Runner(Measurer):
     """The round loop of one plan: every round not stored yet, or with a time budget the rounds
-    that decide (rounds.py), over what the Measurer measures."""
+    that decide (rounds.py), over what the Measurer measures.
+
+    `budget_after_planned`: the time budget starts once the planned rounds (run.repeats) are
+    done, instead of once the data is there; they are always measured whole, and the budget
+    is only for the rounds that decide what they left open (tune's put-back, whose planned
+    rounds come from the lab's noise, not from its user)."""
+
+    def __init__(self, plan: Plan, lab: Lab, store: ResultStore, say: Say = print,
+                 existing: ExistingServer | None = None, *, budget_after_planned: bool = False):
+        super().__init__(plan, lab, store, say, existing)
+        self.budget_after_planned = budget_after_planned
 
     def run(self) -> RunSummary:
         """Every round not stored yet; with a time budget, the rounds that decide."""
@@ -132,7 +142,8 @@ class Runner(Measurer):
         for config in self.plan.configs:
             self.backend.ensure_dataset(config)
         run = self.plan.run
-        deadline = time.monotonic() + run.time if run.time else None
+        deadline = time.monotonic() + run.time if run.time and not self.budget_after_planned \
+            else None
         self.schedule, why = self.backend.schedule()
         self.say(f"schedule: {self.schedule} ({why})")
         self.plan = frozen_dependence(self.store, self.plan, self.workload, self.schedule)
@@ -166,6 +177,8 @@ class Runner(Measurer):
         while True:
             check_stop()
             round_number += 1
+            if self.budget_after_planned and run.time and round_number - 1 == run.repeats:
+                deadline = progress.deadline = time.monotonic() + run.time
             if self._first_look_unfitted(round_number - 1, deadline, timed):
                 assert deadline is not None
                 self.plan, design = fit_looks(self.store, self.plan, round_number - 1,

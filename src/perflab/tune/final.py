@@ -9,11 +9,13 @@ Then the answer is made clean and explained. Every knob the winner moves is put 
 default, one at a time, each measured side by side with the winner (`put_back`): only a knob
 whose absence is shown slower stays in the my.cnf, so a knob that rode along with the one that
 matters does not. When no absence costs anything, the knobs may stand in for each other: each
-is then measured alone against the winner, and one that alone is shown no slower is the
-my.cnf. A my.cnf smaller than the winner is itself measured against the winner before it is
-given (two knobs that stand in for each other cost nothing missing alone, their gain
-together). And the status counters of the re-measure say what the server did differently
-under the winner (tune/why.py)."""
+is then measured alone against the winner, and one that alone carries the gain is the my.cnf.
+A my.cnf smaller than the winner is itself measured against the winner before it is given
+(two knobs that stand in for each other cost nothing missing alone, their gain together). The
+put-back's studies decide within a budget (tune.put_back_time): after the rounds the lab's noise
+plans, they measure on the comparisons still open, so that a knob is not kept only because
+the planned rounds could not tell. And the status counters of the re-measure say what the
+server did differently under the winner (tune/why.py)."""
 
 from __future__ import annotations
 
@@ -27,9 +29,9 @@ from perflab.running.measurer import Measurer
 from perflab.running.runner import Runner
 from perflab.say import Say, silent
 from perflab.stats.decide import (
-    EQUIVALENT,
     FASTER,
     SLOWER,
+    TOO_FEW,
     Verdict,
     as_change,
     decide,
@@ -47,6 +49,9 @@ CANDIDATES = 3  # the best trials re-measured at the end
 MORE_CANDIDATES = 3  # at most this many more: knobs' best readings the search left behind
 CLEAR_SDS = 2  # such a reading gains more than this many rounds' noise (and the margin)
 MAX_PUT_BACK = 8  # more moved knobs than this are not put back one by one (a server each)
+# a put-back study with a budget measures at most this many times its planned rounds: 4 times
+# halves its intervals; it bounds the looks of one resumed without the pace of its first rounds
+MORE_ROUNDS = 5
 KEPT = "kept"  # the name of the kept knobs together, measured against the winner
 Variables = tuple[tuple[str, str], ...]
 
@@ -160,9 +165,7 @@ def choose_kept(result: TuneResult, params: dict, knobs: list[str], measure: Mea
         f"putting back each of the winner's {len(knobs)} moved knobs alone, side by side with "
         "the winner")
     result.knob_effects = effects
-    # a knob stays when its absence costs more than the margin could call negligible
-    result.kept = [name for name in knobs if effects[name].verdict == SLOWER
-                   and not effects[name].within(margin)]
+    result.kept = [name for name in knobs if costs(effects[name], margin)]
     if not result.kept:  # no knob is needed: knobs that stand in for each other, or no effect
         result.alone_effects, margin = measure(
             "alone", {name: {name: params[name]} for name in knobs},
@@ -171,9 +174,9 @@ def choose_kept(result: TuneResult, params: dict, knobs: list[str], measure: Mea
         alone = sufficient(result.alone_effects, margin, result.gain_vs_default.low)
         if alone is not None:
             say(f"{alone} alone carries the winner's gain (its setting alone against the "
-                f"winner: {result.alone_effects[alone].verdict})")
+                f"winner: {_against(result.alone_effects[alone], margin)})")
             result.kept = [alone]
-        else:  # small effects that add up, or an answer the rounds cannot split
+        else:  # small effects that add up
             say(f"no knob alone was shown to carry the winner's gain, and none missing alone "
                 f"cost it anything: the my.cnf keeps all {len(knobs)}")
             result.kept = list(knobs)
@@ -185,8 +188,8 @@ def _check_kept(result: TuneResult, params: dict, knobs: list[str], measure: Mea
                 say: Say) -> None:
     """The kept knobs together, without the ones left out, side by side with the winner: each
     left-out knob was measured missing alone, and two that stand in for each other each cost
-    nothing alone but their gain together. The my.cnf keeps the smaller set when it is shown
-    to carry the winner's gain (`sufficient`), else every knob."""
+    nothing alone but their gain together. The my.cnf keeps the smaller set when it carries
+    the winner's gain (`sufficient`), else every knob."""
     assert result.kept is not None and result.gain_vs_default is not None
     kept = result.kept
     effects, margin = measure(
@@ -194,16 +197,32 @@ def _check_kept(result: TuneResult, params: dict, knobs: list[str], measure: Mea
         f"the {len(kept)} knob(s) kept ({', '.join(kept)}) without the "
         f"{len(knobs) - len(kept)} left out, side by side with the winner")
     result.kept_effect, result.kept_checked = effects[KEPT], list(kept)
+    effect = result.kept_effect
     if sufficient(effects, margin, result.gain_vs_default.low) is None:
         say(f"the kept knob(s) without the others were not shown to carry the winner's gain "
-            f"({result.kept_effect.verdict}, {result.kept_effect.interval_text()} against the "
-            f"winner): the my.cnf keeps all {len(knobs)}")
+            f"({effect.verdict}, {effect.interval_text()} against the winner): the my.cnf "
+            f"keeps all {len(knobs)}")
         result.kept = list(knobs)
     else:
-        effect = result.kept_effect
-        say(f"the kept knob(s) carry the winner's gain without the others ({effect.verdict}, "
-            f"{effect.change:+.1%} {effect.interval_text()} against the winner"
-            + (f": within the ±{margin:.0%} margin)" if effect.verdict == SLOWER else ")"))
+        say(f"the kept knob(s) carry the winner's gain without the others "
+            f"({_against(effect, margin)})")
+
+
+def costs(effect: Verdict, margin: float) -> bool:
+    """Whether a setting measured against the winner is shown to lose more than the margin
+    could call negligible: what keeps a knob whose absence it is in the my.cnf."""
+    return effect.verdict == SLOWER and not effect.within(margin)
+
+
+def _against(effect: Verdict, margin: float) -> str:
+    """A setting's verdict against the winner, in words, with what makes it carry the gain."""
+    said = f"{effect.verdict}, {effect.change:+.1%} {effect.interval_text()} against the winner"
+    if effect.verdict == SLOWER:
+        return f"{said}: within the ±{margin:.0%} margin"
+    if not effect.decided:
+        return (f"{said}: not shown to lose anything, after the rounds the put-back's budget "
+                "held, and shown to keep a gain over the defaults")
+    return said
 
 
 def _against_winner(store: ResultStore, result: TuneResult, plan: Plan, settings: TuneSettings,
@@ -217,9 +236,14 @@ def _against_winner(store: ResultStore, result: TuneResult, plan: Plan, settings
     prefix = {"put-back": "without", "alone": "only", "together": "only"}[kind]  # their names
     configs += [replace(baseline, name=f"{prefix}-{name}", variables=variables(setting))
                 for name, setting in others.items()]
-    study = f"{plan.name}:{result.method}:{kind}@{len(result.trials)}"
+    budget = settings.put_back_time
+    # named after its budget too: a study decides within the looks its first run fitted
+    study = f"{plan.name}:{result.method}:{kind}@{len(result.trials)}" + (
+        f"~{budget:g}s" if budget else "")
     by_round = _side_by_side(store, plan, study, configs, "winner", len(others), settings, lab,
-                             say, lambda rounds, why: f"{saying}: {rounds} rounds ({why})")
+                             say, lambda rounds, why: f"{saying}: {rounds} rounds ({why})"
+                             + (f", then on for the comparisons still open, for {budget:g} s "
+                                "at most" if budget else ""), budget)
     scores = _scores(by_round, plan, settings)
     comparisons = {name: _gains(settings.direction, scores.get("winner", {}),
                                 scores.get(f"{prefix}-{name}", {})) for name in others}
@@ -227,30 +251,38 @@ def _against_winner(store: ResultStore, result: TuneResult, plan: Plan, settings
     return decide(comparisons, design), design
 
 
-def sufficient(alone: dict[str, Verdict], margin: float, gain_low: float) -> str | None:
-    """The knob that alone carries the winner's gain: its setting alone shown no slower than
-    the winner (equivalent, faster, or slower by less than the margin), and keeping a gain over
-    the defaults (its interval against the winner above what the winner's gain, `gain_low` at
-    the least, would lose: a knob that does nothing is no slower than a winner that barely
-    gained); the best estimate of those, None when no knob alone is shown to carry it."""
+def sufficient(effects: dict[str, Verdict], margin: float, gain_low: float) -> str | None:
+    """The setting (a knob alone, or the kept knobs together) that carries the winner's gain:
+    shown to keep a gain over the defaults (its interval against the winner above what the
+    winner's gain, `gain_low` at the least, would lose: a knob that does nothing is no slower
+    than a winner that barely gained), and the winner's other knobs not shown to add to it (it
+    is not shown slower than the winner beyond the margin: `costs`, the rule that keeps a
+    knob whose absence it is). So a setting still inconclusive against the winner when the
+    put-back's budget is spent carries the gain, as a knob whose absence is inconclusive is
+    left out. The best estimate of those; None when none carries it."""
     keeps_gain = 1 / (1 + gain_low) - 1
-    enough = [name for name, v in alone.items() if v.low > keeps_gain and (
-        v.verdict in (EQUIVALENT, FASTER) or (v.verdict == SLOWER and v.within(margin)))]
-    return max(enough, key=lambda name: alone[name].change) if enough else None
+    enough = [name for name, v in effects.items()
+              if v.verdict != TOO_FEW and v.low > keeps_gain and not costs(v, margin)]
+    return max(enough, key=lambda name: effects[name].change) if enough else None
 
 
 def _side_by_side(store: ResultStore, plan: Plan, name: str, configs: list[ServerConfig],
                   baseline: str, cells: int, settings: TuneSettings, lab: Lab, say: Say,
-                  saying: Callable[[int, str], str]) -> dict[str, dict[int, list[StoredPoint]]]:
+                  saying: Callable[[int, str], str], budget: float = 0.0
+                  ) -> dict[str, dict[int, list[StoredPoint]]]:
     """`configs` measured in a study of their own, `name`, on the plan's workload, for the
     rounds the lab's noise needs for `cells` comparisons with `baseline` (announced by
-    `saying`, from the rounds and why); its successful points: config -> round -> points."""
+    `saying`, from the rounds and why), then with a `budget` (seconds) on for the comparisons
+    those left open, as `perflab run` decides within run.time; its successful points:
+    config -> round -> points."""
     measured = replace(plan, name=name, configs=tuple(configs), baseline=baseline,
-                       run=replace(plan.run, time=0.0))
+                       run=replace(plan.run, time=budget))
     rounds, why = _rounds(store, measured, cells, plan, settings, lab)
-    measured = replace(measured, run=replace(measured.run, repeats=rounds))
+    measured = replace(measured, run=replace(
+        measured.run, repeats=rounds,
+        max_rounds=min(measured.run.max_rounds, MORE_ROUNDS * rounds)))
     say(saying(rounds, why))
-    Runner(measured, lab, store, say).run()
+    Runner(measured, lab, store, say, budget_after_planned=True).run()
     by_round: dict[str, dict[int, list[StoredPoint]]] = {}
     definitions = [measured.config_hash(c) for c in measured.configs]
     for point in store.points(name, definitions):

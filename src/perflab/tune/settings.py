@@ -24,11 +24,14 @@ class TuneSettings:
     memory_share: float = 0.5  # of this machine's RAM
     final_repeats: int = 3  # the re-measure's rounds: at least these, more if the noise
     final_max_repeats: int = 12  # needs them to resolve run.margin, up to these
+    # seconds each put-back study may take: after its planned rounds, it measures on the
+    # comparisons still open until each is decided or this is spent (0: planned rounds only)
+    put_back_time: float = 600.0
 
     @classmethod
     def from_plan(cls, raw: dict) -> TuneSettings:
         allowed = {"objective", "min_qps", "knobs", "exclude", "memory_share", "final_repeats",
-                   "final_max_repeats"}
+                   "final_max_repeats", "put_back_time"}
         unknown = set(raw) - allowed
         if unknown:
             raise PerflabError(f"tune: unknown key tune.{sorted(unknown)[0]} "
@@ -42,7 +45,8 @@ class TuneSettings:
                                    hint=f'e.g. {key} = ["key_buffer_size", "table_open_cache"]')
             names[key] = tuple(value)
         for key, kinds in (("min_qps", int | float), ("memory_share", int | float),
-                           ("final_repeats", int), ("final_max_repeats", int)):
+                           ("final_repeats", int), ("final_max_repeats", int),
+                           ("put_back_time", int | float)):
             value = raw.get(key, 0)
             if isinstance(value, bool) or not isinstance(value, kinds):
                 kind = "an integer" if kinds is int else "a number"
@@ -57,6 +61,10 @@ class TuneSettings:
             raise PerflabError("tune.final_repeats must be at least 2 (an interval needs two)")
         if settings.final_max_repeats < settings.final_repeats:
             raise PerflabError("tune.final_max_repeats must be at least tune.final_repeats")
+        if not 0 <= settings.put_back_time < math.inf:
+            raise PerflabError(f"tune.put_back_time must be seconds, 0 or more, got "
+                               f"{settings.put_back_time!r}",
+                               hint="e.g. put_back_time = 600 (0: the planned rounds only)")
         return settings
 
     @property
