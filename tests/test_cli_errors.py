@@ -151,6 +151,12 @@ def test_tune_settings_and_budgets_are_checked_before_any_server(tmp_path):
         TuneSettings.from_plan({"knobs": 5})
     with pytest.raises(PerflabError, match="tune.memory_share must be a number"):
         TuneSettings.from_plan({"memory_share": "half"})
+    for seconds in (-1, math.inf, math.nan):
+        with pytest.raises(PerflabError, match="tune.put_back_time must be seconds"):
+            TuneSettings.from_plan({"put_back_time": seconds})
+    with pytest.raises(PerflabError, match="tune.put_back_time must be a number"):
+        TuneSettings.from_plan({"put_back_time": "10m"})
+    assert TuneSettings.from_plan({"put_back_time": 0}).put_back_time == 0
     plan, lab = resolve_plan("key-cache-segments"), Lab(tmp_path / "lab")
     for options, message, option in (
             (dict(budget=-3), "budget must be at least 1", "budget"),

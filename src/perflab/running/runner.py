@@ -137,7 +137,8 @@ class Runner(Measurer):
         """Before the first round: the datasets ready, the schedule chosen, the dependence
         allowance and the looks frozen (a study's first run sets them, later runs keep them),
         the forecast said. Returns the design and the budget's deadline, which starts once the
-        data is there: the budget is for the rounds."""
+        data is there: the budget is for the rounds (with budget_after_planned, None: it
+        starts once the planned rounds are done, in `_loop`)."""
         watch = busy.Watch(self._existing_pid())  # other work while the study sets up
         for config in self.plan.configs:
             self.backend.ensure_dataset(config)

@@ -13,9 +13,9 @@ is then measured alone against the winner, and one that alone carries the gain i
 A my.cnf smaller than the winner is itself measured against the winner before it is given
 (two knobs that stand in for each other cost nothing missing alone, their gain together). The
 put-back's studies decide within a budget (tune.put_back_time): after the rounds the lab's noise
-plans, they measure on the comparisons still open, so that a knob is not kept only because
-the planned rounds could not tell. And the status counters of the re-measure say what the
-server did differently under the winner (tune/why.py)."""
+plans, they measure on the comparisons still open, so that fewer answers are left undecided
+(and every knob kept for want of a decision). And the status counters of the re-measure say
+what the server did differently under the winner (tune/why.py)."""
 
 from __future__ import annotations
 
@@ -29,9 +29,9 @@ from perflab.running.measurer import Measurer
 from perflab.running.runner import Runner
 from perflab.say import Say, silent
 from perflab.stats.decide import (
+    EQUIVALENT,
     FASTER,
     SLOWER,
-    TOO_FEW,
     Verdict,
     as_change,
     decide,
@@ -134,6 +134,10 @@ def put_back(store: ResultStore, result: TuneResult, plan: Plan, settings: TuneS
         result.kept = knobs
         return
     params = {name: value for name, value in result.best.params.items() if name not in inert}
+    if settings.put_back_time and not put_back_budget(plan, settings):
+        say("the put-back measures the rounds the noise plans, no more: rounds added within "
+            "tune.put_back_time decide each thread count's throughput on its own, and this "
+            f"tune judges {settings.objective} over {len(plan.run.threads)} thread count(s)")
 
     def measure(kind: str, others: dict[str, dict], saying: str) -> tuple[dict[str, Verdict],
                                                                          float]:
@@ -176,7 +180,7 @@ def choose_kept(result: TuneResult, params: dict, knobs: list[str], measure: Mea
             say(f"{alone} alone carries the winner's gain (its setting alone against the "
                 f"winner: {_against(result.alone_effects[alone], margin)})")
             result.kept = [alone]
-        else:  # small effects that add up
+        else:  # small effects that add up, or intervals the budget left too wide
             say(f"no knob alone was shown to carry the winner's gain, and none missing alone "
                 f"cost it anything: the my.cnf keeps all {len(knobs)}")
             result.kept = list(knobs)
@@ -199,9 +203,11 @@ def _check_kept(result: TuneResult, params: dict, knobs: list[str], measure: Mea
     result.kept_effect, result.kept_checked = effects[KEPT], list(kept)
     effect = result.kept_effect
     if sufficient(effects, margin, result.gain_vs_default.low) is None:
+        undecided = "" if effect.decided else \
+            " (undecided after the rounds measured: more may decide it, tune.put_back_time)"
         say(f"the kept knob(s) without the others were not shown to carry the winner's gain "
-            f"({effect.verdict}, {effect.interval_text()} against the winner): the my.cnf "
-            f"keeps all {len(knobs)}")
+            f"({effect.verdict}, {effect.change:+.1%} {effect.interval_text()} against the "
+            f"winner): the my.cnf keeps all {len(knobs)}{undecided}")
         result.kept = list(knobs)
     else:
         say(f"the kept knob(s) carry the winner's gain without the others "
@@ -215,14 +221,19 @@ def costs(effect: Verdict, margin: float) -> bool:
 
 
 def _against(effect: Verdict, margin: float) -> str:
-    """A setting's verdict against the winner, in words, with what makes it carry the gain."""
+    """A setting's verdict against the winner, in words."""
     said = f"{effect.verdict}, {effect.change:+.1%} {effect.interval_text()} against the winner"
-    if effect.verdict == SLOWER:
-        return f"{said}: within the ±{margin:.0%} margin"
-    if not effect.decided:
-        return (f"{said}: not shown to lose anything, after the rounds the put-back's budget "
-                "held, and shown to keep a gain over the defaults")
-    return said
+    return f"{said}: within the ±{margin:.0%} margin" if effect.verdict == SLOWER else said
+
+
+def put_back_budget(plan: Plan, settings: TuneSettings) -> float:
+    """The seconds a put-back study measures on after its planned rounds: tune.put_back_time
+    when the rounds' comparisons are the put-back's own, one per setting (the throughput
+    objective at one thread count); else none. The round policy decides each thread count's
+    throughput on its own, where the put-back judges one score over every thread count, and
+    rounds added for some of them would be left out of it."""
+    one = settings.objective == "throughput" and len(plan.run.threads) == 1
+    return settings.put_back_time if one else 0.0
 
 
 def _against_winner(store: ResultStore, result: TuneResult, plan: Plan, settings: TuneSettings,
@@ -236,7 +247,7 @@ def _against_winner(store: ResultStore, result: TuneResult, plan: Plan, settings
     prefix = {"put-back": "without", "alone": "only", "together": "only"}[kind]  # their names
     configs += [replace(baseline, name=f"{prefix}-{name}", variables=variables(setting))
                 for name, setting in others.items()]
-    budget = settings.put_back_time
+    budget = put_back_budget(plan, settings)
     # named after its budget too: a study decides within the looks its first run fitted
     study = f"{plan.name}:{result.method}:{kind}@{len(result.trials)}" + (
         f"~{budget:g}s" if budget else "")
@@ -253,16 +264,15 @@ def _against_winner(store: ResultStore, result: TuneResult, plan: Plan, settings
 
 def sufficient(effects: dict[str, Verdict], margin: float, gain_low: float) -> str | None:
     """The setting (a knob alone, or the kept knobs together) that carries the winner's gain:
-    shown to keep a gain over the defaults (its interval against the winner above what the
+    shown no slower than the winner (equivalent, faster, or slower by less than the margin),
+    and keeping a gain over the defaults (its interval against the winner above what the
     winner's gain, `gain_low` at the least, would lose: a knob that does nothing is no slower
-    than a winner that barely gained), and the winner's other knobs not shown to add to it (it
-    is not shown slower than the winner beyond the margin: `costs`, the rule that keeps a
-    knob whose absence it is). So a setting still inconclusive against the winner when the
-    put-back's budget is spent carries the gain, as a knob whose absence is inconclusive is
-    left out. The best estimate of those; None when none carries it."""
+    than a winner that barely gained); the best estimate of those, None when none is shown to
+    carry it. Inconclusive is not enough: a setting that may lose a real part of the gain is
+    not given in place of the winner (the put-back's budget is there to decide it)."""
     keeps_gain = 1 / (1 + gain_low) - 1
-    enough = [name for name, v in effects.items()
-              if v.verdict != TOO_FEW and v.low > keeps_gain and not costs(v, margin)]
+    enough = [name for name, v in effects.items() if v.low > keeps_gain and (
+        v.verdict in (EQUIVALENT, FASTER) or (v.verdict == SLOWER and v.within(margin)))]
     return max(enough, key=lambda name: effects[name].change) if enough else None
 
 
@@ -278,9 +288,8 @@ def _side_by_side(store: ResultStore, plan: Plan, name: str, configs: list[Serve
     measured = replace(plan, name=name, configs=tuple(configs), baseline=baseline,
                        run=replace(plan.run, time=budget))
     rounds, why = _rounds(store, measured, cells, plan, settings, lab)
-    measured = replace(measured, run=replace(
-        measured.run, repeats=rounds,
-        max_rounds=min(measured.run.max_rounds, MORE_ROUNDS * rounds)))
+    measured = replace(measured, run=replace(measured.run, repeats=rounds,
+                                             max_rounds=MORE_ROUNDS * rounds))
     say(saying(rounds, why))
     Runner(measured, lab, store, say, budget_after_planned=True).run()
     by_round: dict[str, dict[int, list[StoredPoint]]] = {}

@@ -23,9 +23,9 @@ def tables(result: TuneResult) -> list[Table]:
         out.append(_knob_table(
             result, result.knob_effects, "Change without it",
             "Each moved knob put back alone (the winner without it, against the winner; a knob "
-            "stays in the my.cnf when the winner without it is shown slower beyond the margin; "
-            "when none is, one knob that carries the gain alone, else every knob: the winner's "
-            "gain is shown, some knob carries it)",
+            "stays in the my.cnf when the winner without it is shown slower, and not shown "
+            "within the margin; when none is, one knob shown to carry the gain alone, else "
+            "every knob: the winner's gain is shown, some knob carries it)",
             note="The my.cnf below leaves out the knobs marked so; the gains above are the "
                  "whole winner's, measured with them."
             if len(result.kept or ()) < len(result.knob_effects) else ""))
@@ -34,13 +34,12 @@ def tables(result: TuneResult) -> list[Table]:
             result, result.alone_effects, "Change alone",
             "Each knob alone (its winning value over the baseline, against the winner): no "
             "knob's absence cost anything, so they may stand in for each other; one alone "
-            "that carries the gain (shown faster than the defaults, not shown slower than the "
-            "winner beyond the margin) is the my.cnf"))
+            "shown to carry the gain (no slower than the winner beyond the margin, and faster "
+            "than the defaults) is the my.cnf"))
     if result.kept_effect is not None:
         out.append(Table(
             "The kept knobs together, without those left out, against the winner (the my.cnf "
-            "keeps them when they carry the gain: shown faster than the defaults, not shown "
-            "slower than the winner beyond the margin; else every knob)",
+            "keeps them when shown to carry the gain, else every knob)",
             ["Knobs", "Rounds", "Change", "Interval", "Verdict", "my.cnf"],
             [[", ".join(result.kept_checked), *_gain_cells(result.kept_effect),
               "these" if result.kept == result.kept_checked else "every knob"]]))
