@@ -84,6 +84,12 @@ def test_a_knob_that_alone_carries_the_gain_is_the_whole_my_cnf():
     assert sufficient(alone, 0.05, 0.5) == "key_buffer_size"
     del alone["key_buffer_size"]
     assert sufficient(alone, 0.05, 0.5) is None
+    # the question is one-sided: an interval that rules out losing 5% carries the gain,
+    # whether or not it rules out gaining more than 5% (pool seed 3, 2026-11-27)
+    alone["key_cache_division_limit"] = verdict(INCONCLUSIVE, 0.013, -0.041, 0.071)
+    assert sufficient(alone, 0.05, 0.5) == "key_cache_division_limit"
+    alone["key_cache_division_limit"] = verdict(INCONCLUSIVE, -0.013, -0.059, 0.036)
+    assert sufficient(alone, 0.05, 0.5) is None
     # a real loss smaller than the margin still carries the gain, as does a faster one: the best
     alone["key_cache_segments"] = verdict(SLOWER, -0.02, -0.04, -0.005)
     alone["key_buffer_size"] = verdict(FASTER, 0.03, 0.01, 0.05)
@@ -150,6 +156,11 @@ def test_the_knobs_whose_absence_costs_are_checked_together_without_the_others()
     assert "-3.0% [-14.0%, +9.0%]" in said[-1] and "more may decide it" in said[-1]
     assert "more may decide" not in choose({"put-back": put_back,
                                             "together": {"kept": COSTS}})[2][-1]
+    no_loss = verdict(INCONCLUSIVE, 0.013, -0.041, 0.071)
+    result, _, said = choose({"put-back": put_back, "together": {"kept": no_loss}})
+    assert result.kept == ["max_heap_table_size", "tmp_table_size"]
+    assert said[-1].endswith("[-4.1%, +7.1%] against the winner: it rules out losing more "
+                             "than 5%)")
 
 
 def test_when_no_absence_costs_one_knob_alone_or_every_knob_is_the_my_cnf():

@@ -221,9 +221,13 @@ def costs(effect: Verdict, margin: float) -> bool:
 
 
 def _against(effect: Verdict, margin: float) -> str:
-    """A setting's verdict against the winner, in words."""
+    """A setting's verdict against the winner, in words, with why it carries the gain."""
     said = f"{effect.verdict}, {effect.change:+.1%} {effect.interval_text()} against the winner"
-    return f"{said}: within the ±{margin:.0%} margin" if effect.verdict == SLOWER else said
+    if effect.verdict == SLOWER:
+        return f"{said}: within the ±{margin:.0%} margin"
+    if not effect.decided:
+        return f"{said}: it rules out losing more than {margin:.0%}"
+    return said
 
 
 def put_back_budget(plan: Plan, settings: TuneSettings) -> float:
@@ -264,15 +268,21 @@ def _against_winner(store: ResultStore, result: TuneResult, plan: Plan, settings
 
 def sufficient(effects: dict[str, Verdict], margin: float, gain_low: float) -> str | None:
     """The setting (a knob alone, or the kept knobs together) that carries the winner's gain:
-    shown no slower than the winner (equivalent, faster, or slower by less than the margin),
-    and keeping a gain over the defaults (its interval against the winner above what the
-    winner's gain, `gain_low` at the least, would lose: a knob that does nothing is no slower
-    than a winner that barely gained); the best estimate of those, None when none is shown to
-    carry it. Inconclusive is not enough: a setting that may lose a real part of the gain is
-    not given in place of the winner (the put-back's budget is there to decide it)."""
+    shown no slower than the winner by more than the margin, and keeping a gain over the
+    defaults (its interval against the winner above what the winner's gain, `gain_low` at the
+    least, would lose: a knob that does nothing is no slower than a winner that barely
+    gained); the best estimate of those, None when none is shown to carry it.
+
+    "No slower by more than the margin" is one-sided: equivalent, faster, slower by less than
+    the margin, or an interval whose low end is above -margin whatever its high end (an
+    interval of [-4%, +7%] rules out losing 5%; that it does not rule out gaining 7% is no
+    reason to keep the winner's other knobs). The low end of the family's two-sided interval
+    keeps the error rate at half the family's. Inconclusive otherwise is not enough: a setting
+    that may lose a real part of the gain is not given in place of the winner."""
     keeps_gain = 1 / (1 + gain_low) - 1
     enough = [name for name, v in effects.items() if v.low > keeps_gain and (
-        v.verdict in (EQUIVALENT, FASTER) or (v.verdict == SLOWER and v.within(margin)))]
+        v.low > -margin or v.verdict in (EQUIVALENT, FASTER)
+        or (v.verdict == SLOWER and v.within(margin)))]
     return max(enough, key=lambda name: effects[name].change) if enough else None
 
 
