@@ -29,7 +29,6 @@ from perflab.running.measurer import Measurer
 from perflab.running.runner import Runner
 from perflab.say import Say, silent
 from perflab.stats.decide import (
-    EQUIVALENT,
     FASTER,
     SLOWER,
     Verdict,
@@ -169,7 +168,7 @@ def choose_kept(result: TuneResult, params: dict, knobs: list[str], measure: Mea
         f"putting back each of the winner's {len(knobs)} moved knobs alone, side by side with "
         "the winner")
     result.knob_effects = effects
-    result.kept = [name for name in knobs if costs(effects[name], margin)]
+    result.kept = [name for name in knobs if _costs(effects[name], margin)]
     if not result.kept:  # no knob is needed: knobs that stand in for each other, or no effect
         result.alone_effects, margin = measure(
             "alone", {name: {name: params[name]} for name in knobs},
@@ -214,7 +213,7 @@ def _check_kept(result: TuneResult, params: dict, knobs: list[str], measure: Mea
             f"({_against(effect, margin)})")
 
 
-def costs(effect: Verdict, margin: float) -> bool:
+def _costs(effect: Verdict, margin: float) -> bool:
     """Whether a setting measured against the winner is shown to lose more than the margin
     could call negligible: what keeps a knob whose absence it is in the my.cnf."""
     return effect.verdict == SLOWER and not effect.within(margin)
@@ -281,8 +280,7 @@ def sufficient(effects: dict[str, Verdict], margin: float, gain_low: float) -> s
     that may lose a real part of the gain is not given in place of the winner."""
     keeps_gain = 1 / (1 + gain_low) - 1
     enough = [name for name, v in effects.items() if v.low > keeps_gain and (
-        v.low > -margin or v.verdict in (EQUIVALENT, FASTER)
-        or (v.verdict == SLOWER and v.within(margin)))]
+        v.low > -margin or (v.decided and not _costs(v, margin)))]
     return max(enough, key=lambda name: effects[name].change) if enough else None
 
 
