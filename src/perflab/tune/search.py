@@ -83,12 +83,14 @@ class Tuner:
     """One worker's search for a plan's best server settings: `method` ("ofat", "bayes" or
     "random") chooses the trials, within a `budget` of trials (the study's, shared with other
     workers) or a time limit (`seconds`, this worker's); `storage`: the URL of a study shared
-    with workers elsewhere; `allow_unsafe`: search the durability knobs too."""
+    with workers elsewhere; `allow_unsafe`: search the durability knobs too; `put_back`: False
+    leaves the re-measured winner whole, its knobs not put back one at a time (bench/tune's
+    comparison methods, whose my.cnf nobody is given)."""
 
     def __init__(self, plan: Plan, lab: Lab, settings: TuneSettings, method: str, *,
                  budget: int | None = None, seconds: float | None = None,
                  storage: str | None = None, sampler: str = Sampler.ADDITIVE, seed: int = 0,
-                 allow_unsafe: bool = False, say: Say = print):
+                 allow_unsafe: bool = False, put_back: bool = True, say: Say = print):
         method, sampler = _checked(method, sampler, budget, seconds, seed)
         if plan.run.clients:
             raise PerflabError(
@@ -104,7 +106,7 @@ class Tuner:
         # (opened once the lab exists), unless workers share one elsewhere; a URL that cannot
         # be opened fails here, before any server starts
         self.storage = workers.open_storage(storage) if storage else None
-        self.allow_unsafe = allow_unsafe
+        self.allow_unsafe, self.put_back = allow_unsafe, put_back
         self.baseline = plan.config(plan.baseline)
         self.measured = Measured.ALONE if plan.run.schedule == Schedule.SERIAL \
             else Measured.SIDE_BY_SIDE
@@ -153,8 +155,9 @@ class Tuner:
             if taken is None:
                 remeasure(store, result, self.plan, self.settings, self.trials.variables,
                           self.trials.round_sd, self.lab, self.say)
-                put_back(store, result, self.plan, self.settings, self.trials.variables,
-                         self.lab, self.say)
+                if self.put_back:
+                    put_back(store, result, self.plan, self.settings, self.trials.variables,
+                             self.lab, self.say)
                 workers.done(study, key)
             else:
                 result.final_by = taken
