@@ -254,19 +254,19 @@ def answer_gains(lab: Lab, stamp: str, order: list[tuple], args: argparse.Namesp
     return gains, schedules
 
 
-def distinct_answers(picks: dict[str, list[list[tuple | None]]],
+def distinct_answers(seeds: list[int], picks: dict[str, list[list[tuple | None]]],
                      runs: dict[str, list[TuneResult]]) -> list[tuple]:
     """Every distinct answer of every run (each trial's, and each run's winner), the defaults
     left out, seed by seed: a seed's new answers in an order shuffled by the seed, so that no
     method's answers share a group more than another's, and a bench resumed with more seeds
     keeps the groups it measured (all but a last one that held a single answer)."""
     order: list[tuple] = []
-    for seed in range(len(next(iter(picks.values())))):
-        fresh = [k for method in picks for k in picks[method][seed]]
-        fresh += [settings_key(rs[seed].best.params, rs[seed].defaults)
-                  for rs in runs.values() if rs[seed].best is not None]
+    for i, seed in enumerate(seeds):
+        fresh = [k for method in picks for k in picks[method][i]]
+        fresh += [settings_key(rs[i].best.params, rs[i].defaults)
+                  for rs in runs.values() if rs[i].best is not None]
         fresh = [k for k in dict.fromkeys(fresh) if k and k not in order]  # not None, not ()
-        random.Random(seed + 1).shuffle(fresh)
+        random.Random(seed).shuffle(fresh)
         order += fresh
     return order
 
@@ -309,8 +309,8 @@ def first_reached(lab: Lab, stamp: str, picks: dict[str, list[list[tuple | None]
             decided[key] = Reach(False, "first pass", verdict)
     for wave in range(1, args.reach_waves + 1):
         wanted: list[tuple] = []  # seed by seed, as `distinct_answers` orders them
-        for seed in range(len(next(iter(picks.values())))):
-            for pick in (runs[seed] for runs in picks.values()):
+        for i in range(len(next(iter(picks.values())))):
+            for pick in (runs[i] for runs in picks.values()):
                 for key in dict.fromkeys(k for k in pick if k):
                     if key not in decided:
                         wanted.append(key)
@@ -365,9 +365,28 @@ def head_to_head(lab: Lab, name: str, winners: dict[str, TuneResult],
     return Duel(judgement, schedule, same)
 
 
+def seed_list(text: str) -> list[int]:
+    """--seeds: "N" is seeds 1 to N; otherwise comma-separated seeds and ranges ("4-5,7")."""
+    try:
+        if text.isdigit():
+            seeds = list(range(1, int(text) + 1))
+        else:
+            seeds = []
+            for part in text.split(","):
+                low, _, high = part.partition("-")
+                seeds += list(range(int(low), int(high or low) + 1))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: N, or seeds and ranges like 4-5,7") from None
+    if not seeds or min(seeds) < 1 or len(set(seeds)) < len(seeds):
+        raise argparse.ArgumentTypeError(f"{text!r}: one seed or more, each 1 or above, once")
+    return seeds
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--seeds", type=seed_list, default=seed_list("3"),
+                        help="N (seeds 1 to N), or a list and ranges of seeds (4-5, or 1,3): "
+                             "a bench of some seeds now and others later, each its own run")
     parser.add_argument("--space", choices=("curated", "six"), default="curated",
                         help="the knobs searched: perflab's curated set (the default of "
                              "`perflab tune`) or six of them, the pool size the only large one")
@@ -423,7 +442,7 @@ def main() -> None:
     runs: dict[str, list[TuneResult]] = {method: [] for method in methods}
     picks: dict[str, list[list[tuple | None]]] = {method: [] for method in methods}
     duels: list[Duel] = []
-    for seed in range(1, args.seeds + 1):
+    for seed in args.seeds:
         knobs = random.Random(seed).sample(space, len(space))
         turn = seed % len(methods)
         for method in methods[turn:] + methods[:turn]:
@@ -446,7 +465,7 @@ def main() -> None:
         duels.append(head_to_head(lab, f"bench-tune-{stamp}-s{seed}-head-to-head", winners,
                                   args) if METHODS[0] in winners else Duel(None))
 
-    keys = distinct_answers(picks, runs)
+    keys = distinct_answers(args.seeds, picks, runs)
     print(f"\nre-measuring the {len(keys)} distinct answers of every run, two at a time side "
           f"by side with the defaults, {args.answer_rounds} rounds each", flush=True)
     gains, schedules = answer_gains(lab, stamp, keys, args)
@@ -464,7 +483,8 @@ def main() -> None:
     print(f"\n{answer.described}: {args.tables} x {args.rows:,} rows, "
           f"{args.threads} threads, {args.seconds} s per trial "
           f"({'alone' if args.serial else 'side by side with the defaults'}), "
-          f"budget {args.budget} trials, {len(space)} knobs ({args.space}), {args.seeds} seeds")
+          f"budget {args.budget} trials, {len(space)} knobs ({args.space}), seeds "
+          f"{', '.join(map(str, args.seeds))}")
     print(f"answers: {len(keys)} distinct, each re-measured with the defaults "
           f"({', '.join(sorted(schedules))}, {args.answer_rounds} rounds); the best, the "
           f"reference R, {best.change:+.1%} {best.interval_text()}: "
@@ -498,7 +518,7 @@ def main() -> None:
           "first re-measured, median over seeds. Refusals, which would not fit in memory, cost "
           "nothing and are not counted)")
     for method in methods:
-        for seed, pick in enumerate(picks[method], 1):
+        for seed, pick in zip(args.seeds, picks[method], strict=True):
             n = reached(pick)
             if n:
                 reach = decided[pick[n - 1]]
@@ -534,7 +554,7 @@ def main() -> None:
         print(f"{method:8} vs {default}: {' | '.join(cells)}  median {median}")
     for method, results in runs.items():
         what = "my.cnf" if method == METHODS[0] else "winner (its knobs not put back)"
-        for seed, r in enumerate(results, 1):
+        for seed, r in zip(args.seeds, results, strict=True):
             print(f"{method} seed {seed} {what}: {r.mycnf().replace(chr(10), '; ')}")
 
 

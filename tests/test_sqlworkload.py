@@ -7,7 +7,7 @@ import pytest
 from perflab.errors import PerflabError
 from perflab.load.sqlworkload import Placeholder, load_sql_workload
 from perflab.load.workloads import resolve
-from perflab.plan import Workload
+from perflab.plan import Dataset, Workload
 
 pytestmark = pytest.mark.fast
 
@@ -47,6 +47,26 @@ def test_a_workload_file_parses_and_writes_its_statements(tmp_path):
     resolved.family.write_files(tmp_path / "lab")  # the next run's file replaces it
     assert [p.name for p in (tmp_path / "lab").iterdir()] == \
         [Path(resolved.family.sysbench_environment()["PERFLAB_SQL_STATEMENTS"]).name]
+
+
+def test_the_data_is_named_and_described_by_the_file_not_the_plans_rows(tmp_path):
+    """The file's [[data]] makes the dataset: its key follows the file's content and engine,
+    not the plan's [dataset] tables and rows (which the loader does not use), and a report
+    describes the file's tables and rows."""
+    path = tmp_path / "w.toml"
+    path.write_text(GOOD)
+    family = resolve(Workload("sql", (("file", str(path)),))).family
+    assert family.describe(Dataset()) == "w.toml: t 10 rows"
+    key = family.dataset_key(Dataset())
+    assert key == family.dataset_key(Dataset(tables=4, rows=250_000))
+    assert key != family.dataset_key(Dataset(engine="MyISAM"))
+    path.write_text(GOOD.replace("rows = 10", "rows = 20000"))
+    larger = resolve(Workload("sql", (("file", str(path)),))).family
+    assert larger.dataset_key(Dataset()) != key
+    assert larger.describe(Dataset()) == "w.toml: t 20,000 rows"
+    assert larger.describe(Dataset(existing="appdb")) == "schema appdb as it is"
+    sbtest = resolve(Workload("oltp_read_only")).family
+    assert sbtest.describe(Dataset(tables=4, rows=250_000)) == "4 table(s) x 250000 rows"
 
 
 @pytest.mark.parametrize(("edit", "message"), [

@@ -2,13 +2,14 @@
 decisions over measured verdicts: which knobs stay, the one that alone carries the winner's gain,
 the kept set checked together (tune/final.choose_kept)."""
 
+import math
 from types import SimpleNamespace
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from perflab.stats.decide import EQUIVALENT, FASTER, INCONCLUSIVE, SLOWER, Verdict
+from perflab.stats.decide import EQUIVALENT, FASTER, INCONCLUSIVE, SLOWER, TOO_FEW, Verdict
 from perflab.tune.final import choose_kept, put_back_budget, sufficient
 from perflab.tune.inert import inert_knobs
 from perflab.tune.result import TuneResult
@@ -149,13 +150,21 @@ def test_the_knobs_whose_absence_costs_are_checked_together_without_the_others()
     assert result.kept == sorted(WINNER)
     assert result.kept_checked == ["max_heap_table_size", "tmp_table_size"]
     assert "keeps all 3" in said[-1]
-    # still open when the rounds end: every knob stays, and the run says more may decide it
+    assert not result.unproven and "shown slower than the winner" in said[-1]
+    # never measured (its points failed): every knob stays
+    failed = verdict(TOO_FEW, math.nan, math.nan, math.nan)
+    result, _, said = choose({"put-back": put_back, "together": {"kept": failed}})
+    assert result.kept == sorted(WINNER) and not result.unproven
+    assert "could not be measured" in said[-1]
+    # still open when the rounds end: the knobs with a shown effect are the my.cnf, the other
+    # as a comment with the figure, and the run says more rounds may decide it
     unsure = verdict(INCONCLUSIVE, -0.03, -0.14, 0.09)
     result, _, said = choose({"put-back": put_back, "together": {"kept": unsure}})
-    assert result.kept == sorted(WINNER)
-    assert "-3.0% [-14.0%, +9.0%]" in said[-1] and "more may decide it" in said[-1]
-    assert "more may decide" not in choose({"put-back": put_back,
-                                            "together": {"kept": COSTS}})[2][-1]
+    assert result.kept == ["max_heap_table_size", "tmp_table_size"]
+    assert result.unproven == ["sort_buffer_size"]
+    assert "-3.0% [-14.0%, +9.0%]" in said[-1] and "more rounds may decide it" in said[-1]
+    assert "more rounds may decide" not in choose({"put-back": put_back,
+                                                   "together": {"kept": COSTS}})[2][-1]
     no_loss = verdict(INCONCLUSIVE, 0.013, -0.041, 0.071)
     result, _, said = choose({"put-back": put_back, "together": {"kept": no_loss}})
     assert result.kept == ["max_heap_table_size", "tmp_table_size"]
@@ -179,7 +188,8 @@ def test_when_no_absence_costs_one_knob_alone_or_every_knob_is_the_my_cnf():
 
 
 DECISIONS = st.sampled_from([COSTS, NOTHING, verdict(SLOWER, -0.02, -0.04, -0.01),
-                             verdict(INCONCLUSIVE, -0.1, -0.5, 0.3)])
+                             verdict(INCONCLUSIVE, -0.1, -0.5, 0.3),
+                             verdict(TOO_FEW, math.nan, math.nan, math.nan)])
 
 
 @given(st.fixed_dictionaries({kind: st.fixed_dictionaries(dict.fromkeys(WINNER, DECISIONS))
@@ -189,16 +199,45 @@ def test_the_my_cnf_is_never_empty_and_smaller_only_when_measured_to_carry_the_g
         verdicts, together):
     """Whatever the verdicts: the my.cnf keeps one knob or more of the winner's; a set smaller
     than the winner is given only after it was measured (alone, or together) to carry the
-    gain; and the kept set is checked together only when put-back kept some but not all."""
+    gain, or, with the others as comments, when together it was left undecided against the
+    winner; the knobs given are each the winner's once, in force or as a comment; and the
+    kept set is checked together only when put-back kept some but not all."""
     result, studies, _ = choose(verdicts | {"together": {"kept": together}})
     assert result.kept and set(result.kept) <= set(WINNER)
+    assert not set(result.kept) & set(result.unproven)
     costly = [k for k, v in verdicts["put-back"].items() if v is COSTS]
     assert ("together" in studies) == (0 < len(costly) < len(WINNER))
     assert ("alone" in studies) == (not costly)
     if len(result.kept) < len(WINNER):
         shown = [result.kept_effect] if "together" in studies else \
             [result.alone_effects[k] for k in result.kept]
-        assert sufficient({"x": shown[0]}, 0.05, 1.2) == "x"
+        carries = sufficient({"x": shown[0]}, 0.05, 1.2) == "x"
+        neither = "together" in studies and shown[0].verdict != SLOWER and \
+            math.isfinite(shown[0].low)
+        assert carries or neither
+        assert set(result.kept) | set(result.unproven) == (
+            set(WINNER) if neither and not carries else set(result.kept))
+    else:
+        assert not result.unproven
+
+
+def test_a_my_cnf_gives_knobs_left_undecided_as_comments_with_the_figure():
+    """The lines in force are the knobs with a shown effect; the winner's other knobs, whose
+    share was left undecided, follow as comments after the figure that left them so."""
+    best = SimpleNamespace(number=7, params={**WINNER, "table_open_cache": "2000"})
+    result = TuneResult("s", "bayes", [], [], best, defaults={
+        "tmp_table_size": "16777216", "max_heap_table_size": "16777216",
+        "sort_buffer_size": "2097152", "table_open_cache": "2000"},
+        kept=["max_heap_table_size", "tmp_table_size"], unproven=["sort_buffer_size"],
+        kept_effect=verdict(INCONCLUSIVE, -0.013, -0.059, 0.036))
+    lines = result.mycnf().splitlines()
+    assert lines[:3] == ["[mariadbd]", "max_heap_table_size = 67108864",
+                         "tmp_table_size = 67108864"]
+    assert "-1.3% [-5.9%, +3.6%]" in lines[3] and lines[3].startswith("# ")
+    assert lines[4:] == ["# sort_buffer_size = 8388608"]
+    settled = TuneResult("s", "bayes", [], [], best, defaults=result.defaults,
+                         kept=result.kept)
+    assert settled.mycnf().splitlines()[1:] == lines[1:3]
 
 
 @given(st.sampled_from(["throughput", "p95", "p99"]), st.lists(st.integers(1, 64), min_size=1,

@@ -71,6 +71,13 @@ class Family(ABC):
             key += f"-{name}{value}"
         return key
 
+    def describe(self, dataset: Dataset) -> str:
+        """The data a result was measured on, in a report's words (its engine aside): the
+        plan's tables and rows, unless the family makes its data otherwise; on a server
+        perflab did not start, the schema used as it is."""
+        shape = f"{dataset.tables} table(s) x {dataset.rows} rows"
+        return f"schema {dataset.existing} as it is, {shape}" if dataset.existing else shape
+
     @abstractmethod
     def load(self, endpoint: Endpoint, dataset: Dataset) -> LoadReport:
         """Create and fill the schema on a running server."""

@@ -155,6 +155,19 @@ class SqlFamily(Family):
     def dataset_settings(self) -> dict[str, Scalar]:
         return {"sql": self.sql_file.digest}  # the file's content names the data, not its path
 
+    def dataset_key(self, dataset: Dataset) -> str:
+        """The file's content and the engine name the data: the plan's tables and rows, which
+        do not shape it, are left out."""
+        return f"{self.schema}-{dataset.engine.lower()}-sql{self.sql_file.digest}"
+
+    def describe(self, dataset: Dataset) -> str:
+        """The file's tables and rows (the plan's [dataset] tables and rows do not apply),
+        or the existing schema its statements read."""
+        if dataset.existing:
+            return f"schema {dataset.existing} as it is"
+        tables = ", ".join(f"{spec.table} {spec.rows:,} rows" for spec in self.sql_file.data)
+        return f"{self.sql_file.path.name}: {tables or 'no [[data]]'}"
+
     def writes(self, declared: bool) -> bool:
         """Only when a statement is not a plain or locking read: a file of SELECTs runs
         read-only."""

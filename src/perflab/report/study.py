@@ -88,7 +88,8 @@ def headline(study: Study) -> list[str]:
     engine = engines[0] if len(engines) == 1 else "/".join(engines) + " (per configuration)"
     return [
         f"Study {plan.name}: {plan.description}".rstrip(": "),
-        f"Workload {workload}; dataset {engine} {ds.tables} table(s) x {ds.rows} rows;"
+        f"Workload {workload}; dataset {engine} "
+        f"{study.dataset or f'{ds.tables} table(s) x {ds.rows} rows'};"
         f" warm-up {run.warmup_seconds} s, run {run.run_seconds} s, {repeats}; baseline "
         f"{plan.baseline}",
         f"Points: {ok} ok, {failed} failed",
@@ -234,6 +235,7 @@ def render_json(study: Study, options: ReportOptions = DEFAULT_OPTIONS) -> str:
     document = {
         "study": study.plan.name,
         "plan": study.plan.to_json(),
+        "dataset": study.dataset,  # as the workload's family described it (may be empty)
         "points": [_point_json(p) for p in study.points],
         "analysis": analysis(study, options),
         "sessions": [dataclasses.asdict(s) for s in study.sessions],

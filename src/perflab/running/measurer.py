@@ -118,7 +118,8 @@ class Measurer:
 
     def open_session(self) -> int:
         if self.plan_id is None:
-            self.plan_id = self.store.save_plan(self.plan)
+            self.plan_id = self.store.save_plan(
+                self.plan, self.workload.family.describe(self.plan.dataset))
         return self.store.begin_session(self.plan.name, self.plan_id, host_facts(self.lab.root))
 
     def measure_point(self, session: int, point: Point, replace: bool = False) -> PointRecord:

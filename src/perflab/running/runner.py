@@ -150,7 +150,8 @@ class Runner(Measurer):
         self.plan = frozen_dependence(self.store, self.plan, self.workload, self.schedule)
         self.plan = replace(self.plan, run=replace(  # looks fitted by an earlier run stay
             self.plan.run, planned_rounds=self.store.planned_rounds(self.plan.name)))
-        self.plan_id = self.store.save_plan(self.plan)
+        self.plan_id = self.store.save_plan(
+            self.plan, self.workload.family.describe(self.plan.dataset))
         design = self.store.design(self.plan.name)  # this plan's looks and earlier runs'
         if design.fitted and run.repeats > design.last_look:
             self.say(f"the looks were fitted to rounds {design.first_look}..{design.last_look} "

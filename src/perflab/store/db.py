@@ -235,8 +235,12 @@ class ResultStore(_Frozen):
 
     # -- writing -------------------------------------------------------------------------------
 
-    def save_plan(self, plan: Plan) -> int:
-        text = json.dumps(plan.to_json())  # keeps the plan's order of configurations
+    def save_plan(self, plan: Plan, dataset: str = "") -> int:
+        """Store the plan a run measures (once while it stays the same), with `dataset`, its
+        data as the workload's family describes it (load/family.describe): a report names
+        what was measured on from it, not from the plan's [dataset] alone."""
+        data = plan.to_json() | ({"dataset_described": dataset} if dataset else {})
+        text = json.dumps(data)  # keeps the plan's order of configurations
         last = self.db.execute(
             "SELECT id, plan_json FROM plans WHERE study = ? ORDER BY id DESC LIMIT 1",
             (plan.name,),
@@ -339,6 +343,14 @@ class ResultStore(_Frozen):
         plan = Plan.from_json(data)
         stored = data.get("definitions", {})
         return plan, [stored.get(c.name) or plan.config_hash(c) for c in plan.configs]
+
+    def dataset_described(self, study: str) -> str:
+        """The study's data as its latest plan was stored with (save_plan); empty in a lab of
+        a perflab before it was stored."""
+        row = self.db.execute(
+            "SELECT plan_json FROM plans WHERE study = ? ORDER BY id DESC LIMIT 1", (study,)
+        ).fetchone()
+        return json.loads(row["plan_json"]).get("dataset_described", "") if row else ""
 
     def points(self, study: str, definitions: list[str] | None = None,
                threads: int | None = None) -> list[StoredPoint]:

@@ -301,6 +301,9 @@ class Study:
     server_states: list[ServerState]
     health: list[StoredHealth]
     design: Design  # how its verdicts are judged: over the looks of all its runs
+    # its data as the workload's family described it when measured (load/family.describe; the
+    # engine aside); empty in a lab of a perflab before it was stored
+    dataset: str = ""
     # its verdicts per margin, judged once for every table, chart and headline that shows them
     # (report/study.judgement); a Study is read whole and never changes
     judged: dict[float | None, Any] = field(default_factory=dict, repr=False, compare=False)

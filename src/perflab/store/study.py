@@ -30,4 +30,4 @@ def load_study(store: ResultStore, study: str | None = None, where: str = "the l
     sessions = store.sessions(name)
     states = store.server_states([s.id for s in sessions]) if sessions else []
     return Study(where, plan, points, sessions, states, store.health_reports(name),
-                 store.design(name))
+                 store.design(name), dataset=store.dataset_described(name))

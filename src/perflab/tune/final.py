@@ -11,10 +11,11 @@ whose absence is shown slower stays in the my.cnf, so a knob that rode along wit
 matters does not. When no absence costs anything, the knobs may stand in for each other: each
 is then measured alone against the winner, and one that alone carries the gain is the my.cnf.
 A my.cnf smaller than the winner is itself measured against the winner before it is given
-(two knobs that stand in for each other cost nothing missing alone, their gain together). The
-put-back's studies decide within a budget (tune.put_back_time): after the rounds the lab's noise
-plans, they measure on the comparisons still open, so that fewer answers are left undecided
-(and every knob kept for want of a decision). And the status counters of the re-measure say
+(two knobs that stand in for each other cost nothing missing alone, their gain together); when
+that is left undecided, the knobs with a shown effect are the my.cnf and the others follow as
+comments, with the figure. The put-back's studies decide within a budget (tune.put_back_time):
+after the rounds the lab's noise plans, they measure on the comparisons still open, so that
+fewer answers are left undecided. And the status counters of the re-measure say
 what the server did differently under the winner (tune/why.py)."""
 
 from __future__ import annotations
@@ -145,7 +146,8 @@ def put_back(store: ResultStore, result: TuneResult, plan: Plan, settings: TuneS
         return effects, design.margin
 
     choose_kept(result, params, knobs, measure, say)
-    dropped = [name for name in knobs if name not in (result.kept or ())]
+    dropped = [name for name in knobs
+               if name not in (result.kept or ()) and name not in result.unproven]
     if dropped:
         say(f"left out of the my.cnf, no effect of their own shown: {', '.join(dropped)}")
 
@@ -192,7 +194,12 @@ def _check_kept(result: TuneResult, params: dict, knobs: list[str], measure: Mea
     """The kept knobs together, without the ones left out, side by side with the winner: each
     left-out knob was measured missing alone, and two that stand in for each other each cost
     nothing alone but their gain together. The my.cnf keeps the smaller set when it carries
-    the winner's gain (`sufficient`), else every knob."""
+    the winner's gain (`sufficient`); every knob when the smaller set is shown slower than the
+    winner (the others' effect together is then shown), or was not measured (its points
+    failed); otherwise (inconclusive, or equivalent to a winner whose own gain is too small to
+    show the set keeps one) the smaller set, the others given as comments with the figure
+    (`unproven`): no effect of theirs is shown, and a my.cnf's lines in force are those shown
+    to matter."""
     assert result.kept is not None and result.gain_vs_default is not None
     kept = result.kept
     effects, margin = measure(
@@ -201,16 +208,22 @@ def _check_kept(result: TuneResult, params: dict, knobs: list[str], measure: Mea
         f"{len(knobs) - len(kept)} left out, side by side with the winner")
     result.kept_effect, result.kept_checked = effects[KEPT], list(kept)
     effect = result.kept_effect
-    if sufficient(effects, margin, result.gain_vs_default.low) is None:
-        undecided = "" if effect.decided else \
-            " (undecided after the rounds measured: more may decide it, tune.put_back_time)"
-        say(f"the kept knob(s) without the others were not shown to carry the winner's gain "
-            f"({effect.verdict}, {effect.change:+.1%} {effect.interval_text()} against the "
-            f"winner): the my.cnf keeps all {len(knobs)}{undecided}")
-        result.kept = list(knobs)
-    else:
+    against = f"{effect.verdict}, {effect.change:+.1%} {effect.interval_text()} against the winner"
+    if sufficient(effects, margin, result.gain_vs_default.low) is not None:
         say(f"the kept knob(s) carry the winner's gain without the others "
             f"({_against(effect, margin)})")
+    elif effect.verdict == SLOWER or math.isnan(effect.low):
+        why = "were shown slower than the winner" if effect.verdict == SLOWER else \
+            "could not be measured against the winner (their points failed)"
+        say(f"the kept knob(s) without the others {why} ({against}): the my.cnf keeps all "
+            f"{len(knobs)}")
+        result.kept = list(knobs)
+    else:
+        result.unproven = [name for name in knobs if name not in kept]
+        say(f"the kept knob(s) without the others were not shown to carry the winner's gain, "
+            f"nor to lose it ({against}; more rounds may decide it: tune.put_back_time): the "
+            f"my.cnf gives the {len(kept)} with a shown effect, and the "
+            f"{len(result.unproven)} others as comments")
 
 
 def _costs(effect: Verdict, margin: float) -> bool:

@@ -39,10 +39,12 @@ def tables(result: TuneResult) -> list[Table]:
     if result.kept_effect is not None:
         out.append(Table(
             "The kept knobs together, without those left out, against the winner (the my.cnf "
-            "keeps them when shown to carry the gain, else every knob)",
+            "keeps them when shown to carry the gain, every knob when shown slower; when "
+            "neither is shown, these in force and the others as comments)",
             ["Knobs", "Rounds", "Change", "Interval", "Verdict", "my.cnf"],
             [[", ".join(result.kept_checked), *_gain_cells(result.kept_effect),
-              "these" if result.kept == result.kept_checked else "every knob"]]))
+              "every knob" if result.kept != result.kept_checked
+              else "these, the others as comments" if result.unproven else "these"]]))
     loaded = [t for t in result.trials if under_load(t.loaded)]
     if loaded:
         out.append(Table(
@@ -174,7 +176,8 @@ def _knob_table(result: TuneResult, effects: dict, change: str, title: str,
     return Table(title, ["Knob", "Winner's value", "Rounds", change, "Interval", "Verdict",
                          "my.cnf"],
                  [[name, str(result.best.params.get(name, "-")) if result.best else "-",
-                   *_gain_cells(v), "kept" if name in (result.kept or ()) else "left out"]
+                   *_gain_cells(v), "kept" if name in (result.kept or ())
+                   else "a comment" if name in result.unproven else "left out"]
                   for name, v in effects.items()], note=note)
 
 

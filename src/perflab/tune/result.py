@@ -146,6 +146,9 @@ class TuneResult:
     # fewer than all): kept_checked, and its verdict
     kept_checked: list[str] = field(default_factory=list)
     kept_effect: Verdict | None = None
+    # the winner's other knobs when that check was left undecided: no effect of theirs shown,
+    # nor their absence shown harmless; the my.cnf gives them as comments, with the figure
+    unproven: list[str] = field(default_factory=list)
     objective: str = "qps"  # what the trials measured (the plan's [tune] objective)
     direction: str = "maximize"  # or "minimize", for a latency
 
@@ -156,20 +159,31 @@ class TuneResult:
 
     def mycnf(self) -> str:
         """The best trial's knobs that differ from the server's startup values, over the
-        baseline's; once the knobs were put back one at a time, only those with a shown effect,
-        and nothing when the winner was not shown better than the defaults."""
+        baseline's. Once the knobs were put back one at a time (tune/final.put_back): only
+        those with a shown effect, or nothing when the winner was not shown better than the
+        defaults; knobs whose share was left undecided (`unproven`) follow as comments, with
+        the figure that left them so, so that the lines in force are only those shown to
+        matter."""
         if self.best is None:
             return ""
         durability = {k.name for k in self.knobs if k.durability}
-        lines = ["[mariadbd]"]
         changed = moved(self.best.params, self.defaults)
-        if self.kept is not None:
-            changed = {name: value for name, value in changed.items() if name in self.kept}
-        for name, value in sorted(changed.items()):
+
+        def setting(name: str) -> str:
             unsafe = "  # trades durability for speed" if name in durability else ""
-            lines.append(f"{name} = {value}{unsafe}")
+            return f"{name} = {changed[name]}{unsafe}"
+
+        lines = ["[mariadbd]"] + [setting(name) for name in sorted(changed)
+                                  if self.kept is None or name in self.kept]
         if len(lines) == 1:
             lines.append("# no change was shown better than the defaults: nothing to change")
+        if self.unproven and self.kept_effect is not None:
+            effect = self.kept_effect
+            lines.append(f"# The winner also set these. Without them, the lines above measured "
+                         f"{effect.change:+.1%} {effect.interval_text()} against the winner: "
+                         "not shown to lose its gain, nor shown to keep it (more rounds may "
+                         "decide: tune.put_back_time):")
+            lines += [f"# {setting(name)}" for name in sorted(self.unproven) if name in changed]
         return "\n".join(lines)
 
 
