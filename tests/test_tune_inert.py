@@ -187,6 +187,47 @@ def test_when_no_absence_costs_one_knob_alone_or_every_knob_is_the_my_cnf():
     assert "keeps all 3" in said[-1] and "no knob alone" in said[-1]
 
 
+WIDE = {"query_cache_size": "16777216", "query_cache_type": "ON",
+        **{f"knob_{i}": str(i) for i in range(8)}}  # ten moved knobs, in groups of two
+
+
+def test_more_knobs_than_servers_are_put_back_in_groups_then_one_at_a_time():
+    """Ten moved knobs, more than the eight put back a server each: first five groups of two
+    neighbours in name order, each group's absence against the winner; only the knobs of the
+    group that costs (the query cache's two, which stand in for each other) are then put back
+    one at a time, and, neither costing alone, measured alone: one carries the gain and is the
+    my.cnf. When no group costs, every knob stays and the run says why."""
+    def put_back(group_costs: bool) -> tuple[TuneResult, list, list[str]]:
+        result = TuneResult("s", "bayes", [], [], None,
+                            gain_vs_default=verdict(FASTER, 150.0, 140.0, 160.0))
+        studies, said = [], []
+
+        def measure(kind: str, others: dict[str, dict], saying: str):
+            studies.append((kind, sorted(others)))
+            if kind == "groups":
+                assert "more than the 8" in saying
+                assert len(others) == 5 and all(len(WIDE) - len(s) == 2 for s in others.values())
+                return {name: COSTS if group_costs and "query_cache_type" not in setting
+                        else NOTHING for name, setting in others.items()}, 0.05
+            if kind == "alone":
+                return {name: NOTHING if name == "query_cache_type" else COSTS
+                        for name in others}, 0.05
+            return dict.fromkeys(others, NOTHING), 0.05
+
+        choose_kept(result, WIDE, sorted(WIDE), measure, said.append)
+        return result, studies, said
+
+    result, studies, said = put_back(group_costs=True)
+    assert [kind for kind, _ in studies] == ["groups", "put-back", "alone"]
+    assert studies[1][1] == studies[2][1] == ["query_cache_size", "query_cache_type"]
+    assert result.group_effects["query_cache_size, query_cache_type"] is COSTS
+    assert result.kept == ["query_cache_type"]
+    assert said[-1].startswith("query_cache_type alone carries the winner's gain")
+    result, studies, said = put_back(group_costs=False)
+    assert [kind for kind, _ in studies] == ["groups"]
+    assert result.kept == sorted(WIDE) and "keeps all 10" in said[-1]
+
+
 DECISIONS = st.sampled_from([COSTS, NOTHING, verdict(SLOWER, -0.02, -0.04, -0.01),
                              verdict(INCONCLUSIVE, -0.1, -0.5, 0.3),
                              verdict(TOO_FEW, math.nan, math.nan, math.nan)])

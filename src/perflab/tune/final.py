@@ -111,8 +111,9 @@ def put_back(store: ResultStore, result: TuneResult, plan: Plan, settings: TuneS
     """Keep in the winner only the knobs whose own effect is shown: first the knobs that cannot
     act beside its other settings are left out (tune/inert.py); then the others are measured
     side by side with the winner, put back one at a time and, when that cannot split them,
-    alone (`choose_kept`). A lone moved knob's effect is the winner's own gain; more than
-    MAX_PUT_BACK moved knobs all stay, unchecked."""
+    alone (`choose_kept`); more than MAX_PUT_BACK of them are first put back in MAX_PUT_BACK
+    groups, and only the knobs of groups whose absence costs are put back one at a time
+    (`_groups_that_cost`). A lone moved knob's effect is the winner's own gain."""
     if result.best is None or result.gain_vs_default is None:
         return
     if result.gain_vs_default.verdict != FASTER:
@@ -126,11 +127,6 @@ def put_back(store: ResultStore, result: TuneResult, plan: Plan, settings: TuneS
             "settings: " + "; ".join(f"{name} ({why})" for name, why in sorted(inert.items())))
     knobs = sorted(name for name in changed if name not in inert)
     if len(knobs) < 2:
-        result.kept = knobs
-        return
-    if len(knobs) > MAX_PUT_BACK:
-        say(f"the winner moves {len(knobs)} knobs, more than the {MAX_PUT_BACK} put back one at "
-            "a time (a server each): its my.cnf keeps them all, their own effects not checked")
         result.kept = knobs
         return
     params = {name: value for name, value in result.best.params.items() if name not in inert}
@@ -159,22 +155,35 @@ Measure = Callable[[str, dict[str, dict], str], tuple[dict[str, Verdict], float]
 
 def choose_kept(result: TuneResult, params: dict, knobs: list[str], measure: Measure,
                 say: Say) -> None:
-    """The put-back's decisions, the winner's `knobs` (two or more) measured by `measure`: each
-    put back alone; a knob stays when the winner without it is slower by more than the margin.
-    None stays: each alone against the winner, one that alone carries the gain is the my.cnf,
-    else all stay. Some but not all stay: those together are checked (`_check_kept`). Sets
+    """The put-back's decisions over the winner's `knobs` (two or more), measured by `measure`:
+    each put back alone (more than MAX_PUT_BACK: only those of the groups whose absence costs,
+    `_groups_that_cost`; when none costs, every knob stays); a knob stays when the winner
+    without it is slower by more than the margin. None stays: each of those alone against the
+    winner, one that alone carries the gain is the my.cnf, else every knob stays. Fewer than
+    every knob stay: those together are checked against the winner (`_check_kept`). Sets
     result.kept and the effects measured on the way."""
     assert result.gain_vs_default is not None
+    candidates = knobs
+    if len(knobs) > MAX_PUT_BACK:
+        candidates = _groups_that_cost(result, params, knobs, measure)
+        if not candidates:
+            say(f"no group's absence cost the winner anything: the my.cnf keeps all "
+                f"{len(knobs)} knobs (more than the {MAX_PUT_BACK} measured one at a time, a "
+                "server each)")
+            result.kept = list(knobs)
+            return
     effects, margin = measure(
-        "put-back", {name: {k: v for k, v in params.items() if k != name} for name in knobs},
-        f"putting back each of the winner's {len(knobs)} moved knobs alone, side by side with "
-        "the winner")
+        "put-back", {name: {k: v for k, v in params.items() if k != name}
+                     for name in candidates},
+        f"putting back each of the winner's {len(candidates)} moved knobs alone, side by side "
+        "with the winner" + ("" if candidates == knobs else
+                             f" (of its {len(knobs)}: those of the groups that cost)"))
     result.knob_effects = effects
-    result.kept = [name for name in knobs if _costs(effects[name], margin)]
+    result.kept = [name for name in candidates if _costs(effects[name], margin)]
     if not result.kept:  # no knob is needed: knobs that stand in for each other, or no effect
         result.alone_effects, margin = measure(
-            "alone", {name: {name: params[name]} for name in knobs},
-            f"no knob's absence cost the winner anything: each of its {len(knobs)} knobs "
+            "alone", {name: {name: params[name]} for name in candidates},
+            f"no knob's absence cost the winner anything: each of its {len(candidates)} knobs "
             "alone, side by side with the winner")
         alone = sufficient(result.alone_effects, margin, result.gain_vs_default.low)
         if alone is not None:
@@ -187,6 +196,27 @@ def choose_kept(result: TuneResult, params: dict, knobs: list[str], measure: Mea
             result.kept = list(knobs)
     elif len(result.kept) < len(knobs):
         _check_kept(result, params, knobs, measure, say)
+
+
+def _groups_that_cost(result: TuneResult, params: dict, knobs: list[str],
+                      measure: Measure) -> list[str]:
+    """More moved knobs than MAX_PUT_BACK servers side by side: put back in MAX_PUT_BACK groups
+    of neighbours in name order (a feature's knobs share a prefix, so knobs that stand in for
+    each other, query_cache_type and query_cache_size, mostly share a group), each group's
+    absence measured against the winner. The knobs of the groups whose absence costs, to be
+    put back one at a time; a group that costs nothing has no effect shown, and its knobs
+    leave the my.cnf unless the check of the kept ones together says otherwise."""
+    size = math.ceil(len(knobs) / MAX_PUT_BACK)
+    groups = {f"group{i // size + 1}": knobs[i:i + size] for i in range(0, len(knobs), size)}
+    effects, margin = measure(
+        "groups", {name: {k: v for k, v in params.items() if k not in members}
+                   for name, members in groups.items()},
+        f"the winner moves {len(knobs)} knobs, more than the {MAX_PUT_BACK} put back one at a "
+        f"time (a server each): putting back {len(groups)} groups of up to {size} first, side "
+        "by side with the winner")
+    result.group_effects = {", ".join(groups[name]): effect for name, effect in effects.items()}
+    return [knob for name, members in groups.items() if _costs(effects[name], margin)
+            for knob in members]
 
 
 def _check_kept(result: TuneResult, params: dict, knobs: list[str], measure: Measure,
@@ -260,7 +290,8 @@ def _against_winner(store: ResultStore, result: TuneResult, plan: Plan, settings
     of their own (`kind`): each knob's verdict against the winner, and the study's design."""
     baseline = plan.config(plan.baseline)
     configs = [replace(baseline, name="winner", variables=variables(params))]
-    prefix = {"put-back": "without", "alone": "only", "together": "only"}[kind]  # their names
+    prefix = {"put-back": "without", "groups": "without", "alone": "only",
+              "together": "only"}[kind]  # their names
     configs += [replace(baseline, name=f"{prefix}-{name}", variables=variables(setting))
                 for name, setting in others.items()]
     budget = put_back_budget(plan, settings)

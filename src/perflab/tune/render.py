@@ -12,6 +12,7 @@ from perflab.output.table import Table
 from perflab.probes.busy import under_load
 from perflab.stats.decide import Verdict
 from perflab.stats.summary import summarize
+from perflab.tune.final import MAX_PUT_BACK
 from perflab.tune.result import Outcome, Ranking, TuneResult, best_so_far
 
 
@@ -19,6 +20,13 @@ def tables(result: TuneResult) -> list[Table]:
     out = [_trials_table(result)]
     if result.final:
         out += _final_tables(result)
+    if result.group_effects:
+        out.append(Table(
+            f"The moved knobs put back in groups first (more than {MAX_PUT_BACK}, a server "
+            "each): the winner without each group, against the winner; only the knobs of a "
+            "group shown to cost are put back one at a time",
+            ["Knobs", "Rounds", "Change without them", "Interval", "Verdict"],
+            [[knobs, *_gain_cells(v)] for knobs, v in result.group_effects.items()]))
     if result.knob_effects:
         out.append(_knob_table(
             result, result.knob_effects, "Change without it",
