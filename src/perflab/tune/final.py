@@ -203,9 +203,10 @@ def _groups_that_cost(result: TuneResult, params: dict, knobs: list[str],
     """More moved knobs than MAX_PUT_BACK servers side by side: put back in MAX_PUT_BACK groups
     of neighbours in name order (a feature's knobs share a prefix, so knobs that stand in for
     each other, query_cache_type and query_cache_size, mostly share a group), each group's
-    absence measured against the winner. The knobs of the groups whose absence costs, to be
-    put back one at a time; a group that costs nothing has no effect shown, and its knobs
-    leave the my.cnf unless the check of the kept ones together says otherwise."""
+    absence measured against the winner for the rounds the noise plans (a screen: no
+    tune.put_back_time). The knobs of the groups whose absence is shown to cost, to be put
+    back one at a time; a group not shown to cost has no effect shown, and its knobs leave the
+    my.cnf unless the check of the kept ones together says otherwise."""
     size = math.ceil(len(knobs) / MAX_PUT_BACK)
     groups = {f"group{i // size + 1}": knobs[i:i + size] for i in range(0, len(knobs), size)}
     effects, margin = measure(
@@ -294,7 +295,9 @@ def _against_winner(store: ResultStore, result: TuneResult, plan: Plan, settings
               "together": "only"}[kind]  # their names
     configs += [replace(baseline, name=f"{prefix}-{name}", variables=variables(setting))
                 for name, setting in others.items()]
-    budget = put_back_budget(plan, settings)
+    # the groups are a screen: a group whose cost the planned rounds leave unclear leaves the
+    # one-at-a-time put-back, and the kept knobs' check, which has the budget, guards its knobs
+    budget = put_back_budget(plan, settings) if kind != "groups" else 0.0
     # named after its budget too: a study decides within the looks its first run fitted
     study = f"{plan.name}:{result.method}:{kind}@{len(result.trials)}" + (
         f"~{budget:g}s" if budget else "")
