@@ -52,6 +52,25 @@ def test_definition_ignores_repeats_and_threads_but_not_durations():
     assert plan.config_hash(config) != plan.config_hash(plan.config("b"))
 
 
+def test_a_workload_file_is_part_of_the_definition_by_its_content(tmp_path):
+    """Points measured on another file's data or statements are never mixed: a file edited in
+    place changes the definition, a file moved with the same content keeps it."""
+    first, moved = tmp_path / "w.toml", tmp_path / "elsewhere.toml"
+    first.write_text("[[statements]]\nsql = \"SELECT 1\"\n")
+    moved.write_text(first.read_text())
+
+    def definition(path: Path) -> str:
+        plan = parse_plan(PLAN.replace('name = "select_random_points"\noptions = '
+                                       '{ random_points = 10 }',
+                                       f'name = "sql"\noptions = {{ file = "{path}" }}'))
+        return plan.config_hash(plan.config("a"))
+
+    before = definition(first)
+    assert definition(moved) == before
+    first.write_text("[[statements]]\nsql = \"SELECT 2\"\n")
+    assert definition(first) != before
+
+
 @pytest.mark.parametrize(
     ("edit", "message"),
     [

@@ -150,12 +150,12 @@ def test_the_knobs_whose_absence_costs_are_checked_together_without_the_others()
     assert result.kept == sorted(WINNER)
     assert result.kept_checked == ["max_heap_table_size", "tmp_table_size"]
     assert "keeps all 3" in said[-1]
-    assert not result.unproven and "shown slower than the winner" in said[-1]
+    assert not result.unproven and "shown slower than the winner" in said[-2]
     # never measured (its points failed): every knob stays
     failed = verdict(TOO_FEW, math.nan, math.nan, math.nan)
     result, _, said = choose({"put-back": put_back, "together": {"kept": failed}})
     assert result.kept == sorted(WINNER) and not result.unproven
-    assert "could not be measured" in said[-1]
+    assert "could not be measured" in said[-2] and "keeps all 3" in said[-1]
     # still open when the rounds end: the knobs with a shown effect are the my.cnf, the other
     # as a comment with the figure, and the run says more rounds may decide it
     unsure = verdict(INCONCLUSIVE, -0.03, -0.14, 0.09)
@@ -196,8 +196,11 @@ def test_more_knobs_than_servers_are_put_back_in_groups_then_one_at_a_time():
     neighbours in name order, each group's absence against the winner; only the knobs of the
     group that costs (the query cache's two, which stand in for each other) are then put back
     one at a time, and, neither costing alone, measured alone: one carries the gain and is the
-    my.cnf. When no group costs, every knob stays and the run says why."""
-    def put_back(group_costs: bool) -> tuple[TuneResult, list, list[str]]:
+    my.cnf. When no group costs, every knob stays and the run says why. When one knob alone
+    costs but is shown slower than the winner without the others, the knobs of the group that
+    cost are checked together next, and are the my.cnf when they carry the gain."""
+    def put_back(group_costs: bool, put_back_one: Verdict = NOTHING,
+                 together: Verdict = NOTHING) -> tuple[TuneResult, list, list[str]]:
         result = TuneResult("s", "bayes", [], [], None,
                             gain_vs_default=verdict(FASTER, 150.0, 140.0, 160.0))
         studies, said = [], []
@@ -212,7 +215,10 @@ def test_more_knobs_than_servers_are_put_back_in_groups_then_one_at_a_time():
             if kind == "alone":
                 return {name: NOTHING if name == "query_cache_type" else COSTS
                         for name in others}, 0.05
-            return dict.fromkeys(others, NOTHING), 0.05
+            if kind == "put-back":
+                return {name: put_back_one if name == "query_cache_type" else NOTHING
+                        for name in others}, 0.05
+            return {"kept": together if kind == "together" else NOTHING}, 0.05
 
         choose_kept(result, WIDE, sorted(WIDE), measure, said.append)
         return result, studies, said
@@ -226,6 +232,12 @@ def test_more_knobs_than_servers_are_put_back_in_groups_then_one_at_a_time():
     result, studies, said = put_back(group_costs=False)
     assert [kind for kind, _ in studies] == ["groups"]
     assert result.kept == sorted(WIDE) and "keeps all 10" in said[-1]
+    result, studies, said = put_back(group_costs=True, put_back_one=COSTS, together=COSTS)
+    assert [kind for kind, _ in studies] == ["groups", "put-back", "together",
+                                             "together-groups"]
+    assert result.kept == ["query_cache_size", "query_cache_type"]
+    assert result.kept_checked == result.kept and not result.unproven
+    assert "the 2 knob(s) of the groups that cost, together" in said[-2]
 
 
 DECISIONS = st.sampled_from([COSTS, NOTHING, verdict(SLOWER, -0.02, -0.04, -0.01),

@@ -82,6 +82,21 @@ class Workload:
     name: str
     options: tuple[tuple[str, Scalar], ...] = ()
 
+    def identity(self) -> list:
+        """The workload as a definition hashes it: its name and options, a `file` option by
+        its content (the data and statements it holds), not its path, so that a file edited in
+        place is another workload and a file moved is the same one. A file that cannot be read
+        (a report of an old lab whose file is gone) is named by its path."""
+        options = []
+        for key, value in self.options:
+            if key == "file":
+                try:
+                    value = "sha256:" + hashlib.sha256(Path(str(value)).read_bytes()).hexdigest()
+                except OSError:
+                    pass
+            options.append((key, value))
+        return [self.name, options]
+
     @property
     def label(self) -> str:
         if not self.options:
@@ -272,7 +287,7 @@ class Plan:
         """
         payload = {
             "config": [config.name, list(config.variables)],
-            "workload": [self.workload.name, list(self.workload.options)],
+            "workload": self.workload.identity(),
             "dataset": self.dataset_for(config).describe(),
             "warmup_seconds": self.run.warmup_seconds,
             "warmup_threads": self.run.effective_warmup_threads,

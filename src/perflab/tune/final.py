@@ -159,9 +159,10 @@ def choose_kept(result: TuneResult, params: dict, knobs: list[str], measure: Mea
     each put back alone (more than MAX_PUT_BACK: only those of the groups whose absence costs,
     `_groups_that_cost`; when none costs, every knob stays); a knob stays when the winner
     without it is slower by more than the margin. None stays: each of those alone against the
-    winner, one that alone carries the gain is the my.cnf, else every knob stays. Fewer than
-    every knob stay: those together are checked against the winner (`_check_kept`). Sets
-    result.kept and the effects measured on the way."""
+    winner, one that alone carries the gain is the my.cnf. Fewer than every knob stay: those
+    together are checked against the winner (`_check_kept`). Where neither gives a smaller
+    my.cnf, the knobs of the groups that cost, together, are checked the same way, then every
+    knob stays (`_groups_or_all`). Sets result.kept and the effects measured on the way."""
     assert result.gain_vs_default is not None
     candidates = knobs
     if len(knobs) > MAX_PUT_BACK:
@@ -191,11 +192,29 @@ def choose_kept(result: TuneResult, params: dict, knobs: list[str], measure: Mea
                 f"winner: {_against(result.alone_effects[alone], margin)})")
             result.kept = [alone]
         else:  # small effects that add up, or intervals the budget left too wide
-            say(f"no knob alone was shown to carry the winner's gain, and none missing alone "
-                f"cost it anything: the my.cnf keeps all {len(knobs)}")
-            result.kept = list(knobs)
-    elif len(result.kept) < len(knobs):
-        _check_kept(result, params, knobs, measure, say)
+            _groups_or_all(result, params, knobs, candidates, measure, say,
+                           "no knob alone was shown to carry the winner's gain, and none "
+                           "missing alone cost it anything")
+    elif len(result.kept) < len(knobs) and \
+            not _check_kept(result, params, knobs, measure, say, "together"):
+        _groups_or_all(result, params, knobs, candidates, measure, say,
+                       "the kept knob(s) without the others do not carry the winner's gain")
+
+
+def _groups_or_all(result: TuneResult, params: dict, knobs: list[str], candidates: list[str],
+                   measure: Measure, say: Say, why: str) -> None:
+    """No smaller set was shown to carry the winner's gain: when its knobs were put back in
+    groups first, the knobs of the groups that cost (`candidates`), together, are the next
+    suspects (a group's cost may be its knobs' together), checked against the winner like the
+    kept ones; else, or when they do not carry it either, every knob stays."""
+    if len(candidates) < len(knobs) and set(candidates) != set(result.kept or ()):
+        say(f"{why}: the {len(candidates)} knob(s) of the groups that cost, together")
+        result.kept = list(candidates)
+        if _check_kept(result, params, knobs, measure, say, "together-groups"):
+            return
+        why = "nor do the knobs of the groups that cost"
+    say(f"{why}: the my.cnf keeps all {len(knobs)}")
+    result.kept = list(knobs)
 
 
 def _groups_that_cost(result: TuneResult, params: dict, knobs: list[str],
@@ -221,20 +240,20 @@ def _groups_that_cost(result: TuneResult, params: dict, knobs: list[str],
 
 
 def _check_kept(result: TuneResult, params: dict, knobs: list[str], measure: Measure,
-                say: Say) -> None:
-    """The kept knobs together, without the ones left out, side by side with the winner: each
-    left-out knob was measured missing alone, and two that stand in for each other each cost
-    nothing alone but their gain together. The my.cnf keeps the smaller set when it carries
-    the winner's gain (`sufficient`); every knob when the smaller set is shown slower than the
-    winner (the others' effect together is then shown), or was not measured (its points
-    failed); otherwise (inconclusive, or equivalent to a winner whose own gain is too small to
-    show the set keeps one) the smaller set, the others given as comments with the figure
-    (`unproven`): no effect of theirs is shown, and a my.cnf's lines in force are those shown
-    to matter."""
+                say: Say, kind: str) -> bool:
+    """The kept knobs together, without the ones left out, side by side with the winner (a
+    study of `kind`): each left-out knob was measured missing alone, and two that stand in for
+    each other each cost nothing alone but their gain together. The my.cnf keeps the smaller
+    set when it carries the winner's gain (`sufficient`); when neither that nor its loss is
+    shown (inconclusive, or equivalent to a winner whose own gain is too small to show the set
+    keeps one), the smaller set, the others given as comments with the figure (`unproven`):
+    no effect of theirs is shown, and a my.cnf's lines in force are those shown to matter.
+    False, result.kept left to the caller, when the set is shown slower than the winner (the
+    others' effect together is then shown) or was not measured (its points failed)."""
     assert result.kept is not None and result.gain_vs_default is not None
     kept = result.kept
     effects, margin = measure(
-        "together", {KEPT: {name: params[name] for name in kept}},
+        kind, {KEPT: {name: params[name] for name in kept}},
         f"the {len(kept)} knob(s) kept ({', '.join(kept)}) without the "
         f"{len(knobs) - len(kept)} left out, side by side with the winner")
     result.kept_effect, result.kept_checked = effects[KEPT], list(kept)
@@ -243,18 +262,18 @@ def _check_kept(result: TuneResult, params: dict, knobs: list[str], measure: Mea
     if sufficient(effects, margin, result.gain_vs_default.low) is not None:
         say(f"the kept knob(s) carry the winner's gain without the others "
             f"({_against(effect, margin)})")
-    elif effect.verdict == SLOWER or math.isnan(effect.low):
+        return True
+    if effect.verdict == SLOWER or math.isnan(effect.low):
         why = "were shown slower than the winner" if effect.verdict == SLOWER else \
             "could not be measured against the winner (their points failed)"
-        say(f"the kept knob(s) without the others {why} ({against}): the my.cnf keeps all "
-            f"{len(knobs)}")
-        result.kept = list(knobs)
-    else:
-        result.unproven = [name for name in knobs if name not in kept]
-        say(f"the kept knob(s) without the others were not shown to carry the winner's gain, "
-            f"nor to lose it ({against}; more rounds may decide it: tune.put_back_time): the "
-            f"my.cnf gives the {len(kept)} with a shown effect, and the "
-            f"{len(result.unproven)} others as comments")
+        say(f"the kept knob(s) without the others {why} ({against})")
+        return False
+    result.unproven = [name for name in knobs if name not in kept]
+    say(f"the kept knob(s) without the others were not shown to carry the winner's gain, nor "
+        f"to lose it ({against}; more rounds may decide it: tune.put_back_time): the my.cnf "
+        f"gives the {len(kept)} with a shown effect, and the {len(result.unproven)} others as "
+        "comments")
+    return True
 
 
 def _costs(effect: Verdict, margin: float) -> bool:
@@ -292,7 +311,7 @@ def _against_winner(store: ResultStore, result: TuneResult, plan: Plan, settings
     baseline = plan.config(plan.baseline)
     configs = [replace(baseline, name="winner", variables=variables(params))]
     prefix = {"put-back": "without", "groups": "without", "alone": "only",
-              "together": "only"}[kind]  # their names
+              "together": "only", "together-groups": "only"}[kind]  # their names
     configs += [replace(baseline, name=f"{prefix}-{name}", variables=variables(setting))
                 for name, setting in others.items()]
     # the groups are a screen: a group whose cost the planned rounds leave unclear leaves the
