@@ -1,9 +1,10 @@
+import json
 from pathlib import Path
 
 import pytest
 
 from perflab.errors import PerflabError
-from perflab.plan import parse_plan
+from perflab.plan import Plan, parse_plan
 from perflab.studies import builtin_names, resolve_plan
 
 pytestmark = pytest.mark.fast  # needs no server: scripts/test -m fast
@@ -67,8 +68,15 @@ def test_a_workload_file_is_part_of_the_definition_by_its_content(tmp_path):
 
     before = definition(first)
     assert definition(moved) == before
+    plan = parse_plan(PLAN.replace('name = "select_random_points"\noptions = '
+                                   '{ random_points = 10 }',
+                                   f'name = "sql"\noptions = {{ file = "{first}" }}'))
     first.write_text("[[statements]]\nsql = \"SELECT 2\"\n")
     assert definition(first) != before
+    # a plan read before the edit keeps the file as it read it, stored and read back too
+    assert plan.config_hash(plan.config("a")) == before
+    again = Plan.from_json(json.loads(json.dumps(plan.to_json())))
+    assert again.config_hash(again.config("a")) == before
 
 
 @pytest.mark.parametrize(

@@ -81,21 +81,16 @@ class Dataset:
 class Workload:
     name: str
     options: tuple[tuple[str, Scalar], ...] = ()
+    # the content (sha256) of the file a `file` option names, read once with the plan
+    files: tuple[tuple[str, str], ...] = ()
 
     def identity(self) -> list:
         """The workload as a definition hashes it: its name and options, a `file` option by
-        its content (the data and statements it holds), not its path, so that a file edited in
-        place is another workload and a file moved is the same one. A file that cannot be read
-        (a report of an old lab whose file is gone) is named by its path."""
-        options = []
-        for key, value in self.options:
-            if key == "file":
-                try:
-                    value = "sha256:" + hashlib.sha256(Path(str(value)).read_bytes()).hexdigest()
-                except OSError:
-                    pass
-            options.append((key, value))
-        return [self.name, options]
+        its content as read with the plan (the data and statements it holds), not its path, so
+        that a file edited in place is another workload and a file moved is the same one."""
+        digests = dict(self.files)
+        return [self.name, [(key, f"sha256:{digests[key]}" if key in digests else value)
+                            for key, value in self.options]]
 
     @property
     def label(self) -> str:
@@ -235,7 +230,9 @@ class Plan:
             "configs": {c.name: c.as_dict() for c in self.configs},
             "environments": {c.name: c.environment.describe() for c in self.configs},
             "engines": {c.name: self.dataset_for(c).engine for c in self.configs},
-            "workload": {"name": self.workload.name, "options": dict(self.workload.options)},
+            "workload": {"name": self.workload.name, "options": dict(self.workload.options),
+                         **({"files": dict(self.workload.files)} if self.workload.files
+                            else {})},
             "dataset": vars(self.dataset),
             "run": {**vars(self.run), "threads": list(self.run.threads)},
             "definitions": {c.name: self.config_hash(c) for c in self.configs},
@@ -266,7 +263,8 @@ class Plan:
                 engine = effective if effective != dataset.engine else None
             configs.append(ServerConfig(name, tuple(variables.items()), environment, engine))
         workload = Workload(data["workload"]["name"],
-                            tuple(data["workload"].get("options", {}).items()))
+                            tuple(data["workload"].get("options", {}).items()),
+                            tuple(data["workload"].get("files", {}).items()))
         tune = tuple((k, tuple(v) if isinstance(v, list) else v)
                      for k, v in data.get("tune", {}).items())
         return cls(data["name"], data.get("description", ""), data["baseline"], tuple(configs),
@@ -485,7 +483,19 @@ def _workload(workload_table: dict[str, Any], origin: str) -> Workload:
     for key, value in options.items():
         if not isinstance(value, int | float | bool | str):
             raise PerflabError(f"{origin}: workload.options.{key} must be a number, bool or string")
-    return Workload(workload_name, tuple(sorted(options.items())))
+    return Workload(workload_name, tuple(sorted(options.items())), _file_digests(options))
+
+
+def _file_digests(options: dict[str, Any]) -> tuple[tuple[str, str], ...]:
+    """The content of the file a `file` option names, read once here, so that every point of a
+    run is defined by the file as it was read then (a file that cannot be read is named by
+    its path; its workload says why it cannot run)."""
+    if "file" not in options:
+        return ()
+    try:
+        return (("file", hashlib.sha256(Path(str(options["file"])).read_bytes()).hexdigest()),)
+    except OSError:
+        return ()
 
 
 def _dataset(ds: dict[str, Any], origin: str) -> Dataset:

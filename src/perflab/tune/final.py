@@ -6,7 +6,8 @@ re-measured one, and every gain is a paired interval with a verdict (one error r
 comparisons), instead of the lucky trial's figure.
 
 Then the answer is made clean and explained. Every knob the winner moves is put back to its
-default, one at a time, each measured side by side with the winner (`put_back`): only a knob
+default, one at a time (more than MAX_PUT_BACK: in as many groups first), each measured side
+by side with the winner (`put_back`): only a knob
 whose absence is shown slower stays in the my.cnf, so a knob that rode along with the one that
 matters does not. When no absence costs anything, the knobs may stand in for each other: each
 is then measured alone against the winner, and one that alone carries the gain is the my.cnf.
@@ -226,13 +227,15 @@ def _groups_that_cost(result: TuneResult, params: dict, knobs: list[str],
     tune.put_back_time). The knobs of the groups whose absence is shown to cost, to be put
     back one at a time; a group not shown to cost has no effect shown, and its knobs leave the
     my.cnf unless the check of the kept ones together says otherwise."""
-    size = math.ceil(len(knobs) / MAX_PUT_BACK)
-    groups = {f"group{i // size + 1}": knobs[i:i + size] for i in range(0, len(knobs), size)}
+    n = len(knobs)
+    groups = {f"group{i + 1}": knobs[i * n // MAX_PUT_BACK:(i + 1) * n // MAX_PUT_BACK]
+              for i in range(MAX_PUT_BACK)}  # of sizes within one of each other
     effects, margin = measure(
         "groups", {name: {k: v for k, v in params.items() if k not in members}
                    for name, members in groups.items()},
         f"the winner moves {len(knobs)} knobs, more than the {MAX_PUT_BACK} put back one at a "
-        f"time (a server each): putting back {len(groups)} groups of up to {size} first, side "
+        f"time (a server each): putting back {len(groups)} groups of "
+        f"{' or '.join(str(k) for k in sorted({len(m) for m in groups.values()}))} first, side "
         "by side with the winner")
     result.group_effects = {", ".join(groups[name]): effect for name, effect in effects.items()}
     return [knob for name, members in groups.items() if _costs(effects[name], margin)

@@ -21,12 +21,7 @@ def tables(result: TuneResult) -> list[Table]:
     if result.final:
         out += _final_tables(result)
     if result.group_effects:
-        out.append(Table(
-            f"The moved knobs put back in groups first (more than {MAX_PUT_BACK}, a server "
-            "each): the winner without each group, against the winner; only the knobs of a "
-            "group shown to cost are put back one at a time",
-            ["Knobs", "Rounds", "Change without them", "Interval", "Verdict"],
-            [[knobs, *_gain_cells(v)] for knobs, v in result.group_effects.items()]))
+        out.append(_group_table(result))
     if result.knob_effects:
         out.append(_knob_table(
             result, result.knob_effects, "Change without it",
@@ -36,7 +31,9 @@ def tables(result: TuneResult) -> list[Table]:
             "every knob: the winner's gain is shown, some knob carries it)",
             note="The my.cnf below leaves out the knobs marked so; the gains above are the "
                  "whole winner's, measured with them."
-            if len(result.kept or ()) < len(result.knob_effects) else ""))
+            if len(result.kept or ()) < (sum(len(knobs.split(", "))
+                                             for knobs in result.group_effects)
+                                         or len(result.knob_effects)) else ""))
     if result.alone_effects:
         out.append(_knob_table(
             result, result.alone_effects, "Change alone",
@@ -184,9 +181,26 @@ def _knob_table(result: TuneResult, effects: dict, change: str, title: str,
     return Table(title, ["Knob", "Winner's value", "Rounds", change, "Interval", "Verdict",
                          "my.cnf"],
                  [[name, str(result.best.params.get(name, "-")) if result.best else "-",
-                   *_gain_cells(v), "kept" if name in (result.kept or ())
-                   else "a comment" if name in result.unproven else "left out"]
+                   *_gain_cells(v), _in_mycnf(result, name)]
                   for name, v in effects.items()], note=note)
+
+
+def _group_table(result: TuneResult) -> Table:
+    """One row per group of moved knobs put back together, before they were one at a time."""
+    return Table(
+        f"The moved knobs put back in groups first (more than {MAX_PUT_BACK}, a server each): "
+        "the winner without each group, against the winner; only the knobs of a group shown "
+        "to cost are put back one at a time",
+        ["Knobs", "Rounds", "Change without them", "Interval", "Verdict", "my.cnf"],
+        [[knobs, *_gain_cells(v), ", ".join(dict.fromkeys(_in_mycnf(result, name)
+                                                          for name in knobs.split(", ")))]
+         for knobs, v in result.group_effects.items()])
+
+
+def _in_mycnf(result: TuneResult, name: str) -> str:
+    """Where a moved knob is in the my.cnf: kept, a comment (its share left open), left out."""
+    return "kept" if name in (result.kept or ()) else \
+        "a comment" if name in result.unproven else "left out"
 
 
 def _gain_cells(v: Verdict) -> list[str]:
