@@ -228,7 +228,7 @@ def test_more_knobs_than_servers_are_put_back_in_groups_then_one_at_a_time():
     result, studies, said = put_back(group_costs=True)
     assert [kind for kind, _ in studies] == ["groups", "put-back", "alone"]
     assert studies[1][1] == studies[2][1] == ["query_cache_size", "query_cache_type"]
-    assert result.group_effects["query_cache_size, query_cache_type"] is COSTS
+    assert result.group_effects["query_cache_size", "query_cache_type"] is COSTS
     assert result.kept == ["query_cache_type"]
     assert said[-1].startswith("query_cache_type alone carries the winner's gain")
     result, studies, said = put_back(group_costs=False)

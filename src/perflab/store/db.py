@@ -331,9 +331,10 @@ class ResultStore(_Frozen):
         rows = self.db.execute("SELECT study FROM plans GROUP BY study ORDER BY MAX(id) DESC")
         return [row["study"] for row in rows]
 
-    def latest_plan(self, study: str) -> tuple[Plan, list[str]] | None:
-        """The study's latest plan and the definitions its configurations' points are stored
-        under (as recorded then, so that a later change of the hash cannot hide them)."""
+    def latest_plan(self, study: str) -> tuple[Plan, list[str], str] | None:
+        """The study's latest plan, the definitions its configurations' points are stored
+        under (as recorded then, so that a later change of the hash cannot hide them), and its
+        data as the plan was stored with it (save_plan; empty in a lab of a perflab before)."""
         row = self.db.execute(
             "SELECT plan_json FROM plans WHERE study = ? ORDER BY id DESC LIMIT 1", (study,)
         ).fetchone()
@@ -342,15 +343,8 @@ class ResultStore(_Frozen):
         data = json.loads(row["plan_json"])
         plan = Plan.from_json(data)
         stored = data.get("definitions", {})
-        return plan, [stored.get(c.name) or plan.config_hash(c) for c in plan.configs]
-
-    def dataset_described(self, study: str) -> str:
-        """The study's data as its latest plan was stored with (save_plan); empty in a lab of
-        a perflab before it was stored."""
-        row = self.db.execute(
-            "SELECT plan_json FROM plans WHERE study = ? ORDER BY id DESC LIMIT 1", (study,)
-        ).fetchone()
-        return json.loads(row["plan_json"]).get("dataset_described", "") if row else ""
+        return (plan, [stored.get(c.name) or plan.config_hash(c) for c in plan.configs],
+                data.get("dataset_described", ""))
 
     def points(self, study: str, definitions: list[str] | None = None,
                threads: int | None = None) -> list[StoredPoint]:

@@ -25,9 +25,9 @@ def load_study(store: ResultStore, study: str | None = None, where: str = "the l
     name = study_name(store, study, where)
     latest = store.latest_plan(name)
     assert latest is not None, "study_name names a study of the plans table"
-    plan, definitions = latest
+    plan, definitions, dataset = latest
     points = store.points(name, definitions)
     sessions = store.sessions(name)
     states = store.server_states([s.id for s in sessions]) if sessions else []
     return Study(where, plan, points, sessions, states, store.health_reports(name),
-                 store.design(name), dataset=store.dataset_described(name))
+                 store.design(name), dataset=dataset)

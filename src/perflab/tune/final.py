@@ -237,7 +237,7 @@ def _groups_that_cost(result: TuneResult, params: dict, knobs: list[str],
         f"time (a server each): putting back {len(groups)} groups of "
         f"{' or '.join(str(k) for k in sorted({len(m) for m in groups.values()}))} first, side "
         "by side with the winner")
-    result.group_effects = {", ".join(groups[name]): effect for name, effect in effects.items()}
+    result.group_effects = {tuple(groups[name]): effect for name, effect in effects.items()}
     return [knob for name, members in groups.items() if _costs(effects[name], margin)
             for knob in members]
 
@@ -261,7 +261,7 @@ def _check_kept(result: TuneResult, params: dict, knobs: list[str], measure: Mea
         f"{len(knobs) - len(kept)} left out, side by side with the winner")
     result.kept_effect, result.kept_checked = effects[KEPT], list(kept)
     effect = result.kept_effect
-    against = f"{effect.verdict}, {effect.change:+.1%} {effect.interval_text()} against the winner"
+    against = _said(effect)
     if sufficient(effects, margin, result.gain_vs_default.low) is not None:
         say(f"the kept knob(s) carry the winner's gain without the others "
             f"({_against(effect, margin)})")
@@ -285,9 +285,14 @@ def _costs(effect: Verdict, margin: float) -> bool:
     return effect.verdict == SLOWER and not effect.within(margin)
 
 
+def _said(effect: Verdict) -> str:
+    """A setting's verdict against the winner, in words."""
+    return f"{effect.verdict}, {effect.change:+.1%} {effect.interval_text()} against the winner"
+
+
 def _against(effect: Verdict, margin: float) -> str:
     """A setting's verdict against the winner, in words, with why it carries the gain."""
-    said = f"{effect.verdict}, {effect.change:+.1%} {effect.interval_text()} against the winner"
+    said = _said(effect)
     if effect.verdict == SLOWER:
         return f"{said}: within the ±{margin:.0%} margin"
     if not effect.decided:

@@ -31,8 +31,7 @@ def tables(result: TuneResult) -> list[Table]:
             "every knob: the winner's gain is shown, some knob carries it)",
             note="The my.cnf below leaves out the knobs marked so; the gains above are the "
                  "whole winner's, measured with them."
-            if len(result.kept or ()) < (sum(len(knobs.split(", "))
-                                             for knobs in result.group_effects)
+            if len(result.kept or ()) < (sum(map(len, result.group_effects))
                                          or len(result.knob_effects)) else ""))
     if result.alone_effects:
         out.append(_knob_table(
@@ -192,8 +191,8 @@ def _group_table(result: TuneResult) -> Table:
         "the winner without each group, against the winner; only the knobs of a group shown "
         "to cost are put back one at a time",
         ["Knobs", "Rounds", "Change without them", "Interval", "Verdict", "my.cnf"],
-        [[knobs, *_gain_cells(v), ", ".join(dict.fromkeys(_in_mycnf(result, name)
-                                                          for name in knobs.split(", ")))]
+        [[", ".join(knobs), *_gain_cells(v),
+          ", ".join(dict.fromkeys(_in_mycnf(result, name) for name in knobs))]
          for knobs, v in result.group_effects.items()])
 
 

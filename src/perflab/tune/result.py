@@ -140,8 +140,8 @@ class TuneResult:
     # each moved knob put back alone: the winner without it, against the winner
     knob_effects: dict[str, Verdict] = field(default_factory=dict)
     # more moved knobs than are put back one at a time: each group of them put back first
-    # ("knob, knob": the winner without them, against the winner)
-    group_effects: dict[str, Verdict] = field(default_factory=dict)
+    # (the winner without them, against the winner)
+    group_effects: dict[tuple[str, ...], Verdict] = field(default_factory=dict)
     kept: list[str] | None = None  # the moved knobs with a shown effect (None: not checked)
     # when no knob's absence cost anything: each knob's value alone, against the winner
     alone_effects: dict[str, Verdict] = field(default_factory=dict)
