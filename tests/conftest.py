@@ -193,6 +193,8 @@ repeats = 1
 knobs = {knobs}
 final_repeats = 2
 final_max_repeats = 2
+# the put-back decides in its planned rounds: its budget's rounds are test_verdicts' subject
+put_back_time = 0
 {extra}
 """
 

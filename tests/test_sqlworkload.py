@@ -94,3 +94,28 @@ def test_the_sql_workload_needs_its_file(tmp_path):
         resolve(Workload("sql"))
     with pytest.raises(PerflabError, match="cannot read"):
         resolve(Workload("sql", (("file", str(tmp_path / "missing.toml")),)))
+
+
+@pytest.mark.parametrize(("schema", "engines"), [
+    ('"CREATE TABLE t (id INT PRIMARY KEY, v INT)"', {"InnoDB"}),
+    ('"CREATE TABLE t (id INT PRIMARY KEY, v INT) ENGINE=myisam"', {"MyISAM"}),
+    ('"create table t (id INT PRIMARY KEY, v INT) engine = `Aria` ROW_FORMAT=PAGE"', {"Aria"}),
+    ('["CREATE TABLE t (id INT PRIMARY KEY, v INT) ENGINE MyISAM", '
+     '"CREATE TABLE u (id INT, engine VARCHAR(9) DEFAULT \'ENGINE=Aria\') '
+     'COMMENT \'ENGINE=MEMORY\'", "CREATE INDEX i ON t (v)"]', {"MyISAM", "InnoDB"}),
+    ('"-- the facts\\nCREATE OR REPLACE TABLE t (id INT PRIMARY KEY, v INT) ENGINE=MyISAM"',
+     {"MyISAM"}),
+    ('["CREATE TABLE t (id INT PRIMARY KEY, v INT) /* not ENGINE=Aria */", '
+     '"ALTER TABLE t ENGINE=MyISAM", "ALTER TABLE t ADD KEY (v)"]', {"InnoDB", "MyISAM"}),
+])
+def test_the_engines_of_a_files_tables_are_its_create_tables(tmp_path, schema, engines):
+    """What tune's knob space follows: each CREATE (OR REPLACE) TABLE's ENGINE clause, the
+    dataset's engine for a table without one, and an ALTER TABLE's; a column named engine, a
+    default or a comment saying ENGINE are not clauses; an existing schema's are unknown."""
+    path = tmp_path / "w.toml"
+    path.write_text(GOOD.replace('sql = "CREATE TABLE t (id INT PRIMARY KEY, v INT)"',
+                                 f"sql = {schema}"))
+    family = resolve(Workload("sql", (("file", str(path)),))).family
+    assert family.engines(Dataset()) == engines
+    assert family.engines(Dataset(existing="appdb")) is None
+    assert resolve(Workload("oltp_read_only")).family.engines(Dataset(engine="Aria")) == {"Aria"}

@@ -149,16 +149,31 @@ def test_trial_whose_server_fails_to_start_is_recorded_and_the_study_goes_on(
         assert argvs and not any("innodb_page_size" in arg for argv in argvs for arg in argv)
 
 
-def test_a_serial_plan_measures_each_trial_alone(shared_lab, tmp_path):
-    path = tune_plan_file(tmp_path, "tune-serial", '["table_open_cache"]')
-    path.write_text(path.read_text().replace("repeats = 1\n", 'repeats = 1\nschedule = "serial"\n'))
+# a buffer pool of 30% of the RAM: one server fits the tune's memory budget (half the RAM), two
+# side by side do not (few connections: their buffers would count on a small machine)
+POOL = (f"[configs.default]\ninnodb_buffer_pool_size = {int(ram_bytes() * 0.3) >> 27 << 27}\n"
+        "max_connections = 10\n")
+
+
+@pytest.mark.parametrize(("name", "edit"), [
+    ("tune-serial", ("repeats = 1\n", 'repeats = 1\nschedule = "serial"\n')),
+    ("tune-no-pair", ("[configs.default]\n", POOL))])
+def test_a_serial_plan_or_one_too_large_for_a_pair_measures_each_trial_alone(
+        shared_lab, tmp_path, name, edit):
+    """Asked to (schedule serial), or when a trial beside its reference would not fit (the
+    default schedule, auto): every trial would otherwise be refused before start."""
+    path = tune_plan_file(tmp_path, name, '["table_open_cache"]')
+    path.write_text(path.read_text().replace(*edit))
     plan = parse_plan(path.read_text())
     settings = TuneSettings.from_plan(dict(plan.tune))
-    result = Tuner(plan, shared_lab, settings, "random", budget=2, say=lambda _: None).run()
+    said: list[str] = []
+    result = Tuner(plan, shared_lab, settings, "random", budget=2, say=said.append).run()
     assert result.measured == "alone"
     assert all(t.state == "ok" and t.value > 100 for t in result.trials)  # qps, not ratios
-    configs = {p["config"] for p in stored_points(shared_lab, "tune-serial")}
+    configs = {p["config"] for p in stored_points(shared_lab, name)}
     assert configs == {"random-trial-0", "random-trial-1"}  # no reference measured
+    assert any(line.startswith("trials measured alone (a trial beside its reference would "
+                               "not fit: 2 servers") for line in said) == (name == "tune-no-pair")
 
 
 def test_interrupted_study_resumes_to_its_budget(shared_lab, tmp_path):

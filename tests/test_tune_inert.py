@@ -13,7 +13,7 @@ from perflab.stats.decide import EQUIVALENT, FASTER, INCONCLUSIVE, SLOWER, TOO_F
 from perflab.tune.final import choose_kept, put_back_budget, sufficient
 from perflab.tune.inert import inert_knobs
 from perflab.tune.render import tables
-from perflab.tune.result import TuneResult
+from perflab.tune.result import KeptCheck, TuneResult
 from perflab.tune.settings import TuneSettings
 
 pytestmark = pytest.mark.fast  # needs no server: scripts/test -m fast
@@ -140,8 +140,9 @@ def test_the_knobs_whose_absence_costs_are_checked_together_without_the_others()
                 "sort_buffer_size": NOTHING}
     result, studies, said = choose({"put-back": put_back, "together": {"kept": NOTHING}})
     assert studies == ["put-back", "together"]
-    assert result.kept == result.kept_checked == ["max_heap_table_size", "tmp_table_size"]
-    assert result.kept_effect == NOTHING
+    assert result.kept_checks == [KeptCheck("together", ("max_heap_table_size",
+                                                          "tmp_table_size"), NOTHING)]
+    assert result.kept == ["max_heap_table_size", "tmp_table_size"]
     assert "carry the winner's gain without the others (equivalent" in said[-1]
     close = verdict(SLOWER, -0.02, -0.04, -0.01)  # slower, by less than the margin
     result, _, said = choose({"put-back": put_back, "together": {"kept": close}})
@@ -149,7 +150,7 @@ def test_the_knobs_whose_absence_costs_are_checked_together_without_the_others()
     assert said[-1].endswith("against the winner: within the ±5% margin)")
     result, _, said = choose({"put-back": put_back, "together": {"kept": COSTS}})
     assert result.kept == sorted(WINNER)
-    assert result.kept_checked == ["max_heap_table_size", "tmp_table_size"]
+    assert [c.knobs for c in result.kept_checks] == [("max_heap_table_size", "tmp_table_size")]
     assert "keeps all 3" in said[-1]
     assert not result.unproven and "shown slower than the winner" in said[-2]
     # never measured (its points failed): every knob stays
@@ -184,7 +185,7 @@ def test_when_no_absence_costs_one_knob_alone_or_every_knob_is_the_my_cnf():
     assert result.kept == ["sort_buffer_size"]
     assert said[-1].startswith("sort_buffer_size alone carries the winner's gain")
     result, _, said = choose({"put-back": put_back, "alone": dict.fromkeys(WINNER, COSTS)})
-    assert result.kept == sorted(WINNER) and not result.kept_checked
+    assert result.kept == sorted(WINNER) and not result.kept_checks
     assert "keeps all 3" in said[-1] and "no knob alone" in said[-1]
 
 
@@ -238,9 +239,16 @@ def test_more_knobs_than_servers_are_put_back_in_groups_then_one_at_a_time():
     assert [kind for kind, _ in studies] == ["groups", "put-back", "together",
                                              "together-groups"]
     assert result.kept == ["query_cache_size", "query_cache_type"]
-    assert result.kept_checked == result.kept and not result.unproven
+    assert [(c.kind, list(c.knobs), c.effect) for c in result.kept_checks] == [
+        ("together", ["query_cache_type"], COSTS),
+        ("together-groups", result.kept, NOTHING)]
+    assert not result.unproven
     assert "the 2 knob(s) of the groups that cost, together" in said[-2]
     shown = {table.title.split(" (")[0]: table for table in tables(result)}
+    checks = shown["The kept knobs together, without those left out, against the winner"]
+    assert [(row[0], row[-1]) for row in checks.rows] == [  # both checks, the last decides
+        ("query_cache_type", "not these: the next row"),
+        ("query_cache_size, query_cache_type", "these")]
     groups = shown["The moved knobs put back in groups first"]
     assert [row[-1] for row in groups.rows] == ["left out"] * 7 + ["kept"]
     assert shown["Each moved knob put back alone"].note  # the my.cnf leaves knobs out
@@ -268,7 +276,7 @@ def test_the_my_cnf_is_never_empty_and_smaller_only_when_measured_to_carry_the_g
     assert ("together" in studies) == (0 < len(costly) < len(WINNER))
     assert ("alone" in studies) == (not costly)
     if len(result.kept) < len(WINNER):
-        shown = [result.kept_effect] if "together" in studies else \
+        shown = [result.kept_checks[-1].effect] if "together" in studies else \
             [result.alone_effects[k] for k in result.kept]
         carries = sufficient({"x": shown[0]}, 0.05, 1.2) == "x"
         neither = "together" in studies and shown[0].verdict != SLOWER and \
@@ -288,7 +296,8 @@ def test_a_my_cnf_gives_knobs_left_undecided_as_comments_with_the_figure():
         "tmp_table_size": "16777216", "max_heap_table_size": "16777216",
         "sort_buffer_size": "2097152", "table_open_cache": "2000"},
         kept=["max_heap_table_size", "tmp_table_size"], unproven=["sort_buffer_size"],
-        kept_effect=verdict(INCONCLUSIVE, -0.013, -0.059, 0.036))
+        kept_checks=[KeptCheck("together", ("max_heap_table_size", "tmp_table_size"),
+                               verdict(INCONCLUSIVE, -0.013, -0.059, 0.036))])
     lines = result.mycnf().splitlines()
     assert lines[:3] == ["[mariadbd]", "max_heap_table_size = 67108864",
                          "tmp_table_size = 67108864"]
@@ -311,3 +320,21 @@ def test_the_put_back_measures_on_only_where_the_rounds_judge_what_it_judges(
     settings = TuneSettings(objective=objective, put_back_time=seconds)
     budget = put_back_budget(plan, settings)
     assert budget == (seconds if objective == "throughput" and len(threads) == 1 else 0.0)
+
+
+def test_the_defaults_keep_the_plans_other_server_variables():
+    """The re-measure's "defaults" are the searched knobs (and their followers) at the server's
+    defaults, with every other variable the plan sets for its workload kept, as every trial
+    ran with it: a max_connections its thread counts need is not dropped."""
+    from perflab.plan import ServerConfig
+    from perflab.tune.final import unsearched
+
+    baseline = ServerConfig("base", variables=(("max_connections", 300),
+                                               ("sort_buffer_size", "8M"),
+                                               ("tmp_table_size", "64M"),
+                                               ("max_heap_table_size", "64M")))
+    result = TuneResult("s", "bayes", [], [], None, defaults={
+        "sort_buffer_size": "2097152", "tmp_table_size": "16777216",
+        "max_heap_table_size": "16777216"})  # tmp_table_size's follower among them
+    assert unsearched(baseline, result) == (("max_connections", 300),)
+    assert unsearched(ServerConfig("base"), result) == ()

@@ -26,6 +26,7 @@ import pytest
 from optuna.trial import TrialState, create_trial
 
 from perflab.lab import Lab
+from perflab.load.workloads import resolve
 from perflab.plan import parse_plan
 from perflab.server.variables import Catalog
 from perflab.tune.methods import OneFactorAtATime, Step
@@ -121,6 +122,7 @@ class SimulatedRunner:
 
     def __init__(self, plan, lab, store, say=print, budget_after_planned=False):
         self.plan, self.store = plan, store
+        self.workload = resolve(plan.workload)
 
     def server_options(self, config_name: str) -> dict[str, str]:
         return {k: str(v) for k, v in self.plan.config(config_name).variables}

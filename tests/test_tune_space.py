@@ -3,22 +3,27 @@ server, milliseconds."""
 
 import json
 import math
+import random
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from conftest import TUNE_PLAN
 from perflab.errors import PerflabError
 from perflab.server.variables import Catalog
 from perflab.tune.additive import screening
 from perflab.tune.space import (
     ZERO_BAND,
     ZERO_OFF,
+    Knob,
     Space,
     engine_of,
     knob_space,
+    setting_key,
     startup_values,
+    uncurated_range,
 )
 
 pytestmark = pytest.mark.fast
@@ -175,3 +180,133 @@ def test_two_limits_that_act_only_together_are_searched_as_one():
     assert "max_heap_table_size" not in space.complete(setting)  # not a knob of the models
     alone = {k.name: k for k in knob_space(CATALOG, ["max_heap_table_size"])}
     assert alone["max_heap_table_size"].followers == ()
+
+
+def test_knobs_are_named_as_a_my_cnf_or_the_command_line_spells_them():
+    """Dashes, capitals and spaces as in a my.cnf; a name given twice is one knob."""
+    named = [k.name for k in knob_space(CATALOG, ["Key-Buffer-Size", "key_buffer_size",
+                                                  " table_open_cache "])]
+    assert named == ["key_buffer_size", "table_open_cache"]
+    assert "query_cache_type" not in names({"MyISAM"}, exclude=["Query-Cache-Type"])
+
+
+FEW_CHOICES = ["query_cache_type", "innodb_adaptive_hash_index", "thread_handling"]
+
+
+@settings(max_examples=12, deadline=None)
+@given(st.lists(st.sampled_from(FEW_CHOICES), min_size=1, max_size=2, unique=True),
+       st.integers(0, 99))
+def test_the_additive_search_measures_a_small_space_once_then_stops(chosen, seed):
+    """Knobs of a few choices each: the default method never measures a setting twice, and
+    once nothing untried is left near its best it stops and says why, instead of spending
+    the rest of the budget on settings already measured."""
+    import optuna
+
+    from perflab.tune.additive import AdditiveSearch
+    from perflab.tune.methods import Step
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    knobs = knob_space(CATALOG, chosen)
+    space = Space(tuple(knobs), startup_values(knobs, CATALOG), lambda _: 0, 1)
+    every = math.prod(len(k.choices) for k in knobs)
+    study = optuna.create_study(direction="maximize")
+    method = AdditiveSearch(space, "maximize", seed)
+    noise, seen = random.Random(seed), []
+    for _ in range(every + 2):
+        trials = study.get_trials(deepcopy=False)
+        proposal = method.next(trials, len(trials))
+        if proposal.step is Step.DONE:
+            break
+        study.enqueue_trial(space.draws(proposal.params), user_attrs=proposal.attrs)
+        trial = study.ask(space.distributions())
+        seen.append(setting_key(space.complete(trial.params)))
+        study.tell(trial, math.exp(noise.gauss(0, 0.05)))
+    assert proposal.step is Step.DONE and "no untried setting" in proposal.reason
+    assert len(seen) == len(set(seen)) <= every
+
+
+PLAN = TUNE_PLAN.format(name="resumed", knobs='["table_open_cache"]', extra="")
+
+
+@pytest.mark.parametrize("edit", [('"oltp_point_select"', '"oltp_read_only"'),
+                                  ("threads = [2]", "threads = [2, 8]"),
+                                  ("rows = 5000", "rows = 6000"),
+                                  ("[configs.default]", "[configs.default]\nsort_buffer_size = 1")])
+def test_a_study_whose_figures_meant_something_else_is_not_resumed(edit, tmp_path):
+    """A study's trial figures are ratios to one reference on one workload, under one
+    objective: resumed under another objective (Optuna would rank them the other way round),
+    workload, dataset, thread counts or reference, it is refused, naming what changed; the same
+    plan resumes, and so does one with another schedule (the study keeps its own)."""
+    import optuna
+
+    from perflab.plan import parse_plan
+    from perflab.tune.search import check_same_figures
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    plan = parse_plan(PLAN)
+    storage = f"sqlite:///{tmp_path / 'studies.db'}"  # what it records, as stored
+    check_same_figures(optuna.create_study(storage=storage, study_name="s"), plan,
+                       plan.config("default"), "throughput")
+    study = optuna.load_study(storage=storage, study_name="s")
+    check_same_figures(study, plan, plan.config("default"), "throughput")  # the same: goes on
+    serial = parse_plan(PLAN.replace("run_seconds = 1", 'run_seconds = 1\nschedule = "serial"'))
+    check_same_figures(study, serial, serial.config("default"), "throughput")
+    with pytest.raises(PerflabError, match="another objective than this plan") as refused:
+        check_same_figures(study, plan, plan.config("default"), "p95")
+    assert "another study.name" in refused.value.hint
+    other = parse_plan(PLAN.replace(*edit))
+    with pytest.raises(PerflabError, match="cannot be resumed under it"):
+        check_same_figures(study, other, other.config("default"), "throughput")
+
+
+def test_tuning_data_on_a_server_perflab_did_not_start_is_refused_with_what_to_do():
+    """tune starts a server of its own for every trial: a plan over an existing schema is
+    refused before anything starts, and the hint names what tune and run can do instead."""
+    from perflab.plan import parse_plan
+    from perflab.tune.search import Tuner, TuneSettings
+
+    plan = parse_plan(PLAN.replace('rows = 5000', 'existing = "shop"'))
+    with pytest.raises(PerflabError, match="dataset.existing = 'shop'") as refused:
+        Tuner(plan, None, TuneSettings(), "bayes", budget=2)  # type: ignore[arg-type]
+    assert "perflab run --socket or --host" in refused.value.hint
+
+
+def test_a_named_knob_without_a_curated_range_is_searched_over_its_useful_decades():
+    """binlog_cache_size goes to 2^64 on the server: named, it is searched on a log scale up to
+    256 times its startup value (it was refused). A startup of 0 (off, or unlimited) gives no
+    scale: a log scale to 2^32 whose lowest band is 0, the default among the settings; a
+    negative one (auto) the server's range, linear, to 2^32."""
+    (knob,) = knob_space(CATALOG, ["binlog_cache_size"])
+    assert (knob.low, knob.high, knob.log, knob.zero_off) == (4096, 32768 * 256, True, False)
+    assert uncurated_range(0, (1 << 64) - 1, "0") == (27, 1 << 32, True, True)
+    assert uncurated_range(-1, (1 << 31) - 1, "-1") == (-1, (1 << 31) - 1, False, False)
+
+
+@given(st.integers(-1, 1 << 40), st.integers(1001, 1 << 64), st.data())
+def test_an_uncurated_knob_keeps_its_startup_value_within_the_servers_range(low, span, data):
+    """Whatever the server's range and startup value: the range searched lies within the
+    server's, and the startup value (the defaults every trial is measured against) is one of
+    its settings: inside it, or the zero band's 0."""
+    high = max(low, 1) * span
+    startup = data.draw(st.one_of(st.none(), st.just("OFF"),
+                                  st.integers(low, min(high, 1 << 70)).map(str)))
+    lo, hi, log, zero = uncurated_range(low, high, startup)
+    assert max(low, 1) <= lo < hi <= high if log else low == lo < hi <= high
+    if startup is not None and startup.lstrip("-").isdigit():
+        knob = Knob("k", "int", lo, hi, log, zero_off=zero)
+        assert knob.within(int(startup), None) == int(startup)
+
+
+def test_a_choice_that_trades_durability_is_left_out_unless_allowed():
+    """delay_key_write = ALL leaves every MyISAM table's index blocks unflushed after writes
+    (a crash leaves them to repair): not searched unless unsafe knobs are allowed."""
+    data = json.loads((Path(__file__).parent / "data" / "tune_catalog.json").read_text())
+    data["variables"]["delay_key_write"] = {
+        "name": "delay_key_write", "type": "ENUM", "values": ["OFF", "ON", "ALL"],
+        "default": "ON", "startup_value": "ON", "scope": "GLOBAL", "read_only": False,
+        "command_line": "OPTIONAL", "minimum": None, "maximum": None, "block_size": None}
+    catalog = Catalog.from_json(data)
+    (knob,) = knob_space(catalog, ["delay_key_write"])
+    assert knob.choices == ("OFF", "ON")
+    (unsafe,) = knob_space(catalog, ["delay_key_write"], allow_unsafe=True)
+    assert unsafe.choices == ("OFF", "ON", "ALL")

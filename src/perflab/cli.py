@@ -489,7 +489,7 @@ def _thread_list(text: str) -> tuple[int, ...]:
 
 def _name_list(text: str) -> tuple[str, ...]:
     names = tuple(part.strip() for part in text.split(",") if part.strip())
-    if not all(name.replace("_", "").isalnum() for name in names):
+    if not all(name.replace("_", "").replace("-", "").isalnum() for name in names):
         raise argparse.ArgumentTypeError(f"not a list of server variable names: {text!r}")
     return names
 

@@ -78,6 +78,11 @@ class Family(ABC):
         shape = f"{dataset.tables} table(s) x {dataset.rows} rows"
         return f"schema {dataset.existing} as it is, {shape}" if dataset.existing else shape
 
+    def engines(self, dataset: Dataset) -> set[str] | None:
+        """The storage engines of the tables the workload reads: the dataset's (None: unknown,
+        a schema perflab did not make)."""
+        return None if dataset.existing else {dataset.engine}
+
     @abstractmethod
     def load(self, endpoint: Endpoint, dataset: Dataset) -> LoadReport:
         """Create and fill the schema on a running server."""

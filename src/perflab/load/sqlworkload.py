@@ -41,7 +41,7 @@ from sqlglot.dialects.mysql import MySQL
 from perflab.errors import PerflabError
 from perflab.load.classify import Classified, Kind, classify, several_statements
 from perflab.load.family import Family, LoadReport
-from perflab.plan import Dataset, Scalar
+from perflab.plan import ENGINES, Dataset, Scalar
 from perflab.server.connection import Endpoint, query
 
 SCHEMA = "perflab_sql"
@@ -59,6 +59,14 @@ CONTROL_CHARACTER = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 SQL_LITERAL = re.compile(  # a number, NULL, or one quoted string (either quote, SQL escapes)
     r"^(?:'(?:[^'\\]|\\.|'')*'|\"(?:[^\"\\]|\\.|\"\")*\"|-?\d+(?:\.\d+)?|NULL)$", re.S)
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# what table_engine reads of a schema statement: quoted text and comments set aside (scanned
+# left to right, so a quote inside a comment or a comment sign inside quotes is not one)
+QUOTED_OR_COMMENT = re.compile(
+    r"'(?:[^'\\]|\\.|'')*'|\"(?:[^\"\\]|\\.|\"\")*\"|/\*.*?\*/|--[^\n]*|#[^\n]*", re.S)
+TABLE_STATEMENT = re.compile(
+    r"\s*(?:(CREATE)\s+(?:OR\s+REPLACE\s+)?(?:TEMPORARY\s+)?|ALTER\s+(?:ONLINE\s+)?(?:IGNORE\s+)?)"
+    r"TABLE\b", re.I)
+ENGINE_CLAUSE = re.compile(r"\bENGINE\s*=?\s*`?(\w+)", re.I)
 
 
 @dataclass(frozen=True)
@@ -168,6 +176,20 @@ class SqlFamily(Family):
         tables = ", ".join(f"{spec.table} {spec.rows:,} rows" for spec in self.sql_file.data)
         return f"{self.sql_file.path.name}: {tables or 'no [[data]]'}"
 
+    def engines(self, dataset: Dataset) -> set[str] | None:
+        """The engines of the file's tables: each CREATE TABLE's ENGINE clause, and the
+        dataset's engine for one without (load_sql_dataset makes them so)."""
+        if dataset.existing:
+            return None
+        engines = set()
+        for statement in self.sql_file.schema:
+            code = QUOTED_OR_COMMENT.sub(" ", statement)
+            table = TABLE_STATEMENT.match(code)
+            engine = table_engine(code) if table else None
+            if engine or (table and table.group(1)):  # a CREATE TABLE without one: the dataset's
+                engines.add(engine or dataset.engine)
+        return engines or {dataset.engine}
+
     def writes(self, declared: bool) -> bool:
         """Only when a statement is not a plain or locking read: a file of SELECTs runs
         read-only."""
@@ -204,6 +226,17 @@ class SqlFamily(Family):
 
     def client_files(self) -> dict[str, str]:
         return {"PERFLAB_SQL_STATEMENTS": self.sql_file.statements_file()}
+
+
+def table_engine(code: str) -> str | None:
+    """The engine a CREATE or ALTER TABLE statement's code (its quoted text and comments set
+    aside) names, ENGINE = X, as perflab spells it; None when it names none perflab knows (a
+    column called engine is no clause)."""
+    known = {engine.lower(): engine for engine in ENGINES}
+    for match in ENGINE_CLAUSE.finditer(code):
+        if match.group(1).lower() in known:
+            return known[match.group(1).lower()]
+    return None
 
 
 def load_sql_workload(path: str | Path, where: str = "workload.options.file") -> SqlWorkload:

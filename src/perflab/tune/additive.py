@@ -443,7 +443,12 @@ class AdditiveSearch(SearchMethod):
         self.design = screening(space, seed)
 
     def after(self, trials: Sequence[FrozenTrial], number: int) -> Next:
-        params, group = self.propose(trials, number)
+        now = self._read(trials, number)
+        params, group = self._proposal(now)
+        if setting_key(params) in now.tried:  # a space of few settings, all tried
+            return Next(Step.DONE, reason="no untried setting near the best-believed one, nor "
+                        f"among {PROPOSALS} draws near the defaults ({len(now.tried)} settings "
+                        "measured, running or refused): a setting is not measured twice")
         return Next(Step.MEASURE, params, {} if group is None else {SCREENING: group})
 
     def rank(self, finished: Sequence[FrozenTrial]) -> list[FrozenTrial]:
@@ -474,7 +479,9 @@ class AdditiveSearch(SearchMethod):
         6. next screening: the screening's next group;
         7. best improvement: the largest expected improvement near the best-believed setting.
         """
-        now = self._read(trials, number)
+        return self._proposal(self._read(trials, number))
+
+    def _proposal(self, now: _Situation) -> Proposal:
         for step in (self._first_screening, self._screening_again, self._nowhere_near,
                      self._jump, self._attribution, self._next_screening):
             proposal = step(now)

@@ -1,6 +1,7 @@
 """The final re-measure of `perflab tune`: before the search is believed, its best CANDIDATES
 are measured again (with each knob's best reading the search left behind), interleaved with
-the server defaults and the plan's baseline, for as many rounds as the lab's measured noise
+the defaults (the searched knobs at the server's defaults, the plan's other variables kept) and
+the plan's baseline when it sets searched knobs, for as many rounds as the lab's measured noise
 needs to resolve the plan's margin. The winner is the best
 re-measured one, and every gain is a paired interval with a verdict (one error rate across the
 comparisons), instead of the lucky trial's figure.
@@ -26,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from perflab.lab import Lab
-from perflab.plan import Plan, ServerConfig
+from perflab.plan import Plan, Scalar, ServerConfig
 from perflab.running.measurer import Measurer
 from perflab.running.runner import Runner
 from perflab.say import Say, silent
@@ -41,7 +42,7 @@ from perflab.stats.decide import (
 from perflab.stats.design import Design
 from perflab.store import ResultStore, StoredPoint, ok_metrics
 from perflab.tune.inert import inert_knobs
-from perflab.tune.result import TrialOutcome, TuneResult, figure, moved
+from perflab.tune.result import KeptCheck, TrialOutcome, TuneResult, figure, moved
 from perflab.tune.settings import TuneSettings, better
 from perflab.tune.space import setting_key
 from perflab.tune.why import explain, summed
@@ -67,8 +68,9 @@ def remeasure(store: ResultStore, result: TuneResult, plan: Plan, settings: Tune
     clear = max(plan.run.margin, math.expm1(CLEAR_SDS * round_sd))
     candidates = best_candidates(result, settings.direction, clear)
     baseline = plan.config(plan.baseline)
-    configs = [replace(baseline, name="default", variables=())]
-    if baseline.variables:
+    default = replace(baseline, name="default", variables=unsearched(baseline, result))
+    configs = [default]
+    if baseline.variables != default.variables:  # the baseline sets some searched knob
         configs.append(replace(baseline, name="baseline"))
     for trial in candidates:
         configs.append(replace(baseline, name=f"trial-{trial.number}",
@@ -79,7 +81,7 @@ def remeasure(store: ResultStore, result: TuneResult, plan: Plan, settings: Tune
     by_round = _side_by_side(
         store, plan, study, configs, "default", cells, settings, lab, say,
         lambda rounds, why: f"re-measuring the {len(candidates)} best trial(s) with the defaults"
-        f"{' and the baseline' if baseline.variables else ''}, side by side: "
+        f"{' and the baseline' if len(configs) > len(candidates) + 1 else ''}, side by side: "
         f"{rounds} rounds ({why})")
     result.final = _scores(by_round, plan, settings)
     comparisons = {
@@ -105,6 +107,14 @@ def remeasure(store: ResultStore, result: TuneResult, plan: Plan, settings: Tune
                               for p in points)
 
             result.why = explain(counters("default"), counters(f"trial-{winner}")).lines()
+
+
+def unsearched(baseline: ServerConfig, result: TuneResult) -> tuple[tuple[str, Scalar], ...]:
+    """The baseline's server variables that are not searched (nor a knob's follower): what
+    "the defaults" keep, since the plan sets them for its workload to run as it should
+    (max_connections for its thread counts) and every trial ran with them."""
+    return tuple((name, value) for name, value in baseline.variables
+                 if name not in result.defaults)
 
 
 def put_back(store: ResultStore, result: TuneResult, plan: Plan, settings: TuneSettings,
@@ -259,8 +269,8 @@ def _check_kept(result: TuneResult, params: dict, knobs: list[str], measure: Mea
         kind, {KEPT: {name: params[name] for name in kept}},
         f"the {len(kept)} knob(s) kept ({', '.join(kept)}) without the "
         f"{len(knobs) - len(kept)} left out, side by side with the winner")
-    result.kept_effect, result.kept_checked = effects[KEPT], list(kept)
-    effect = result.kept_effect
+    effect = effects[KEPT]
+    result.kept_checks.append(KeptCheck(kind, tuple(kept), effect))
     against = _said(effect)
     if sufficient(effects, margin, result.gain_vs_default.low) is not None:
         say(f"the kept knob(s) carry the winner's gain without the others "
@@ -365,8 +375,8 @@ def _side_by_side(store: ResultStore, plan: Plan, name: str, configs: list[Serve
     """`configs` measured in a study of their own, `name`, on the plan's workload, for the
     rounds the lab's noise needs for `cells` comparisons with `baseline` (announced by
     `saying`, from the rounds and why), then with a `budget` (seconds) on for the comparisons
-    those left open, as `perflab run` decides within run.time; its successful points:
-    config -> round -> points."""
+    those left open, as `perflab run` decides within run.time; its successful points (where
+    queries finished): config -> round -> points."""
     measured = replace(plan, name=name, configs=tuple(configs), baseline=baseline,
                        run=replace(plan.run, time=budget))
     rounds, why = _rounds(store, measured, cells, plan, settings, lab)
@@ -375,10 +385,16 @@ def _side_by_side(store: ResultStore, plan: Plan, name: str, configs: list[Serve
     say(saying(rounds, why))
     Runner(measured, lab, store, say, budget_after_planned=True).run()
     by_round: dict[str, dict[int, list[StoredPoint]]] = {}
+    stalled: dict[str, int] = {}  # points where no query finished: no score
     definitions = [measured.config_hash(c) for c in measured.configs]
     for point in store.points(name, definitions):
-        if point.ok:
+        if point.ok and ok_metrics(point).qps > 0:
             by_round.setdefault(point.config, {}).setdefault(point.round, []).append(point)
+        elif point.ok:
+            stalled[point.config] = stalled.get(point.config, 0) + 1
+    if stalled:
+        say("left out of the rounds, no query finished in them: " + ", ".join(
+            f"{count} point(s) of {config}" for config, count in stalled.items()))
     return by_round
 
 

@@ -40,15 +40,8 @@ def tables(result: TuneResult) -> list[Table]:
             "knob's absence cost anything, so they may stand in for each other; one alone "
             "shown to carry the gain (no slower than the winner beyond the margin, and faster "
             "than the defaults) is the my.cnf"))
-    if result.kept_effect is not None:
-        out.append(Table(
-            "The kept knobs together, without those left out, against the winner (the my.cnf "
-            "keeps them when shown to carry the gain, every knob when shown slower; when "
-            "neither is shown, these in force and the others as comments)",
-            ["Knobs", "Rounds", "Change", "Interval", "Verdict", "my.cnf"],
-            [[", ".join(result.kept_checked), *_gain_cells(result.kept_effect),
-              "every knob" if result.kept != result.kept_checked
-              else "these, the others as comments" if result.unproven else "these"]]))
+    if result.kept_checks:
+        out.append(_kept_table(result))
     loaded = [t for t in result.trials if under_load(t.loaded)]
     if loaded:
         out.append(Table(
@@ -182,6 +175,30 @@ def _knob_table(result: TuneResult, effects: dict, change: str, title: str,
                  [[name, str(result.best.params.get(name, "-")) if result.best else "-",
                    *_gain_cells(v), _in_mycnf(result, name)]
                   for name, v in effects.items()], note=note)
+
+
+def _kept_table(result: TuneResult) -> Table:
+    """Each smaller set checked together against the winner, in the order measured: a set
+    shown slower, or not measured, sends the put-back to the next (the knobs of the groups
+    that cost), then to every knob."""
+    which = {"together": "those whose absence cost",
+             "together-groups": "those of the groups that cost"}
+    rows = []
+    for i, check in enumerate(result.kept_checks):
+        if i < len(result.kept_checks) - 1:
+            given = "not these: the next row"
+        elif list(check.knobs) != result.kept:
+            given = "every knob"
+        else:
+            given = "these, the others as comments" if result.unproven else "these"
+        rows.append([", ".join(check.knobs), which.get(check.kind, check.kind),
+                     *_gain_cells(check.effect), given])
+    return Table(
+        "The kept knobs together, without those left out, against the winner (the my.cnf "
+        "keeps them when shown to carry the gain; when shown slower, the knobs of the groups "
+        "that cost are checked next, then every knob stays; when neither is shown, these in "
+        "force and the others as comments)",
+        ["Knobs", "Which", "Rounds", "Change", "Interval", "Verdict", "my.cnf"], rows)
 
 
 def _group_table(result: TuneResult) -> Table:

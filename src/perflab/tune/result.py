@@ -116,6 +116,17 @@ def figure(trial: FrozenTrial | TrialOutcome) -> float:
     return trial.value
 
 
+@dataclass(frozen=True)
+class KeptCheck:
+    """A set of the winner's knobs smaller than the winner, measured together without the
+    others, side by side with the winner: `kind` "together" (the knobs whose absence cost) or
+    "together-groups" (the knobs of the groups that cost, when the first was not enough)."""
+
+    kind: str
+    knobs: tuple[str, ...]
+    effect: Verdict
+
+
 @dataclass
 class TuneResult:
     study: str
@@ -123,7 +134,8 @@ class TuneResult:
     knobs: list[Knob]
     trials: list[TrialOutcome]
     best: TrialOutcome | None
-    # config -> round -> the objective, re-measured in rounds with default, baseline and best
+    # config -> round -> the objective, re-measured in rounds with default (the searched knobs
+    # at the server's defaults), baseline (when it sets searched knobs) and the candidates
     final: dict[str, dict[int, float]] = field(default_factory=dict)
     gain_vs_default: Verdict | None = None  # paired by round; for latency a gain is a drop
     gain_vs_baseline: Verdict | None = None
@@ -145,10 +157,9 @@ class TuneResult:
     kept: list[str] | None = None  # the moved knobs with a shown effect (None: not checked)
     # when no knob's absence cost anything: each knob's value alone, against the winner
     alone_effects: dict[str, Verdict] = field(default_factory=dict)
-    # the knobs whose absence cost, together without the others, against the winner (when
-    # fewer than all): kept_checked, and its verdict
-    kept_checked: list[str] = field(default_factory=list)
-    kept_effect: Verdict | None = None
+    # smaller sets than the winner measured together against it, in the order measured: the
+    # last one decided the my.cnf
+    kept_checks: list[KeptCheck] = field(default_factory=list)
     # the winner's other knobs when that check was left undecided: no effect of theirs shown,
     # nor their absence shown harmless; the my.cnf gives them as comments, with the figure
     unproven: list[str] = field(default_factory=list)
@@ -180,8 +191,8 @@ class TuneResult:
                                   if self.kept is None or name in self.kept]
         if len(lines) == 1:
             lines.append("# no change was shown better than the defaults: nothing to change")
-        if self.unproven and self.kept_effect is not None:
-            effect = self.kept_effect
+        if self.unproven and self.kept_checks:
+            effect = self.kept_checks[-1].effect
             lines.append(f"# The winner also set these. Without them, the lines above measured "
                          f"{effect.change:+.1%} {effect.interval_text()} against the winner: "
                          "not shown to lose its gain, nor shown to keep it (more rounds may "

@@ -7,13 +7,13 @@
 - Frugal: the study lives in an Optuna storage (the lab's by default, or one at a URL that
   workers on several hosts share with its budget, tune/workers.py) and resumes where it
   stopped; dynamic knobs are applied with SET GLOBAL by the runner when possible.
-- Honest: unless the plan asks for a serial schedule, each trial is measured side by side with
-  a reference (the plan's baseline on a server of its own, taking turns in time slices) and
-  scored as its ratio to it, so that the machine's drift over seconds, tens of percent on a
-  shared 2-core machine, does not rank the trials; the best trials are measured again at the
-  end (tune/final.py), interleaved with the server defaults and the plan's baseline over
-  several rounds, and their gains are reported with intervals and verdicts instead of the
-  lucky trial's figure.
+- Honest: unless the plan asks for a serial schedule (or two servers would not fit), each trial
+  is measured side by side with a reference (the plan's baseline on a server of its own, taking
+  turns in time slices) and scored as its ratio to it, so that the machine's drift over
+  seconds, tens of percent on a shared 2-core machine, does not rank the trials; the best
+  trials are measured again at the end (tune/final.py), interleaved with the defaults and the
+  plan's baseline over several rounds, and their gains are reported with intervals and
+  verdicts instead of the lucky trial's figure.
 
 `Tuner` runs the search; what each trial measures is its method's choice (tune/methods.py):
 `ofat` (the MySQL 5.5 sysbench tuning study's one-factor-at-a-time), `bayes` (by default
@@ -26,13 +26,14 @@ from __future__ import annotations
 import importlib.util
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from perflab.errors import PerflabError
 from perflab.lab import Lab
-from perflab.plan import Plan, Schedule
+from perflab.plan import Plan, Schedule, ServerConfig
 from perflab.probes import busy
 from perflab.running.measurer import Measurer
 from perflab.say import Say
@@ -92,12 +93,7 @@ class Tuner:
                  storage: str | None = None, sampler: str = Sampler.ADDITIVE, seed: int = 0,
                  allow_unsafe: bool = False, put_back: bool = True, say: Say = print):
         method, sampler = _checked(method, sampler, budget, seconds, seed)
-        if plan.run.clients:
-            raise PerflabError(
-                "tune measures from this machine, not from several client machines "
-                "(run.clients): its trials restart one server and warm it up from here",
-                hint="tune without run.clients, then run the winner's plan with it",
-                option="clients")
+        _tunable(plan)
         self.plan, self.lab, self.settings, self.method = plan, lab, settings, method
         self.budget, self.seconds, self.seed, self.say = budget, seconds, seed, say
         # the sampler the study records (ofat's proposals fix every knob: it records random)
@@ -122,8 +118,10 @@ class Tuner:
         if self.storage is None:
             self.storage = workers.open_storage(f"sqlite:///{self.lab.db_path}")
         self.catalog = self.lab.catalog()
+        # the engines of the tables the trials measure (an sql workload's file names its own)
+        engines = self.runner.workload.family.engines(self.plan.dataset_for(self.baseline))
         self.knobs = knob_space(self.catalog, list(self.settings.knobs), self.allow_unsafe,
-                                self._engines(), self.say, list(self.settings.exclude))
+                                engines, self.say, list(self.settings.exclude))
         self.trials = Trials(self.plan, self.settings, self.runner, self.method, self.catalog,
                              self.knobs, self.say)
         # the knob space as the methods read it
@@ -131,11 +129,16 @@ class Tuner:
                            self.trials.memory, memory_budget(self.settings.memory_share))
         self.trials.space = self.space
         self.runner.add_config(self.trials.reference)
+        no_pair = self._no_pair_fits()
+        self.measured = Measured.ALONE if no_pair else self.measured
         busy_now = watch.warning()
         if busy_now:
             self.say(f"WARNING: {busy_now}; the trials' readings would rank the load, not the "
                      "settings")
         study = self._study()  # it may keep the way of measuring it started with
+        if no_pair and self.measured is Measured.ALONE:
+            self.say(f"trials measured alone (a trial beside its reference would not fit: "
+                     f"{no_pair})")
         # a round's noise here for this way of measuring: how far from the reference a reading
         # must land to be measured again before the search believes it (tune/reading.py)
         self.trials.measured, self.trials.round_sd = self.measured, self.runner.noise()[0]
@@ -166,10 +169,15 @@ class Tuner:
         result.seconds = time.monotonic() - started
         return result
 
-    def _engines(self) -> set[str] | None:
-        """The engines of the tables the trials measure (None: unknown, an existing schema)."""
-        dataset = self.plan.dataset_for(self.baseline)
-        return None if dataset.existing else {dataset.engine}
+    def _no_pair_fits(self) -> str | None:
+        """With schedule auto, why a trial beside its reference would not fit (two servers of
+        the plan's settings: memory, or disk for two copies of the data), if it would not: a
+        new study then measures its trials alone, else every one would be refused."""
+        if self.measured is not Measured.SIDE_BY_SIDE or self.plan.run.schedule != Schedule.AUTO:
+            return None
+        twin = replace(self.trials.reference, name=f"{self.method}-beside-reference")
+        self.runner.add_config(twin)
+        return self.runner.side_by_side_fits([self.trials.reference, twin])
 
     def _study(self) -> optuna.Study:
         """The study, created or resumed; a resumed one keeps how it measures and searches."""
@@ -181,6 +189,7 @@ class Tuner:
             study = optuna.create_study(study_name=name, storage=self.storage,
                                         direction=self.settings.direction,
                                         sampler=self.search.sampler(0), load_if_exists=True)
+            check_same_figures(study, self.plan, self.baseline, self.settings.objective)
             measured, searched = _recorded(study, self.measured, self.sampler)
         changed = space_changed(study, self.space.distributions())
         if changed:
@@ -314,6 +323,45 @@ def space_changed(study: optuna.Study, distributions: dict) -> str | None:
                 except ValueError:
                     return name
     return None
+
+
+def _tunable(plan: Plan) -> None:
+    """Refuses a plan tune cannot measure: its trials restart a server of their own on this
+    machine and warm it up from here."""
+    if plan.run.clients:
+        raise PerflabError(
+            "tune measures from this machine, not from several client machines "
+            "(run.clients): its trials restart one server and warm it up from here",
+            hint="tune without run.clients, then run the winner's plan with it",
+            option="clients")
+    if plan.dataset.existing:
+        raise PerflabError(
+            f"tune starts a server of its own for every trial; dataset.existing = "
+            f"{plan.dataset.existing!r} names data on a server perflab did not start",
+            hint="give the plan a [dataset] perflab loads (rows, or an sql workload's "
+                 "file), or measure that server with perflab run --socket or --host")
+
+
+def check_same_figures(study: optuna.Study, plan: Plan, baseline: ServerConfig,
+                  objective: str) -> None:
+    """Refuses to resume a study whose trials' figures meant something else: another
+    objective (Optuna would rank them in its own direction), thread counts, workload, dataset,
+    run length or reference. A study records these at its start; one begun before they were
+    recorded is taken as it is. (Its knobs may change: trials lacking a knob read its
+    default; and its schedule: it keeps measuring as it began, `_recorded`.)"""
+    any_schedule = replace(plan, run=replace(plan.run, schedule=Schedule.AUTO, slice_seconds=0.0))
+    now = {"objective": objective, "thread counts": sorted(plan.run.threads),
+           "workload, dataset, run length or reference": any_schedule.config_hash(baseline)}
+    recorded = study.user_attrs.get("figures")
+    if recorded is None:
+        study.set_user_attr("figures", now)
+        return
+    changed = [what for what, value in now.items() if recorded.get(what) != value]
+    if changed:
+        raise PerflabError(
+            f"tune: the study {study.study_name} in this lab measured its trials with another "
+            f"{' and '.join(changed)} than this plan: its figures cannot be resumed under it",
+            hint="give the plan another study.name to start afresh, or tune in a new lab")
 
 
 def _recorded(study: optuna.Study, measured: Measured,

@@ -72,12 +72,12 @@ class TuneSettings:
         return "maximize" if self.objective == "throughput" else "minimize"
 
     def score(self, metrics: list[Metrics]) -> float:
-        """The objective of a configuration's points: for throughput the geometric mean of qps
-        over the thread counts; for a latency the mean p95 or p99."""
-        if self.objective == "throughput":
-            return math.exp(statistics.fmean(math.log(m.qps) for m in metrics))
-        key = f"latency_{self.objective}_ms"
-        return statistics.fmean(getattr(m, key) for m in metrics)
+        """The objective of a configuration's points: the geometric mean over the thread counts
+        of qps, or of the p95 or p99 latency, so that each thread count weighs alike (an
+        arithmetic mean of latencies would be the highest thread count's)."""
+        key = "qps" if self.objective == "throughput" else f"latency_{self.objective}_ms"
+        # a latency below sysbench's resolution reads 0: a microsecond
+        return math.exp(statistics.fmean(math.log(max(getattr(m, key), 1e-3)) for m in metrics))
 
 
 def better(direction: str, a: float, b: float, by: float = 0.0) -> bool:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from optuna.distributions import BaseDistribution, CategoricalDistribution, IntDistribution
 
 from perflab.errors import PerflabError
+from perflab.plan import normalize_variable_name
 from perflab.probes.system import ram_bytes
 from perflab.server.variables import INTEGER_TYPES, Catalog
 
@@ -84,6 +85,12 @@ ZERO_OFF = {"key_buffer_size", "query_cache_size", "thread_cache_size", "key_cac
             "innodb_spin_wait_delay"}
 ZERO_BAND = 0.15
 
+# A named knob without a curated range whose server range spans more than WIDE times its low
+# end is searched on a log scale up to SPAN times its startup value (uncurated_range):
+# myisam_sort_buffer_size, binlog_cache_size and innodb_lru_scan_depth go to 2^64.
+# Such a knob starting at 0 (binlog_commit_wait_count) is zero-off: its lowest band is 0.
+WIDE, SPAN = 1000, 256
+
 # Knobs that act only together, searched as one: the follower takes its leader's value. The
 # in-memory limit of a temporary table is the smaller of tmp_table_size and max_heap_table_size,
 # so raising either alone does nothing (a GROUP BY whose 33 MB temporary table spilled to disk:
@@ -112,7 +119,10 @@ DURABILITY = {
     "sync_relay_log_info", "innodb_flush_method_nosync",
 }
 # Enum values that are unsafe in the same sense.
-UNSAFE_CHOICES = {"innodb_flush_method": {"nosync", "littlesync", "O_DIRECT_NO_FSYNC"}}
+UNSAFE_CHOICES = {"innodb_flush_method": {"nosync", "littlesync", "O_DIRECT_NO_FSYNC"},
+                  # every MyISAM table's index blocks left unflushed after writes: a crash
+                  # leaves indexes to repair
+                  "delay_key_write": {"ALL"}}
 
 @dataclass(frozen=True)
 class Knob:
@@ -204,6 +214,9 @@ def knob_space(catalog: Catalog, names: list[str] | None = None, allow_unsafe: b
     less `exclude` and the knobs of engines that hold none of the study's tables (`engines`;
     None: every engine), saying in a line to `say` which were left out for their engine, the
     engines' own knobs first."""
+    # as a my.cnf or the command line spells them (key-buffer-size), each once
+    names = list(dict.fromkeys(map(normalize_variable_name, names or ())))
+    exclude = list(dict.fromkeys(map(normalize_variable_name, exclude or ())))
     if names and exclude:
         raise PerflabError("tune.exclude leaves out curated knobs, and tune.knobs (or --knobs) "
                            "names the knobs to search exactly",
@@ -276,17 +289,32 @@ def _knob(name, spec, curated, allow_unsafe: bool, durability: bool) -> Knob:
         raise PerflabError(f"tune.knobs: {name} is a {spec.type}; perflab tunes integers, "
                            "booleans and enums", hint=f"remove {name} from tune.knobs")
     low, high = int(spec.minimum), int(spec.maximum)
-    log = False
+    log = zero = False
     if curated:
         low, high, log = max(low, curated[0]), min(high, curated[1]), curated[2]
-    elif high > 1 << 32:
-        raise PerflabError(f"tune.knobs: {name} ranges up to {high}, too wide to search "
-                           "without a curated range",
-                           hint=f"remove {name} from tune.knobs; without tune.knobs, perflab "
-                           "searches its curated knobs")
+    elif high > WIDE * max(low, 1):
+        low, high, log, zero = uncurated_range(low, high, spec.startup_value)
     # see drawn_low: a log range from 1 would leave no whole number below it to stand for 0
-    zero_off = name in ZERO_OFF and int(spec.minimum) <= 0 and low >= 2 and log
+    zero_off = zero or (name in ZERO_OFF and int(spec.minimum) <= 0 and low >= 2 and log)
     return Knob(name, "int", low, high, log and low > 0, (), dynamic, durability, zero_off)
+
+
+def uncurated_range(low: int, high: int, startup: str | None) -> tuple[int, int, bool, bool]:
+    """(low, high, log scale, zero-off) of a named knob without a curated range, whose server
+    range spans more than WIDE times its low end (most go to 2^64: "no limit"), so that a
+    search covers its useful decades, its startup value among them, instead of the top half
+    of 2^64: a log scale from its least positive value to SPAN times a positive startup value;
+    for a startup of 0 (off, or unlimited) a log scale to 2^32 whose lowest ZERO_BAND stands
+    for 0 (as ZERO_OFF's); else (a negative or unknown startup) the server's range up to 2^32,
+    linear."""
+    start = int(startup) if startup is not None and startup.lstrip("-").isdigit() else None
+    if start is not None and start > 0:
+        low = max(low, 1)
+        return low, min(high, max(start, low) * SPAN), True, False
+    if start == 0 and low <= 0:  # from the value below which ZERO_BAND of the draws lie
+        top = min(high, 1 << 32)
+        return max(2, int(top ** ZERO_BAND)), top, True, True
+    return low, min(high, max(1 << 32, low * WIDE)), False, False
 
 
 def memory_budget(share: float = 0.5) -> int:
