@@ -107,11 +107,14 @@ def test_the_sql_workload_needs_its_file(tmp_path):
      {"MyISAM"}),
     ('["CREATE TABLE t (id INT PRIMARY KEY, v INT) /* not ENGINE=Aria */", '
      '"ALTER TABLE t ENGINE=MyISAM", "ALTER TABLE t ADD KEY (v)"]', {"InnoDB", "MyISAM"}),
+    ('"CREATE TABLE `t#1` (id INT PRIMARY KEY, v INT DEFAULT 5--1) /*!50100 ENGINE=Aria */"',
+     {"Aria"}),
 ])
 def test_the_engines_of_a_files_tables_are_its_create_tables(tmp_path, schema, engines):
     """What tune's knob space follows: each CREATE (OR REPLACE) TABLE's ENGINE clause, the
     dataset's engine for a table without one, and an ALTER TABLE's; a column named engine, a
-    default or a comment saying ENGINE are not clauses; an existing schema's are unknown."""
+    default or a comment saying ENGINE are not clauses, but a comment the server runs (/*! */)
+    is; a quoted name may hold a comment sign; an existing schema's engines are unknown."""
     path = tmp_path / "w.toml"
     path.write_text(GOOD.replace('sql = "CREATE TABLE t (id INT PRIMARY KEY, v INT)"',
                                  f"sql = {schema}"))

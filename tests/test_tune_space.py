@@ -257,6 +257,14 @@ def test_a_study_whose_figures_meant_something_else_is_not_resumed(edit, tmp_pat
     other = parse_plan(PLAN.replace(*edit))
     with pytest.raises(PerflabError, match="cannot be resumed under it"):
         check_same_figures(study, other, other.config("default"), "throughput")
+    # a latency study begun before figures were recorded, over several thread counts: its
+    # trials were scored by an arithmetic mean, which the geometric one does not continue
+    several = parse_plan(PLAN.replace("threads = [2]", "threads = [2, 8]"))
+    older = optuna.create_study()
+    older.tell(older.ask(), 1.0)
+    with pytest.raises(PerflabError, match="arithmetic mean"):
+        check_same_figures(older, several, several.config("default"), "p95")
+    check_same_figures(older, several, several.config("default"), "throughput")
 
 
 def test_tuning_data_on_a_server_perflab_did_not_start_is_refused_with_what_to_do():
@@ -279,6 +287,7 @@ def test_a_named_knob_without_a_curated_range_is_searched_over_its_useful_decade
     (knob,) = knob_space(CATALOG, ["binlog_cache_size"])
     assert (knob.low, knob.high, knob.log, knob.zero_off) == (4096, 32768 * 256, True, False)
     assert uncurated_range(0, (1 << 64) - 1, "0") == (27, 1 << 32, True, True)
+    assert uncurated_range(1, (1 << 64) - 1, "0") == (27, 1 << 32, True, True)  # 0: auto
     assert uncurated_range(-1, (1 << 31) - 1, "-1") == (-1, (1 << 31) - 1, False, False)
 
 
@@ -310,3 +319,20 @@ def test_a_choice_that_trades_durability_is_left_out_unless_allowed():
     assert knob.choices == ("OFF", "ON")
     (unsafe,) = knob_space(catalog, ["delay_key_write"], allow_unsafe=True)
     assert unsafe.choices == ("OFF", "ON", "ALL")
+
+
+@pytest.mark.parametrize(("name", "startup", "why"), [
+    ("sql_select_limit", str((1 << 64) - 1), "no limit"),
+    ("insert_id", None, "no global value")])
+def test_a_limit_left_off_or_a_sessions_own_value_is_not_a_knob(name, startup, why):
+    """Named, a limit whose startup is its type's maximum (lower, statements fail or return
+    less) or a variable with no global value is refused with the reason, not a traceback."""
+    data = json.loads((Path(__file__).parent / "data" / "tune_catalog.json").read_text())
+    data["variables"][name] = {
+        "name": name, "type": "BIGINT UNSIGNED", "values": [], "default": startup,
+        "startup_value": startup, "scope": "SESSION", "read_only": False,
+        "command_line": "REQUIRED", "minimum": "0", "maximum": str((1 << 64) - 1),
+        "block_size": "1"}
+    with pytest.raises(PerflabError, match=why) as refused:
+        knob_space(Catalog.from_json(data), [name])
+    assert f"remove {name}" in refused.value.hint

@@ -59,10 +59,13 @@ CONTROL_CHARACTER = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 SQL_LITERAL = re.compile(  # a number, NULL, or one quoted string (either quote, SQL escapes)
     r"^(?:'(?:[^'\\]|\\.|'')*'|\"(?:[^\"\\]|\\.|\"\")*\"|-?\d+(?:\.\d+)?|NULL)$", re.S)
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-# what table_engine reads of a schema statement: quoted text and comments set aside (scanned
-# left to right, so a quote inside a comment or a comment sign inside quotes is not one)
+# what table_engine reads of a schema statement: quoted text and comments set aside, a quoted
+# name and an executable comment (/*! ... */, which the server runs) kept; scanned left to
+# right, so a quote inside a comment or a comment sign inside quotes is not one
 QUOTED_OR_COMMENT = re.compile(
-    r"'(?:[^'\\]|\\.|'')*'|\"(?:[^\"\\]|\\.|\"\")*\"|/\*.*?\*/|--[^\n]*|#[^\n]*", re.S)
+    r"`(?:[^`]|``)*`|'(?:[^'\\]|\\.|'')*'|\"(?:[^\"\\]|\\.|\"\")*\"|/\*.*?\*/"
+    r"|--(?=\s|$)[^\n]*|#[^\n]*", re.S)
+EXECUTABLE_COMMENT = re.compile(r"/\*M?!\d*(.*)\*/", re.S)
 TABLE_STATEMENT = re.compile(
     r"\s*(?:(CREATE)\s+(?:OR\s+REPLACE\s+)?(?:TEMPORARY\s+)?|ALTER\s+(?:ONLINE\s+)?(?:IGNORE\s+)?)"
     r"TABLE\b", re.I)
@@ -183,7 +186,7 @@ class SqlFamily(Family):
             return None
         engines = set()
         for statement in self.sql_file.schema:
-            code = QUOTED_OR_COMMENT.sub(" ", statement)
+            code = QUOTED_OR_COMMENT.sub(_code_of, statement)
             table = TABLE_STATEMENT.match(code)
             engine = table_engine(code) if table else None
             if engine or (table and table.group(1)):  # a CREATE TABLE without one: the dataset's
@@ -226,6 +229,15 @@ class SqlFamily(Family):
 
     def client_files(self) -> dict[str, str]:
         return {"PERFLAB_SQL_STATEMENTS": self.sql_file.statements_file()}
+
+
+def _code_of(match: re.Match) -> str:
+    """What a quoted text or comment leaves of a statement's code (QUOTED_OR_COMMENT)."""
+    text = match.group(0)
+    if text.startswith("`"):
+        return text
+    executable = EXECUTABLE_COMMENT.fullmatch(text)
+    return f" {executable.group(1)} " if executable else " "
 
 
 def table_engine(code: str) -> str | None:

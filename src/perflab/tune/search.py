@@ -129,16 +129,13 @@ class Tuner:
                            self.trials.memory, memory_budget(self.settings.memory_share))
         self.trials.space = self.space
         self.runner.add_config(self.trials.reference)
-        no_pair = self._no_pair_fits()
-        self.measured = Measured.ALONE if no_pair else self.measured
+        self.no_pair = self._no_pair_fits()
+        self.measured = Measured.ALONE if self.no_pair else self.measured
         busy_now = watch.warning()
         if busy_now:
             self.say(f"WARNING: {busy_now}; the trials' readings would rank the load, not the "
                      "settings")
         study = self._study()  # it may keep the way of measuring it started with
-        if no_pair and self.measured is Measured.ALONE:
-            self.say(f"trials measured alone (a trial beside its reference would not fit: "
-                     f"{no_pair})")
         # a round's noise here for this way of measuring: how far from the reference a reading
         # must land to be measured again before the search believes it (tune/reading.py)
         self.trials.measured, self.trials.round_sd = self.measured, self.runner.noise()[0]
@@ -209,7 +206,9 @@ class Tuner:
             self.say(f"resuming study {study.study_name}: {done} trial(s) already done")
         self.say(f"trials measured {measured}" + (
             f" with the reference {self.baseline.name} (scores are ratios to it)"
-            if measured is Measured.SIDE_BY_SIDE else ""))
+            if measured is Measured.SIDE_BY_SIDE else
+            f" (a trial beside its reference would not fit: {self.no_pair})" if self.no_pair
+            else ""))
         description = self.search.describe()
         if description:
             self.say(description)
@@ -354,6 +353,13 @@ def check_same_figures(study: optuna.Study, plan: Plan, baseline: ServerConfig,
            "workload, dataset, run length or reference": any_schedule.config_hash(baseline)}
     recorded = study.user_attrs.get("figures")
     if recorded is None:
+        if objective != "throughput" and len(plan.run.threads) > 1 and study.get_trials(
+                deepcopy=False, states=STARTED):
+            raise PerflabError(
+                f"tune: the study {study.study_name} in this lab scored its trials' latency "
+                "over several thread counts as an earlier perflab did (an arithmetic mean; "
+                "now a geometric one): its figures cannot be resumed",
+                hint="give the plan another study.name to start afresh, or tune in a new lab")
         study.set_user_attr("figures", now)
         return
     changed = [what for what, value in now.items() if recorded.get(what) != value]

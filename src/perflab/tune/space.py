@@ -90,6 +90,7 @@ ZERO_BAND = 0.15
 # myisam_sort_buffer_size, binlog_cache_size and innodb_lru_scan_depth go to 2^64.
 # Such a knob starting at 0 (binlog_commit_wait_count) is zero-off: its lowest band is 0.
 WIDE, SPAN = 1000, 256
+NO_LIMIT = 1 << 56  # a startup value this large is a limit left off (sql_select_limit)
 
 # Knobs that act only together, searched as one: the follower takes its leader's value. The
 # in-memory limit of a temporary table is the smaller of tmp_table_size and max_heap_table_size,
@@ -288,12 +289,18 @@ def _knob(name, spec, curated, allow_unsafe: bool, durability: bool) -> Knob:
     if spec.type not in INTEGER_TYPES:
         raise PerflabError(f"tune.knobs: {name} is a {spec.type}; perflab tunes integers, "
                            "booleans and enums", hint=f"remove {name} from tune.knobs")
+    startup = spec.startup_value
+    if startup is None or (startup.isdigit() and int(startup) >= NO_LIMIT):
+        why = ("has no global value to start from (a session's own)" if startup is None else
+               "starts at its type's maximum, no limit: lower, it makes statements fail or "
+               "return less, not run faster")
+        raise PerflabError(f"tune.knobs: {name} {why}", hint=f"remove {name} from tune.knobs")
     low, high = int(spec.minimum), int(spec.maximum)
     log = zero = False
     if curated:
         low, high, log = max(low, curated[0]), min(high, curated[1]), curated[2]
     elif high > WIDE * max(low, 1):
-        low, high, log, zero = uncurated_range(low, high, spec.startup_value)
+        low, high, log, zero = uncurated_range(low, high, startup)
     # see drawn_low: a log range from 1 would leave no whole number below it to stand for 0
     zero_off = zero or (name in ZERO_OFF and int(spec.minimum) <= 0 and low >= 2 and log)
     return Knob(name, "int", low, high, log and low > 0, (), dynamic, durability, zero_off)
@@ -309,9 +316,9 @@ def uncurated_range(low: int, high: int, startup: str | None) -> tuple[int, int,
     linear."""
     start = int(startup) if startup is not None and startup.lstrip("-").isdigit() else None
     if start is not None and start > 0:
-        low = max(low, 1)
+        low = min(max(low, 1), start)
         return low, min(high, max(start, low) * SPAN), True, False
-    if start == 0 and low <= 0:  # from the value below which ZERO_BAND of the draws lie
+    if start == 0:  # from the value below which ZERO_BAND of the draws lie: 0, left unset
         top = min(high, 1 << 32)
         return max(2, int(top ** ZERO_BAND)), top, True, True
     return low, min(high, max(1 << 32, low * WIDE)), False, False
