@@ -1,5 +1,6 @@
 """perflab tune against a real server: knob space, safety, failed starts, resume."""
 
+import os
 import signal
 import subprocess
 import time
@@ -93,8 +94,13 @@ def test_a_trial_measured_beside_other_work_is_named_in_the_report(shared_lab, t
     cores keeps that share with its result, and the report lists it as no evidence."""
     plan = parse_plan(tune_plan_file(tmp_path, "tune-loaded", '["table_open_cache"]')
                       .read_text())
+
+    def say(line: str) -> None:  # the trial measured, the spinner is paused: the rest is quick
+        if line.startswith("re-measuring"):
+            os.kill(spinner_elsewhere, signal.SIGSTOP)
+
     result = Tuner(plan, shared_lab, TuneSettings.from_plan(dict(plan.tune)), "random",
-                   budget=1, say=lambda _: None).run()
+                   budget=1, say=say).run()
     (trial,) = result.trials
     assert trial.loaded is not None and trial.loaded > 0.2  # one core of two, spinning
     report = render_text(result)
