@@ -105,7 +105,8 @@ def test_a_budget_after_the_planned_rounds_never_cuts_them_short(shared_lab, tmp
     """tune's put-back plans its rounds from the lab's noise and gives its budget to the rounds
     that decide what they leave open. A budget of 4 s, spent before the second of two planned
     rounds when it starts with the study, starts after them instead: both rounds are measured
-    whole, the A/A left open goes on past them, and the looks are fitted at the first look.
+    whole, the A/A goes on past them unless they decided it, and the looks are fitted at the
+    first look.
     (One server, SET GLOBAL between the two: a round takes about 7 s; 6 looks at most, whose
     boundary is quick to compute.)"""
     plan = parse_plan(write_plan(
@@ -119,7 +120,10 @@ def test_a_budget_after_the_planned_rounds_never_cuts_them_short(shared_lab, tmp
                        budget_after_planned=True).run()
         fitted = store.planned_rounds("after-live-2")
     assert plain.stopped == "budget spent" and plain.measured < 4, said  # 2 rounds x 2 cut
-    assert after.stopped in ("budget spent", "complete") and after.rounds >= 3, said
+    # an A/A the two rounds leave open goes on past them (two rounds alike to a few tenths of a
+    # percent, as one server switched by SET GLOBAL may read, decide it already)
+    assert after.stopped == "all decided" or (
+        after.stopped in ("budget spent", "complete") and after.rounds >= 3), said
     assert fitted >= 3, said
     assert {(p["repeat"], p["config"]) for p in stored_points(shared_lab, "after-live-2")
             if p["repeat"] <= 2} == {(r, c) for r in (1, 2) for c in ("a", "b")}
