@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from conftest import TUNE_PLAN
 from perflab.errors import PerflabError
-from perflab.server.variables import Catalog
+from perflab.server.variables import Catalog, parse_integer
 from perflab.tune.additive import screening
 from perflab.tune.space import (
     ZERO_BAND,
@@ -286,9 +286,9 @@ def test_a_named_knob_without_a_curated_range_is_searched_over_its_useful_decade
     negative one (auto) the server's range, linear, to 2^32."""
     (knob,) = knob_space(CATALOG, ["binlog_cache_size"])
     assert (knob.low, knob.high, knob.log, knob.zero_off) == (4096, 32768 * 256, True, False)
-    assert uncurated_range(0, (1 << 64) - 1, "0") == (27, 1 << 32, True, True)
-    assert uncurated_range(1, (1 << 64) - 1, "0") == (27, 1 << 32, True, True)  # 0: auto
-    assert uncurated_range(-1, (1 << 31) - 1, "-1") == (-1, (1 << 31) - 1, False, False)
+    assert uncurated_range(0, (1 << 64) - 1, 0) == (27, 1 << 32, True, True)
+    assert uncurated_range(1, (1 << 64) - 1, 0) == (27, 1 << 32, True, True)  # 0: auto
+    assert uncurated_range(-1, (1 << 31) - 1, -1) == (-1, (1 << 31) - 1, False, False)
 
 
 @given(st.integers(-1, 1 << 40), st.integers(1001, 1 << 64), st.data())
@@ -299,11 +299,12 @@ def test_an_uncurated_knob_keeps_its_startup_value_within_the_servers_range(low,
     high = max(low, 1) * span
     startup = data.draw(st.one_of(st.none(), st.just("OFF"),
                                   st.integers(low, min(high, 1 << 70)).map(str)))
-    lo, hi, log, zero = uncurated_range(low, high, startup)
+    start = None if startup is None else parse_integer(startup)  # as the knob reads it
+    lo, hi, log, zero = uncurated_range(low, high, start)
     assert max(low, 1) <= lo < hi <= high if log else low == lo < hi <= high
-    if startup is not None and startup.lstrip("-").isdigit():
+    if start is not None:
         knob = Knob("k", "int", lo, hi, log, zero_off=zero)
-        assert knob.within(int(startup), None) == int(startup)
+        assert knob.within(start, None) == start
 
 
 def test_a_choice_that_trades_durability_is_left_out_unless_allowed():

@@ -633,12 +633,18 @@ def _apply_axis(config: ServerConfig, axis: str, value: str, alone: bool, origin
     return replace(changed, name=name)
 
 
+def canonical_engine(name: str) -> str | None:
+    """A storage engine's name as perflab spells it (ENGINES), whatever its case; None for one
+    perflab does not know."""
+    return next((engine for engine in ENGINES if engine.lower() == name.lower()), None)
+
+
 def _engine(value: str, where: str) -> str:
-    canonical = {e.lower(): e for e in ENGINES}
-    if value.lower() not in canonical:
+    engine = canonical_engine(value)
+    if engine is None:
         raise PerflabError(f"{where} = {value!r} is not supported",
                            hint=f"allowed: {', '.join(ENGINES)}")
-    return canonical[value.lower()]
+    return engine
 
 
 def _ladder(steps: Any, shared: dict[str, Scalar], origin: str

@@ -41,7 +41,7 @@ from sqlglot.dialects.mysql import MySQL
 from perflab.errors import PerflabError
 from perflab.load.classify import Classified, Kind, classify, several_statements
 from perflab.load.family import Family, LoadReport
-from perflab.plan import ENGINES, Dataset, Scalar
+from perflab.plan import Dataset, Scalar, canonical_engine
 from perflab.server.connection import Endpoint, query
 
 SCHEMA = "perflab_sql"
@@ -244,11 +244,8 @@ def table_engine(code: str) -> str | None:
     """The engine a CREATE or ALTER TABLE statement's code (its quoted text and comments set
     aside) names, ENGINE = X, as perflab spells it; None when it names none perflab knows (a
     column called engine is no clause)."""
-    known = {engine.lower(): engine for engine in ENGINES}
-    for match in ENGINE_CLAUSE.finditer(code):
-        if match.group(1).lower() in known:
-            return known[match.group(1).lower()]
-    return None
+    return next((engine for match in ENGINE_CLAUSE.finditer(code)
+                 if (engine := canonical_engine(match.group(1))) is not None), None)
 
 
 def load_sql_workload(path: str | Path, where: str = "workload.options.file") -> SqlWorkload:

@@ -172,9 +172,8 @@ class Tuner:
         new study then measures its trials alone, else every one would be refused."""
         if self.measured is not Measured.SIDE_BY_SIDE or self.plan.run.schedule != Schedule.AUTO:
             return None
-        twin = replace(self.trials.reference, name=f"{self.method}-beside-reference")
-        self.runner.add_config(twin)
-        return self.runner.side_by_side_fits([self.trials.reference, twin])
+        # a trial of the plan's own settings is the reference's twin
+        return self.runner.side_by_side_fits([self.trials.reference] * 2)
 
     def _study(self) -> optuna.Study:
         """The study, created or resumed; a resumed one keeps how it measures and searches."""

@@ -22,7 +22,7 @@ from optuna.distributions import BaseDistribution, CategoricalDistribution, IntD
 from perflab.errors import PerflabError
 from perflab.plan import normalize_variable_name
 from perflab.probes.system import ram_bytes
-from perflab.server.variables import INTEGER_TYPES, Catalog
+from perflab.server.variables import INTEGER_TYPES, Catalog, parse_integer
 
 K, M, G = 1 << 10, 1 << 20, 1 << 30
 
@@ -290,7 +290,8 @@ def _knob(name, spec, curated, allow_unsafe: bool, durability: bool) -> Knob:
         raise PerflabError(f"tune.knobs: {name} is a {spec.type}; perflab tunes integers, "
                            "booleans and enums", hint=f"remove {name} from tune.knobs")
     startup = spec.startup_value
-    if startup is None or (startup.isdigit() and int(startup) >= NO_LIMIT):
+    start = None if startup is None else parse_integer(startup)
+    if startup is None or (start is not None and start >= NO_LIMIT):
         why = ("has no global value to start from (a session's own)" if startup is None else
                "starts at its type's maximum, no limit: lower, it makes statements fail or "
                "return less, not run faster")
@@ -300,21 +301,20 @@ def _knob(name, spec, curated, allow_unsafe: bool, durability: bool) -> Knob:
     if curated:
         low, high, log = max(low, curated[0]), min(high, curated[1]), curated[2]
     elif high > WIDE * max(low, 1):
-        low, high, log, zero = uncurated_range(low, high, startup)
+        low, high, log, zero = uncurated_range(low, high, start)
     # see drawn_low: a log range from 1 would leave no whole number below it to stand for 0
     zero_off = zero or (name in ZERO_OFF and int(spec.minimum) <= 0 and low >= 2 and log)
     return Knob(name, "int", low, high, log and low > 0, (), dynamic, durability, zero_off)
 
 
-def uncurated_range(low: int, high: int, startup: str | None) -> tuple[int, int, bool, bool]:
+def uncurated_range(low: int, high: int, start: int | None) -> tuple[int, int, bool, bool]:
     """(low, high, log scale, zero-off) of a named knob without a curated range, whose server
     range spans more than WIDE times its low end (most go to 2^64: "no limit"), so that a
     search covers its useful decades, its startup value among them, instead of the top half
     of 2^64: a log scale from its least positive value to SPAN times a positive startup value;
     for a startup of 0 (off, or unlimited) a log scale to 2^32 whose lowest ZERO_BAND stands
-    for 0 (as ZERO_OFF's); else (a negative or unknown startup) the server's range up to 2^32,
-    linear."""
-    start = int(startup) if startup is not None and startup.lstrip("-").isdigit() else None
+    for 0 (as ZERO_OFF's); else (a negative or unknown startup, `start`) the server's range up
+    to 2^32, linear."""
     if start is not None and start > 0:
         low = min(max(low, 1), start)
         return low, min(high, max(start, low) * SPAN), True, False
