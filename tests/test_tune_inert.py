@@ -308,6 +308,59 @@ def test_a_my_cnf_gives_knobs_left_undecided_as_comments_with_the_figure():
     assert settled.mycnf().splitlines()[1:] == lines[1:3]
 
 
+STARTUP = {"table_open_cache": "2000", "thread_cache_size": "151", "sort_buffer_size": "2097152"}
+
+
+@given(st.dictionaries(st.sampled_from(sorted(STARTUP)), st.sampled_from(["0", "2000", "4000"])),
+       st.dictionaries(st.sampled_from(sorted(STARTUP)), st.sampled_from(["0", "2000", "4000"])),
+       st.sets(st.sampled_from(sorted(STARTUP))))
+def test_a_my_cnf_over_the_baseline_is_the_setting_measured(baseline, winner, kept):
+    """Every trial runs a searched knob it does not move at the server's default, even where
+    the plan's baseline sets it; pasted over the baseline, the my.cnf must give that setting:
+    each searched knob is, under it, at the winner's value when in force, else at the server's
+    default (a winner taking a baseline's knob back to the default must say so). When nothing
+    is in force, nothing is to change: the baseline stays whole."""
+    params = {**STARTUP, **winner}
+    best = SimpleNamespace(number=3, params=params)
+    result = TuneResult("s", "bayes", [], [], best, defaults=dict(STARTUP),
+                        baseline=baseline, kept=sorted(kept))
+    lines = result.mycnf().splitlines()
+    given_values = {line.split(" = ")[0]: line.split(" = ")[1].split()[0]
+                    for line in lines[1:] if not line.startswith("#")}
+    in_force = {k for k in kept if params[k] != STARTUP[k]}
+    if not in_force:
+        assert given_values == {} and "nothing to change" in lines[1]
+        assert all(f"{name} = {value}" in lines[2] for name, value in baseline.items())
+        return
+    for name in STARTUP:
+        under = given_values.get(name, baseline.get(name, STARTUP[name]))
+        assert under == (params[name] if name in in_force else STARTUP[name]), (name, lines)
+
+
+@given(st.lists(st.lists(st.floats(0, 2e5), min_size=1, max_size=3), min_size=1, max_size=6),
+       st.floats(1, 1e5))
+def test_a_candidate_is_held_to_the_throughput_floor_on_its_re_measured_rounds(rounds, floor):
+    """tune.min_qps fails a trial on its one reading; the re-measure holds a candidate to it on
+    its rounds (each round's lowest thread count, the median over rounds), so that a latency
+    won by serving less is not given."""
+    import dataclasses
+    import statistics
+
+    from perflab.store.records import Metrics, StoredPoint
+    from perflab.tune.final import _under_floor
+
+    metrics = Metrics(**dict.fromkeys(Metrics.names(), 0))
+    by_round = {"trial-4": {r: [StoredPoint(0, "s", "d", "trial-4", "w", t, r, "ok", 1, None, 0.0,
+                                            0.0, dataclasses.replace(metrics, qps=qps))
+                                for t, qps in enumerate(figures, 1)]
+                            for r, figures in enumerate(rounds, 1)}}
+    candidates = [SimpleNamespace(number=4), SimpleNamespace(number=5)]  # 5: not measured
+    under = _under_floor(by_round, candidates, floor)
+    lowest = statistics.median(min(figures) for figures in rounds)
+    assert under == ({4: lowest} if lowest < floor else {})
+    assert _under_floor(by_round, candidates, 0.0) == {}
+
+
 @given(st.sampled_from(["throughput", "p95", "p99"]), st.lists(st.integers(1, 64), min_size=1,
                                                                max_size=4, unique=True),
        st.sampled_from([0.0, 30.0, 600.0]))

@@ -23,6 +23,7 @@ what the server did differently under the winner (tune/why.py)."""
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Callable
 from dataclasses import replace
 
@@ -91,8 +92,15 @@ def remeasure(store: ResultStore, result: TuneResult, plan: Plan, settings: Tune
     verdicts = decide(comparisons, store.design(study))  # as the run froze it
     result.candidates = {trial.number: verdicts.get((trial.number, "default"))
                          for trial in candidates}
+    result.under_floor = _under_floor(by_round, candidates, settings.min_qps)
+    if result.under_floor:
+        say(f"not given, under the throughput floor (tune.min_qps = {settings.min_qps:g}) in "
+            "the re-measure: " + ", ".join(f"trial {n} ({qps:,.0f} qps)"
+                                           for n, qps in result.under_floor.items()))
     measured_gain = {n: v.change for n, v in result.candidates.items()
-                     if v is not None and math.isfinite(v.change)}
+                     if v is not None and math.isfinite(v.change) and n not in result.under_floor}
+    if not measured_gain and result.under_floor:
+        result.kept = []  # every candidate measured fell under the floor: nothing to give
     if measured_gain:
         winner = max(measured_gain, key=lambda n: measured_gain[n])
         assert result.best is not None, "re-measured after a search with a best trial"
@@ -107,6 +115,23 @@ def remeasure(store: ResultStore, result: TuneResult, plan: Plan, settings: Tune
                               for p in points)
 
             result.why = explain(counters("default"), counters(f"trial-{winner}")).lines()
+
+
+def _under_floor(by_round: dict[str, dict[int, list[StoredPoint]]],
+                 candidates: list[TrialOutcome], floor: float) -> dict[int, float]:
+    """The candidates whose throughput in the re-measure (each round's lowest over the thread
+    counts, the median over rounds) fell under `floor` (tune.min_qps), with that figure: a
+    trial is held to the floor on its one reading, and its recommendation on the re-measure's
+    rounds, so that a latency won by serving less is not given."""
+    if not floor:
+        return {}
+    under = {}
+    for trial in candidates:
+        rounds = by_round.get(f"trial-{trial.number}", {})
+        lowest = [min(ok_metrics(p).qps for p in points) for points in rounds.values()]
+        if lowest and statistics.median(lowest) < floor:
+            under[trial.number] = statistics.median(lowest)
+    return under
 
 
 def unsearched(baseline: ServerConfig, result: TuneResult) -> tuple[tuple[str, Scalar], ...]:

@@ -118,6 +118,10 @@ def render_text(result: TuneResult) -> str:
     if result.why:
         parts.append("Why the winner wins (the server's counters over the re-measure, the "
                      "defaults → the winner):\n" + "\n".join(f"  {line}" for line in result.why))
+    if result.under_floor:
+        parts.append("Not given, under the throughput floor (tune.min_qps) in the re-measure "
+                     "(median over rounds of the lowest qps over the thread counts): " + ", ".join(
+                         f"trial {n} ({qps:,.0f} qps)" for n, qps in result.under_floor.items()))
     verdict = result.gain_vs_default
     if result.best is not None and verdict is not None and verdict.verdict != "faster":
         parts.append(f"No re-measured trial was shown better than the defaults ({verdict.verdict}"

@@ -141,8 +141,14 @@ class TuneResult:
     gain_vs_baseline: Verdict | None = None
     importance: dict[str, float] = field(default_factory=dict)
     defaults: dict[str, str | None] = field(default_factory=dict)  # the knobs at startup
+    # the searched variables (knobs and followers) the plan's baseline sets, with its values:
+    # the my.cnf goes over the baseline, so those the winner runs at the server's default are
+    # written out (`mycnf`)
+    baseline: dict[str, str] = field(default_factory=dict)
     final_by: dict | None = None  # the worker that re-measured, when it was another one
     candidates: dict[int, Verdict | None] = field(default_factory=dict)  # trial -> vs default
+    # candidates whose re-measured throughput fell under tune.min_qps: trial -> median qps
+    under_floor: dict[int, float] = field(default_factory=dict)
     searched_best: int | None = None  # the search's best trial, when re-measured
     seconds: float = 0.0
     measured: Measured = Measured.ALONE  # or SIDE_BY_SIDE: values are ratios to the reference
@@ -173,11 +179,14 @@ class TuneResult:
 
     def mycnf(self) -> str:
         """The best trial's knobs that differ from the server's startup values, over the
-        baseline's. Once the knobs were put back one at a time (tune/final.put_back): only
-        those with a shown effect, or nothing when the winner was not shown better than the
-        defaults; knobs whose share was left undecided (`unproven`) follow as comments, with
-        the figure that left them so, so that the lines in force are only those shown to
-        matter."""
+        baseline's. Every trial and every put-back ran its knobs at the server's startup
+        values unless it moved them, so a searched variable the baseline sets and the lines in
+        force leave out is written at the server's startup value: pasted over the baseline,
+        the my.cnf is the setting measured, not one with the baseline's value under it. Once
+        the knobs were put back one at a time (tune/final.put_back): only those with a shown
+        effect, or nothing when the winner was not shown better than the defaults; knobs whose
+        share was left undecided (`unproven`) follow as comments, with the figure that left
+        them so, so that the lines in force are only those shown to matter."""
         if self.best is None:
             return ""
         durability = {k.name for k in self.knobs if k.durability}
@@ -187,10 +196,20 @@ class TuneResult:
             unsafe = "  # trades durability for speed" if name in durability else ""
             return f"{name} = {changed[name]}{unsafe}"
 
-        lines = ["[mariadbd]"] + [setting(name) for name in sorted(changed)
-                                  if self.kept is None or name in self.kept]
-        if len(lines) == 1:
+        in_force = [name for name in sorted(changed) if self.kept is None or name in self.kept]
+        lines = ["[mariadbd]"] + [setting(name) for name in in_force]
+        if in_force:  # the winner is given: as it was measured, over the baseline
+            lines += [f"{name} = {self.defaults[name]}  # the server's default, as measured "
+                      f"(the baseline's {value} would stay under this my.cnf)"
+                      for name, value in sorted(self.baseline.items())
+                      if name not in in_force and self.defaults.get(name) is not None
+                      and str(value).upper() != str(self.defaults[name]).upper()]
+        else:
             lines.append("# no change was shown better than the defaults: nothing to change")
+            if self.baseline:  # the defaults are the server's, which the baseline is not
+                lines.append("# (the server's defaults: the baseline sets " + ", ".join(
+                    f"{name} = {value}" for name, value in sorted(self.baseline.items()))
+                    + "; the report's 'best vs baseline' compares the winner with those)")
         if self.unproven and self.kept_checks:
             effect = self.kept_checks[-1].effect
             lines.append(f"# The winner also set these. Without them, the lines above measured "

@@ -57,6 +57,11 @@ class Trials:
         names = [name for k in self.knobs for name in (k.name, *k.followers)]
         return {name: self.catalog.variables[name].startup_value for name in names}
 
+    def baseline_values(self) -> dict[str, str]:
+        """The searched variables (the knobs' followers included) the baseline sets."""
+        startup = self.startup()
+        return {name: str(value) for name, value in self.baseline.variables if name in startup}
+
     def run(self, study: optuna.Study, session: int, trial: optuna.Trial) -> None:
         """Measure `trial` and tell Optuna what it read (refused, failed, or its figure)."""
         assert self.space is not None, "the search's space is built before its trials"
