@@ -85,6 +85,7 @@ def test_failed_start_reports_the_error_log_tail(tmp_path):
         server.start(timeout=60)
     assert "exited during start-up" in err.value.message
     assert "no_such_option" in err.value.detail
+    assert "no_such_option" in err.value.message  # the server's reason, with the point
     assert not server.alive()
 
 
@@ -111,6 +112,27 @@ def test_a_choice_the_server_overrides_is_found(catalog, tmp_path):
     with ManagedServer(tmp_path / "data", tmp_path, asked) as server, server.connect() as conn:
         running = dict(query(conn, "SHOW GLOBAL VARIABLES"))
     assert overridden(catalog, asked, running) == {"query_cache_type": ("OFF", "ON")}
+
+
+def test_a_character_set_and_collation_the_server_does_not_list_are_given_as_written(
+        catalog, tmp_path):
+    """character_set_server and collation_server are ENUMs whose values the server does not
+    list: a plan comparing them is checked by the server at start, not refused by perflab as
+    "not allowed (allowed: )"; an empty name is refused in one line."""
+    asked = {name: catalog.check(name, value, "configs.utf8") for name, value in
+             (("character_set_server", "utf8mb4"), ("collation_server", "utf8mb4_unicode_ci"))}
+    assert asked == {"character_set_server": "utf8mb4", "collation_server": "utf8mb4_unicode_ci"}
+    with pytest.raises(PerflabError, match="is empty"):
+        catalog.check("collation_server", " ", "configs.utf8")
+    install_datadir(tmp_path / "data")
+    with ManagedServer(tmp_path / "data", tmp_path, asked) as server, server.connect() as conn:
+        running = query(conn, "SELECT @@global.character_set_server, @@global.collation_server")
+    assert running[0] == ("utf8mb4", "utf8mb4_unicode_ci")
+    unknown = ManagedServer(tmp_path / "data", tmp_path, {"character_set_server": "klingon"})
+    with pytest.raises(PerflabError) as err:
+        unknown.start(timeout=60)
+    # the server's own reason is in the message a failed point stores (the log is overwritten)
+    assert "Character set 'klingon' is not a compiled character set" in err.value.message
 
 
 def test_tcp_environment_listens_on_loopback_only(tmp_path):

@@ -337,3 +337,58 @@ def test_a_limit_left_off_or_a_sessions_own_value_is_not_a_knob(name, startup, w
     with pytest.raises(PerflabError, match=why) as refused:
         knob_space(Catalog.from_json(data), [name])
     assert f"remove {name}" in refused.value.hint
+
+
+@given(st.lists(st.tuples(st.from_regex(r"[a-z][a-z0-9]{0,6}(-[a-z0-9]{1,6}){0,3}", fullmatch=True),
+                          st.sampled_from(["=name", "[=#]", ""]), st.booleans()),
+                min_size=1, max_size=12, unique_by=lambda option: option[0]))
+def test_the_options_a_server_takes_at_start_are_read_from_its_help(options):
+    """`mariadbd --verbose --help` lists each option (some with a short form, `-C,`), how it
+    takes its value, then a table of values whose lines are not options: each listed option is
+    found, as a variable name, with its kind of argument, and nothing from the table."""
+    from perflab.server.variables import start_options_of
+
+    lines = ["Usage: mariadbd [OPTIONS]", ""]
+    for name, argument, short in options:
+        lines.append(f"  {'-X, ' if short else ''}--{name}{argument}  Some help text, --not-this")
+        lines.append("                      continued help --nor-this=1")
+    lines += ["", "Variables (--variable-name=value)",
+              "and boolean options {FALSE|TRUE}  Value (after reading options)",
+              "  --in-the-table=1", "character-set-server  latin1"]
+    found = start_options_of("\n".join(lines))
+    kinds = {"=name": "REQUIRED", "[=#]": "OPTIONAL", "": "NONE"}
+    assert found == {name.replace("-", "_"): kinds[argument] for name, argument, _ in options
+                     if name != "version"}  # --version prints the version: not a setting
+    assert "version" not in start_options_of("  -V, --version[=name] \n")
+
+
+@given(st.lists(st.sampled_from(["glibc", "jemalloc", "tcmalloc"]), min_size=1, max_size=3,
+                unique=True),
+       st.lists(st.from_regex(r"c[a-z0-9]{0,5}", fullmatch=True), min_size=0, max_size=4,
+                unique=True))
+def test_tune_says_which_configurations_of_the_plan_it_leaves_aside(allocators, names):
+    """tune searches over the baseline alone: a plan with other configurations or axes hears
+    which are not measured, and one with the baseline alone hears nothing."""
+    from perflab.plan import parse_plan
+    from perflab.tune.search import say_set_aside
+
+    configs = "".join(f"[configs.{name}]\ntable_open_cache = {400 + i}\n"
+                      for i, name in enumerate(names))
+    plan = parse_plan(f"""
+[study]
+name = "s"
+[workload]
+name = "oltp_point_select"
+[run]
+threads = [2]
+[axes]
+allocator = {allocators}
+[configs.base]
+{configs}""")
+    said: list[str] = []
+    say_set_aside(plan, said.append)
+    others = [c.name for c in plan.configs if c.name != plan.baseline]
+    assert len(others) == len(plan.configs) - 1 == len(allocators) * (len(names) + 1) - 1
+    assert bool(said) == bool(others)
+    if said:
+        assert f"baseline {plan.baseline} alone" in said[0] and others[0] in said[0]

@@ -28,9 +28,14 @@ from perflab.server.managed import (
     ServerEnvironment,
     install_datadir,
     server_version,
+    start_help,
 )
-from perflab.server.variables import Catalog, read_catalog
+from perflab.server.variables import Catalog, read_catalog, start_options_of
 from perflab.store import ResultStore, Study, load_study
+
+# The cached catalog's form: 2 since the options the binary takes at start were read from its
+# --help (a catalog cached before lacks them, and is read again)
+CATALOG_FORMAT = 2
 
 
 class ServerDir:
@@ -147,15 +152,16 @@ class Lab:
         path = self.root / "catalog.json"
         if path.exists():
             cached = json.loads(path.read_text())
-            if cached.get("binary") == version:
+            if cached.get("binary") == version and cached.get("format") == CATALOG_FORMAT:
                 return Catalog.from_json(cached["catalog"])
         scratch = self.root / "catalog-server"
         shutil.rmtree(scratch, ignore_errors=True)
         install_datadir(scratch / "data")
         with ManagedServer(scratch / "data", scratch) as server, server.connect() as conn:
-            catalog = read_catalog(conn)
+            catalog = read_catalog(conn, start_options_of(start_help()))
         shutil.rmtree(scratch, ignore_errors=True)
-        path.write_text(json.dumps({"binary": version, "catalog": catalog.to_json()}))
+        path.write_text(json.dumps({"binary": version, "format": CATALOG_FORMAT,
+                                    "catalog": catalog.to_json()}))
         return catalog
 
     # -- datasets ------------------------------------------------------------------------------

@@ -62,6 +62,15 @@ def server_version() -> str:
     return out.stdout.strip()
 
 
+def start_help() -> str:
+    """What the server binary lists of the options it takes at start (`--verbose --help`):
+    the catalog's word on which variables a plan can give it (variables.start_options_of)."""
+    require_binaries()
+    out = subprocess.run([MARIADBD, "--no-defaults", "--verbose", "--help"],
+                         capture_output=True, text=True, check=False, timeout=60)
+    return out.stdout
+
+
 def install_datadir(datadir: Path) -> None:
     """Create a fresh datadir with system tables and a password-less root on the socket.
 
@@ -127,7 +136,7 @@ class ManagedServer:
         self.socket = _socket_path(self.rundir)
         self.port: int | None = None
         self.process: subprocess.Popen | None = None
-        self._log_offset = 0
+        self._log_offset = self._out_offset = 0
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -136,6 +145,8 @@ class ManagedServer:
         self.tmpdir.mkdir(parents=True, exist_ok=True)
         stop_stale(self.pid_file, self.datadir)
         self._log_offset = self.error_log.stat().st_size if self.error_log.exists() else 0
+        out_file = self.rundir / "mariadbd.out"  # what it prints before its log is open
+        self._out_offset = out_file.stat().st_size if out_file.exists() else 0
         if self.environment.tcp:
             self.port = free_port()
         env = dict(os.environ)
@@ -193,10 +204,13 @@ class ManagedServer:
         while True:
             code = self.process.poll()
             if code is not None:
+                tail = "\n".join(filter(None, (_since(self.rundir / "mariadbd.out",
+                                                       self._out_offset, 20),
+                                                self.error_log_tail())))
                 raise PerflabError(
-                    f"mariadbd exited during start-up (exit code {code})",
+                    f"mariadbd exited during start-up (exit code {code})" + first_error(tail),
                     hint=f"see {self.error_log}",
-                    detail=self.error_log_tail(),
+                    detail=tail,
                 )
             if os.path.exists(self.socket):
                 try:
@@ -300,13 +314,35 @@ class ManagedServer:
 
     def error_log_tail(self, lines: int = 20) -> str:
         """The last lines this server wrote to its error log since perflab started it."""
-        try:
-            with open(self.error_log, "rb") as log:
-                log.seek(self._log_offset)
-                text = log.read().decode(errors="replace")
-        except OSError:
-            return ""
-        return "\n".join(text.strip().splitlines()[-lines:])
+        return _since(self.error_log, self._log_offset, lines)
+
+
+def _since(path: Path, offset: int, lines: int) -> str:
+    """The last `lines` lines of a file written after `offset`, or "" when it cannot be read."""
+    try:
+        with open(path, "rb") as file:
+            file.seek(offset)
+            text = file.read().decode(errors="replace")
+    except OSError:
+        return ""
+    return "\n".join(text.strip().splitlines()[-lines:])
+
+
+def first_error(log: str) -> str:
+    """Why a server would not start, from what it printed and logged: its first error other
+    than "Aborting", as ": what it said" (time stamps and the binary's path left out), or "".
+    The reason then travels with the point that failed, not only in a log that the next
+    start of the same slot writes over. An option it refuses is printed before its log is
+    open, as "/usr/sbin/mariadbd: Character set 'x' is not a compiled character set"."""
+    for line in log.splitlines():
+        line = "".join(c for c in line if c.isprintable())  # it rings a bell (\a) before some
+        _, marker, said = line.partition("[ERROR] ")
+        if not marker and line.startswith(f"{MARIADBD}: "):
+            said = line.removeprefix(f"{MARIADBD}: ")
+        said = said.strip()
+        if said and said != "Aborting":
+            return f": {said}"
+    return ""
 
 
 def _check_preload(environment: ServerEnvironment, pid: int) -> None:

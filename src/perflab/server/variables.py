@@ -199,6 +199,14 @@ def _boolean(value: Scalar, label: str) -> str:
 
 
 def _choice(spec: VariableSpec, value: str, label: str) -> str:
+    """One of the server's listed values, as it spells it. An ENUM whose values the server
+    does not list (character_set_server, collation_server, lc_messages: the names of its
+    character sets, collations and locales) takes the value as given: the server checks it at
+    start, and a name it does not know fails the start with its own message."""
+    if not spec.values:
+        if not value.strip():
+            raise PerflabError(f"{label} is empty", hint=f"give {spec.name} a name")
+        return value.strip()
     for allowed in spec.values:
         if allowed.upper() == value.strip().upper():
             return allowed
@@ -213,8 +221,33 @@ def _text(value) -> str | None:
     return str(value)
 
 
-def read_catalog(conn) -> Catalog:
-    """The variables and engines of the server behind `conn`."""
+def read_catalog(conn, start_options: dict[str, str] | None = None) -> Catalog:
+    """The variables and engines of the server behind `conn`. `start_options`: the options its
+    binary takes at start (`start_options_of`), when known: SYSTEM_VARIABLES has no
+    COMMAND_LINE_ARGUMENT for some that it does take (character_set_server, collation_server,
+    default_storage_engine, log_bin, autocommit), which a plan may then set."""
     rows = query(conn, CATALOG_QUERY)
+    if start_options:
+        rows = [(*row[:8], start_options.get(row[0].lower()), *row[9:]) if row[8] is None
+                else row for row in rows]
     engines = [row[0] for row in query(conn, "SHOW ENGINES") if row[1] in ("YES", "DEFAULT")]
     return Catalog.from_rows(query(conn, "SELECT VERSION()")[0][0], rows, engines)
+
+
+def start_options_of(help_text: str) -> dict[str, str]:
+    """The options a server binary's `--verbose --help` lists, as variable names, each with
+    how it takes its value, as COMMAND_LINE_ARGUMENT says it: REQUIRED (`--name=value`),
+    OPTIONAL (`--name[=value]`) or NONE (a flag). Only the options' part of the text counts,
+    not the table of values after it."""
+    options = help_text.split("\nVariables (--variable-name=value)")[0]
+    found = {}
+    for match in re.finditer(r"^ {2}(?:-\w, )?--([a-z0-9_-]+)(\[?=)?", options, re.MULTILINE):
+        name, argument = match.group(1).replace("-", "_"), match.group(2)
+        if name not in COMMANDS:
+            found[name] = "REQUIRED" if argument == "=" else "OPTIONAL" if argument else "NONE"
+    return found
+
+
+# Options that make the binary do something else than serve, named as a variable is:
+# `--version` prints the version and exits (the variable `version` is the server's own)
+COMMANDS = {"version"}

@@ -114,6 +114,7 @@ class Tuner:
 
     def _run(self, store: ResultStore, started: float) -> TuneResult:
         watch = busy.Watch()  # other work on the machine while the search sets up
+        say_set_aside(self.plan, self.say)
         self.runner = Measurer(self.plan, self.lab, store, self.say)
         if self.storage is None:
             self.storage = workers.open_storage(f"sqlite:///{self.lab.db_path}")
@@ -339,6 +340,17 @@ def _tunable(plan: Plan) -> None:
             f"{plan.dataset.existing!r} names data on a server perflab did not start",
             hint="give the plan a [dataset] perflab loads (rows, or an sql workload's "
                  "file), or measure that server with perflab run --socket or --host")
+
+
+def say_set_aside(plan: Plan, say: Say) -> None:
+    """Says which of the plan's configurations tune leaves aside: it searches knobs over the
+    baseline alone, so the other configurations ([configs], [axes], [[steps]]) are not
+    measured, and a plan written for `perflab run` should not look searched over them."""
+    others = [config.name for config in plan.configs if config.name != plan.baseline]
+    if others:
+        shown = ", ".join(others[:4]) + (f" and {len(others) - 4} more" if len(others) > 4 else "")
+        say(f"tune searches the knobs over the baseline {plan.baseline} alone: the plan's other "
+            f"configurations ({shown}) are not measured; to compare them, perflab run the plan")
 
 
 def check_same_figures(study: optuna.Study, plan: Plan, baseline: ServerConfig,

@@ -22,7 +22,7 @@ from optuna.distributions import BaseDistribution, CategoricalDistribution, IntD
 from perflab.errors import PerflabError
 from perflab.plan import normalize_variable_name
 from perflab.probes.system import ram_bytes
-from perflab.server.variables import INTEGER_TYPES, Catalog, parse_integer
+from perflab.server.variables import INTEGER_TYPES, Catalog, VariableSpec, parse_integer
 
 K, M, G = 1 << 10, 1 << 20, 1 << 30
 
@@ -119,6 +119,13 @@ DURABILITY = {
     "innodb_flush_log_at_timeout", "sync_frm", "sync_master_info", "sync_relay_log",
     "sync_relay_log_info", "innodb_flush_method_nosync",
 }
+# Variables fixed when a data directory is created: a trial's server started with another
+# value refuses the study's prepared data (innodb_page_size = 4096 failed to start on it).
+FIXED_AT_CREATION = {
+    name: f"is fixed when the data directory is created ({what}): a server started with "
+          "another value refuses the study's prepared data"
+    for name, what in (("innodb_page_size", "InnoDB's files are written in its pages"),
+                       ("lower_case_table_names", "table names are stored in its case"))}
 # Enum values that are unsafe in the same sense.
 UNSAFE_CHOICES = {"innodb_flush_method": {"nosync", "littlesync", "O_DIRECT_NO_FSYNC"},
                   # every MyISAM table's index blocks left unflushed after writes: a crash
@@ -242,6 +249,12 @@ def knob_space(catalog: Catalog, names: list[str] | None = None, allow_unsafe: b
     knobs = []
     for name in wanted:
         spec = catalog.spec(name, "tune.knobs")
+        why_not = not_a_knob(spec)
+        if why_not:
+            if names:
+                raise PerflabError(f"tune.knobs: {name} {why_not}",
+                                   hint=f"remove {name} from tune.knobs")
+            continue
         durability = name in DURABILITY
         if durability and not allow_unsafe:
             if names:
@@ -276,6 +289,20 @@ def _needed(knob: Knob, knobs: list[Knob]) -> bool:
         return True
     other, value = NEEDS[knob.name]
     return any(k.name == other and value in k.choices for k in knobs)
+
+
+def not_a_knob(spec: VariableSpec) -> str | None:
+    """Why a server variable cannot be searched by trials that each start a server on the
+    study's prepared data, or None: it cannot be given at start, it is fixed when the data
+    directory is created, or the server lists none of the values it takes."""
+    if spec.command_line is None:
+        return "cannot be set at server start (the server reads it only from itself)"
+    if spec.name in FIXED_AT_CREATION:
+        return FIXED_AT_CREATION[spec.name]
+    if spec.type in ("ENUM", "BOOLEAN") and not spec.values:
+        return ("takes values the server does not list (a character set, a collation, a "
+                "locale): perflab searches numbers and listed choices")
+    return None
 
 
 def _knob(name, spec, curated, allow_unsafe: bool, durability: bool) -> Knob:
