@@ -255,17 +255,6 @@ def test_allow_set_puts_variables_back_at_the_end_and_a_killed_run_only_on_its_o
     assert "SET GLOBAL key_buffer_size=67108864" in out.stderr
     assert key_buffer(server) == SITE_KEY_BUFFER
     assert not (lab / "journal.json").exists()
-    # a collation, whose names the server does not list, is put back too
-    with server.connect() as conn:
-        before = query(conn, "SELECT @@GLOBAL.collation_server")[0][0]
-    collation = app_plan(tmp_path, "app-collation", configs='[configs.asis]\n[configs.bin]\n'
-                         'collation_server = "latin1_bin"\n', threads=(1,))
-    out = run_cli("run", str(collation), "--lab", str(lab), *target, "--allow-set")
-    assert out.returncode == 0, out.stderr
-    assert "SET GLOBAL collation_server=latin1_bin" in out.stderr
-    with server.connect() as conn:
-        assert query(conn, "SELECT @@GLOBAL.collation_server")[0][0] == before != "latin1_bin"
-    assert not (lab / "journal.json").exists()
 
     killed_plan = app_plan(tmp_path, "app-kill", configs='[configs.big]\n'
                            'key_buffer_size = "64M"\n[configs.asis]\n', threads=(1, 2, 4, 8))

@@ -77,11 +77,10 @@ class Backend(Protocol):
         """Leave the server as perflab found it: stopped, or its variables put back."""
 
 
-def check_configs(plan: Plan, catalog: Catalog, workload: ResolvedWorkload,
-                  at_start: bool = True) -> dict[str, dict[str, str]]:
+def check_configs(plan: Plan, catalog: Catalog, workload: ResolvedWorkload
+                  ) -> dict[str, dict[str, str]]:
     """Every configuration's variables as command-line strings; a PerflabError on the first bad
-    one. Nothing has started when this raises. `at_start`: the variables are given when a
-    server starts (False: set on a running one, Catalog.check)."""
+    one. Nothing has started when this raises."""
     checked = {}
     for config in plan.configs:
         where = f"configs.{config.name}"
@@ -93,8 +92,7 @@ def check_configs(plan: Plan, catalog: Catalog, workload: ResolvedWorkload,
         env.check(config.environment, where)
         checked[config.name] = {
             **plugin,
-            **{name: catalog.check(name, value, where, at_start)
-               for name, value in config.variables},
+            **{name: catalog.check(name, value, where) for name, value in config.variables},
         }
         asked = checked[config.name].get("max_connections")
         if not asked:
@@ -111,10 +109,10 @@ def check_configs(plan: Plan, catalog: Catalog, workload: ResolvedWorkload,
 
 
 def check_config(plan: Plan, config: ServerConfig, catalog: Catalog,
-                 workload: ResolvedWorkload, at_start: bool = True) -> dict[str, str]:
+                 workload: ResolvedWorkload) -> dict[str, str]:
     """One configuration not in the plan (a tuning trial) checked as the plan's are."""
     single = replace(plan, configs=(config,), baseline=config.name)
-    return check_configs(single, catalog, workload, at_start)[config.name]
+    return check_configs(single, catalog, workload)[config.name]
 
 
 class ManagedBackend:

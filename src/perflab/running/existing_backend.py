@@ -65,7 +65,7 @@ class ExistingBackend:
             powers = account_powers([row[0] for row in query(conn, "SHOW GRANTS")])
         self._check_account(account, powers)
         self._check(plan)
-        self.options = check_configs(plan, self.catalog, workload, at_start=False)
+        self.options = check_configs(plan, self.catalog, workload)
         # the server enforces what the checks promised: read-write only for an allowed writer,
         # and no statement of the workload outlives its run (a SLEEP, a runaway join)
         run = plan.run
@@ -198,8 +198,7 @@ class ExistingBackend:
 
     def add(self, config: ServerConfig) -> None:
         self._check_config(config)
-        self.options[config.name] = check_config(self.plan, config, self.catalog, self.workload,
-                                                 at_start=False)
+        self.options[config.name] = check_config(self.plan, config, self.catalog, self.workload)
         self.ensure_dataset(config)
 
     def schedule(self) -> tuple[Schedule, str]:

@@ -98,12 +98,10 @@ class Catalog:
             )
         return spec
 
-    def check(self, name: str, value: Scalar, where: str, at_start: bool = True) -> str:
-        """The value as the server's command line takes it, or a one-line PerflabError.
-        `at_start`: given when the server starts (False: by SET GLOBAL on a running server,
-        which needs no command-line option; its backend checks that it is dynamic)."""
+    def check(self, name: str, value: Scalar, where: str) -> str:
+        """The value as the server's command line takes it, or a one-line PerflabError."""
         spec = self.spec(name, where)
-        if at_start and spec.command_line is None:
+        if spec.command_line is None:
             raise PerflabError(f"{where}: {name} cannot be set at server start (it is read-only)",
                                hint=f"remove {name} from the plan")
         return check_value(spec, value, where)
