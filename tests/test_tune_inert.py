@@ -314,35 +314,31 @@ STARTUP = {"table_open_cache": "2000", "thread_cache_size": "151", "sort_buffer_
 @given(st.dictionaries(st.sampled_from(sorted(STARTUP)), st.sampled_from(["0", "2000", "4000"])),
        st.dictionaries(st.sampled_from(sorted(STARTUP)), st.sampled_from(["0", "2000", "4000"])),
        st.sets(st.sampled_from(sorted(STARTUP))))
-def test_a_my_cnf_over_the_baseline_is_the_setting_measured(baseline, winner, kept):
-    """Every trial runs a searched knob it does not move at the server's default, even where
-    the plan's baseline sets it; pasted over the baseline, the my.cnf must give that setting:
-    each searched knob is, under it, at the winner's value when in force, else at the server's
-    default (a winner taking a baseline's knob back to the default must say so). When nothing
-    is in force, nothing is to change: the baseline stays whole."""
+def test_a_my_cnf_that_gives_nothing_names_what_the_baseline_sets(baseline, winner, kept):
+    """The defaults a tune compares with are the server's: when the my.cnf gives nothing and
+    the plan's baseline sets searched knobs, its note names the baseline's values (which
+    "nothing to change" keeps); the lines in force are the kept knobs the winner moved."""
     params = {**STARTUP, **winner}
     best = SimpleNamespace(number=3, params=params)
     result = TuneResult("s", "bayes", [], [], best, defaults=dict(STARTUP),
                         baseline=baseline, kept=sorted(kept))
     lines = result.mycnf().splitlines()
-    given_values = {line.split(" = ")[0]: line.split(" = ")[1].split()[0]
-                    for line in lines[1:] if not line.startswith("#")}
-    in_force = {k for k in kept if params[k] != STARTUP[k]}
-    if not in_force:
-        assert given_values == {} and "nothing to change" in lines[1]
+    given = {line.split(" = ")[0]: line.split(" = ")[1] for line in lines[1:]
+             if not line.startswith("#")}
+    assert given == {k: params[k] for k in kept if params[k] != STARTUP[k]}
+    if not given:
+        assert "nothing to change" in lines[1]
         assert all(f"{name} = {value}" in lines[2] for name, value in baseline.items())
-        return
-    for name in STARTUP:
-        under = given_values.get(name, baseline.get(name, STARTUP[name]))
-        assert under == (params[name] if name in in_force else STARTUP[name]), (name, lines)
+        assert len(lines) == (3 if baseline else 2)
 
 
-@given(st.lists(st.lists(st.floats(0, 2e5), min_size=1, max_size=3), min_size=1, max_size=6),
-       st.floats(1, 1e5))
+@given(st.lists(st.lists(st.one_of(st.none(), st.floats(1, 2e5)), min_size=3, max_size=3),
+                min_size=1, max_size=6), st.floats(1, 1e5))
 def test_a_candidate_is_held_to_the_throughput_floor_on_its_re_measured_rounds(rounds, floor):
     """tune.min_qps fails a trial on its one reading; the re-measure holds a candidate to it on
     its rounds (each round's lowest thread count, the median over rounds), so that a latency
-    won by serving less is not given."""
+    won by serving less is not given; a thread count that failed or stalled in a round (None:
+    no point stored) serves nothing there."""
     import dataclasses
     import statistics
 
@@ -350,15 +346,21 @@ def test_a_candidate_is_held_to_the_throughput_floor_on_its_re_measured_rounds(r
     from perflab.tune.final import _under_floor
 
     metrics = Metrics(**dict.fromkeys(Metrics.names(), 0))
-    by_round = {"trial-4": {r: [StoredPoint(0, "s", "d", "trial-4", "w", t, r, "ok", 1, None, 0.0,
-                                            0.0, dataclasses.replace(metrics, qps=qps))
-                                for t, qps in enumerate(figures, 1)]
-                            for r, figures in enumerate(rounds, 1)}}
+    def points(config, figures, r):
+        return [StoredPoint(0, "s", "d", config, "w", t, r, "ok", 1, None, 0.0, 0.0,
+                            dataclasses.replace(metrics, qps=qps))
+                for t, qps in enumerate(figures, 1) if qps is not None]
+
+    trial = {r: found for r, figures in enumerate(rounds, 1)
+             if (found := points("trial-4", figures, r))}
+    by_round = {"trial-4": trial,
+                "default": {r: points("default", [1.0] * 3, r) for r in range(1, len(rounds) + 1)}}
     candidates = [SimpleNamespace(number=4), SimpleNamespace(number=5)]  # 5: not measured
-    under = _under_floor(by_round, candidates, floor)
-    lowest = statistics.median(min(figures) for figures in rounds)
-    assert under == ({4: lowest} if lowest < floor else {})
-    assert _under_floor(by_round, candidates, 0.0) == {}
+    under = _under_floor(by_round, candidates, floor, 3)
+    lowest = statistics.median(0.0 if None in figures else min(figures) for figures in rounds)
+    assert under.get(4) == (lowest if lowest < floor else None)
+    assert under[5] == 0.0  # measured in no round: it served nothing
+    assert _under_floor(by_round, candidates, 0.0, 3) == {}
 
 
 @given(st.sampled_from(["throughput", "p95", "p99"]), st.lists(st.integers(1, 64), min_size=1,
@@ -391,3 +393,16 @@ def test_the_defaults_keep_the_plans_other_server_variables():
         "max_heap_table_size": "16777216"})  # tmp_table_size's follower among them
     assert unsearched(baseline, result) == (("max_connections", 300),)
     assert unsearched(ServerConfig("base"), result) == ()
+
+
+def test_a_winner_under_the_floor_in_the_re_measure_is_said_not_given():
+    """Every candidate under tune.min_qps in the re-measure: nothing is given, and the report
+    says why instead of calling the search's best "not re-measured"."""
+    from perflab.tune.render import render_text
+
+    best = SimpleNamespace(number=4, params={"table_open_cache": "4000"})
+    result = TuneResult("s", "bayes", [], [], best, defaults={"table_open_cache": "2000"},
+                        under_floor={4: 120.0}, kept=[])
+    text = render_text(result)
+    assert "under the throughput floor when re-measured: not given" in text
+    assert "trial 4 (120 qps)" in text and "nothing to change" in text

@@ -392,3 +392,15 @@ allocator = {allocators}
     assert bool(said) == bool(others)
     if said:
         assert f"baseline {plan.baseline} alone" in said[0] and others[0] in said[0]
+
+
+def test_a_boolean_whose_start_option_takes_a_name_is_not_given_at_start():
+    """`--log-bin[=name]` names the binary log: `--log_bin=OFF` would switch it on, named OFF.
+    A boolean variable is given at start only when its option is a flag."""
+    from perflab.server.variables import _start_option
+
+    options = {"log_bin": "OPTIONAL", "autocommit": "NONE", "collation_server": "REQUIRED"}
+    assert _start_option("log_bin", "BOOLEAN", options) is None
+    assert _start_option("autocommit", "BOOLEAN", options) == "NONE"
+    assert _start_option("collation_server", "ENUM", options) == "REQUIRED"
+    assert _start_option("hostname", "VARCHAR", options) is None

@@ -157,9 +157,12 @@ class Lab:
         scratch = self.root / "catalog-server"
         shutil.rmtree(scratch, ignore_errors=True)
         install_datadir(scratch / "data")
+        options = start_options_of(start_help())
         with ManagedServer(scratch / "data", scratch) as server, server.connect() as conn:
-            catalog = read_catalog(conn, start_options_of(start_help()))
+            catalog = read_catalog(conn, options)
         shutil.rmtree(scratch, ignore_errors=True)
+        if not options:  # the binary's --help said nothing: read again next time, not cached
+            return catalog
         path.write_text(json.dumps({"binary": version, "format": CATALOG_FORMAT,
                                     "catalog": catalog.to_json()}))
         return catalog

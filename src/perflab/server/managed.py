@@ -66,8 +66,11 @@ def start_help() -> str:
     """What the server binary lists of the options it takes at start (`--verbose --help`):
     the catalog's word on which variables a plan can give it (variables.start_options_of)."""
     require_binaries()
-    out = subprocess.run([MARIADBD, "--no-defaults", "--verbose", "--help"],
-                         capture_output=True, text=True, check=False, timeout=60)
+    try:
+        out = subprocess.run([MARIADBD, "--no-defaults", "--verbose", "--help"],
+                             capture_output=True, text=True, check=False, timeout=60)
+    except subprocess.TimeoutExpired:
+        return ""  # the catalog then keeps SYSTEM_VARIABLES' word alone, and is not cached
     return out.stdout
 
 
@@ -339,7 +342,7 @@ def first_error(log: str) -> str:
         _, marker, said = line.partition("[ERROR] ")
         if not marker and line.startswith(f"{MARIADBD}: "):
             said = line.removeprefix(f"{MARIADBD}: ")
-        said = said.strip()
+        said = said.strip().removeprefix(f"{MARIADBD}: ")
         if said and said != "Aborting":
             return f": {said}"
     return ""

@@ -228,10 +228,18 @@ def read_catalog(conn, start_options: dict[str, str] | None = None) -> Catalog:
     default_storage_engine, log_bin, autocommit), which a plan may then set."""
     rows = query(conn, CATALOG_QUERY)
     if start_options:
-        rows = [(*row[:8], start_options.get(row[0].lower()), *row[9:]) if row[8] is None
-                else row for row in rows]
+        rows = [(*row[:8], _start_option(row[0].lower(), row[1], start_options), *row[9:])
+                if row[8] is None else row for row in rows]
     engines = [row[0] for row in query(conn, "SHOW ENGINES") if row[1] in ("YES", "DEFAULT")]
     return Catalog.from_rows(query(conn, "SELECT VERSION()")[0][0], rows, engines)
+
+
+def _start_option(name: str, vtype: str, start_options: dict[str, str]) -> str | None:
+    """How the option named as variable `name` takes its value at start, when it sets that
+    variable: a boolean's option that takes a value takes something else (`--log-bin[=name]`
+    names the binary log, so `--log_bin=OFF` would switch it on, named OFF)."""
+    kind = start_options.get(name)
+    return None if vtype == "BOOLEAN" and kind not in (None, "NONE") else kind
 
 
 def start_options_of(help_text: str) -> dict[str, str]:

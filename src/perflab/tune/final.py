@@ -92,7 +92,8 @@ def remeasure(store: ResultStore, result: TuneResult, plan: Plan, settings: Tune
     verdicts = decide(comparisons, store.design(study))  # as the run froze it
     result.candidates = {trial.number: verdicts.get((trial.number, "default"))
                          for trial in candidates}
-    result.under_floor = _under_floor(by_round, candidates, settings.min_qps)
+    result.under_floor = _under_floor(by_round, candidates, settings.min_qps,
+                                      len(plan.run.threads))
     if result.under_floor:
         say(f"not given, under the throughput floor (tune.min_qps = {settings.min_qps:g}) in "
             "the re-measure: " + ", ".join(f"trial {n} ({qps:,.0f} qps)"
@@ -118,17 +119,21 @@ def remeasure(store: ResultStore, result: TuneResult, plan: Plan, settings: Tune
 
 
 def _under_floor(by_round: dict[str, dict[int, list[StoredPoint]]],
-                 candidates: list[TrialOutcome], floor: float) -> dict[int, float]:
-    """The candidates whose throughput in the re-measure (each round's lowest over the thread
-    counts, the median over rounds) fell under `floor` (tune.min_qps), with that figure: a
-    trial is held to the floor on its one reading, and its recommendation on the re-measure's
-    rounds, so that a latency won by serving less is not given."""
+                 candidates: list[TrialOutcome], floor: float, threads: int) -> dict[int, float]:
+    """The candidates whose throughput in the re-measure (each round's lowest over the
+    `threads` thread counts, the median over the rounds any configuration measured) fell under
+    `floor` (tune.min_qps), with that figure: a trial is held to the floor on its one reading,
+    and its recommendation on the re-measure's rounds, so that a latency won by serving less
+    is not given. A thread count with no point in a round (failed, or no query finished: not
+    in `by_round`) counts as 0 there."""
     if not floor:
         return {}
+    rounds = sorted({r for measured in by_round.values() for r in measured})
     under = {}
     for trial in candidates:
-        rounds = by_round.get(f"trial-{trial.number}", {})
-        lowest = [min(ok_metrics(p).qps for p in points) for points in rounds.values()]
+        own = by_round.get(f"trial-{trial.number}", {})
+        lowest = [min(ok_metrics(p).qps for p in own[r]) if len(own.get(r, ())) == threads
+                  else 0.0 for r in rounds]
         if lowest and statistics.median(lowest) < floor:
             under[trial.number] = statistics.median(lowest)
     return under

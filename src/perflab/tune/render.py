@@ -129,7 +129,9 @@ def render_text(result: TuneResult) -> str:
     if result.best is not None:
         searched = "the search's best figure" if result.ranked_by is Ranking.FIGURE else \
             "the setting the search's model believes best"
-        if result.searched_best is None:
+        if result.best.number in result.under_floor:
+            how = f"{searched}, under the throughput floor when re-measured: not given"
+        elif result.searched_best is None:
             how = f"{searched}, not re-measured here"
         elif result.searched_best == result.best.number:
             how = f"best re-measured, and {searched}"

@@ -141,9 +141,8 @@ class TuneResult:
     gain_vs_baseline: Verdict | None = None
     importance: dict[str, float] = field(default_factory=dict)
     defaults: dict[str, str | None] = field(default_factory=dict)  # the knobs at startup
-    # the searched variables (knobs and followers) the plan's baseline sets, with its values:
-    # the my.cnf goes over the baseline, so those the winner runs at the server's default are
-    # written out (`mycnf`)
+    # the searched variables (knobs and followers) the plan's baseline sets, with its values
+    # (the defaults are the server's: `mycnf` says so when it gives nothing)
     baseline: dict[str, str] = field(default_factory=dict)
     final_by: dict | None = None  # the worker that re-measured, when it was another one
     candidates: dict[int, Verdict | None] = field(default_factory=dict)  # trial -> vs default
@@ -179,14 +178,12 @@ class TuneResult:
 
     def mycnf(self) -> str:
         """The best trial's knobs that differ from the server's startup values, over the
-        baseline's. Every trial and every put-back ran its knobs at the server's startup
-        values unless it moved them, so a searched variable the baseline sets and the lines in
-        force leave out is written at the server's startup value: pasted over the baseline,
-        the my.cnf is the setting measured, not one with the baseline's value under it. Once
-        the knobs were put back one at a time (tune/final.put_back): only those with a shown
-        effect, or nothing when the winner was not shown better than the defaults; knobs whose
-        share was left undecided (`unproven`) follow as comments, with the figure that left
-        them so, so that the lines in force are only those shown to matter."""
+        baseline's; when nothing is given and the baseline sets searched knobs, a note names
+        the baseline's values, which "the defaults" are not. Once the knobs were put back one
+        at a time (tune/final.put_back): only those with a shown effect, or nothing when the
+        winner was not shown better than the defaults; knobs whose share was left undecided
+        (`unproven`) follow as comments, with the figure that left them so, so that the lines
+        in force are only those shown to matter."""
         if self.best is None:
             return ""
         durability = {k.name for k in self.knobs if k.durability}
@@ -198,13 +195,7 @@ class TuneResult:
 
         in_force = [name for name in sorted(changed) if self.kept is None or name in self.kept]
         lines = ["[mariadbd]"] + [setting(name) for name in in_force]
-        if in_force:  # the winner is given: as it was measured, over the baseline
-            lines += [f"{name} = {self.defaults[name]}  # the server's default, as measured "
-                      f"(the baseline's {value} would stay under this my.cnf)"
-                      for name, value in sorted(self.baseline.items())
-                      if name not in in_force and self.defaults.get(name) is not None
-                      and str(value).upper() != str(self.defaults[name]).upper()]
-        else:
+        if not in_force:
             lines.append("# no change was shown better than the defaults: nothing to change")
             if self.baseline:  # the defaults are the server's, which the baseline is not
                 lines.append("# (the server's defaults: the baseline sets " + ", ".join(
