@@ -341,7 +341,7 @@ def first_error(log: str) -> str:
         line = "".join(c for c in line if c.isprintable())  # it rings a bell (\a) before some
         _, marker, said = line.partition("[ERROR] ")
         if not marker and line.startswith(f"{MARIADBD}: "):
-            said = line.removeprefix(f"{MARIADBD}: ")
+            said = line
         said = said.strip().removeprefix(f"{MARIADBD}: ")
         if said and said != "Aborting":
             return f": {said}"
