@@ -134,8 +134,9 @@ def _under_floor(by_round: dict[str, dict[int, list[StoredPoint]]],
         own = by_round.get(f"trial-{trial.number}", {})
         lowest = [min(ok_metrics(p).qps for p in own[r]) if len(own.get(r, ())) == threads
                   else 0.0 for r in rounds]
-        if lowest and statistics.median(lowest) < floor:
-            under[trial.number] = statistics.median(lowest)
+        median = statistics.median(lowest) if lowest else math.inf
+        if median < floor:
+            under[trial.number] = median
     return under
 
 
