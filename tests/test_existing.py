@@ -255,6 +255,18 @@ def test_allow_set_puts_variables_back_at_the_end_and_a_killed_run_only_on_its_o
     assert "SET GLOBAL key_buffer_size=67108864" in out.stderr
     assert key_buffer(server) == SITE_KEY_BUFFER
     assert not (lab / "journal.json").exists()
+    # a collation, which SYSTEM_VARIABLES gives no option and the server lists no values for,
+    # is set and put back too
+    with server.connect() as conn:
+        before = query(conn, "SELECT @@GLOBAL.collation_server")[0][0]
+    collation = app_plan(tmp_path, "app-collation", configs='[configs.asis]\n[configs.bin]\n'
+                         'collation_server = "latin1_bin"\n', threads=(1,))
+    out = run_cli("run", str(collation), "--lab", str(lab), *target, "--allow-set")
+    assert out.returncode == 0, out.stderr
+    assert "SET GLOBAL collation_server=latin1_bin" in out.stderr
+    with server.connect() as conn:
+        assert query(conn, "SELECT @@GLOBAL.collation_server")[0][0] == before != "latin1_bin"
+    assert not (lab / "journal.json").exists()
 
     killed_plan = app_plan(tmp_path, "app-kill", configs='[configs.big]\n'
                            'key_buffer_size = "64M"\n[configs.asis]\n', threads=(1, 2, 4, 8))
@@ -728,7 +740,10 @@ def test_allow_set_changes_only_what_it_can_put_back_and_proves_the_put_back(sit
     target = tcp_args(server, option_file)
     before = snapshot(server)
     for setting, why in [('general_log_file = "/tmp/perflab-planted.log"', "names a file"),
-                         ('innodb_monitor_enable = "all"', "InnoDB monitors")]:
+                         ('innodb_monitor_enable = "all"', "InnoDB monitors"),
+                         ("sql_slave_skip_counter = 1", "has no command-line option"),
+                         ('foreign_key_checks = "OFF"', "has no command-line option"),
+                         ('character_set_server = "latin2"', "set collation_server")]:
         plan = app_plan(tmp_path, "app-unrestorable", configs=f"[configs.c]\n{setting}\n")
         out = run_cli("run", str(plan), "--lab", str(tmp_path / "lab"), *target, "--allow-set")
         assert out.returncode == 2 and why in out.stderr, (setting, out.stderr)
@@ -753,6 +768,43 @@ def test_allow_set_changes_only_what_it_can_put_back_and_proves_the_put_back(sit
     assert proc.returncode != 0 and "global variables differ from before the run" in err, err
     assert "read_buffer_size was '131072', is '262144'" in err
     assert key_buffer(server) == SITE_KEY_BUFFER  # what perflab changed is back
+
+
+# A value other than the site's for each variable SET GLOBAL sets by value
+OTHER_VALUE = {"character_set": "latin2", "collation": "latin2_bin", "default": "Aria",
+               "lc_time_names": "de_DE", "time_zone": "+01:00"}
+
+
+def test_what_allow_set_sets_without_an_option_it_puts_back_and_nothing_else(site, tmp_path):
+    """Walks this server's catalog: of the dynamic variables SYSTEM_VARIABLES names no option
+    for, --allow-set sets only those a value puts back (each set to another value, then put
+    back to the site's, every global variable as before); the others are refused with why."""
+    from perflab.running.existing_backend import not_settable
+    from perflab.server.existing import SET_BY_VALUE, ExistingServer, Permissions
+    from perflab.server.variables import read_catalog
+
+    server, _, _ = site
+    with server.connect() as conn:
+        raw = read_catalog(conn).variables
+        given = read_catalog(conn, dict.fromkeys(SET_BY_VALUE, "REQUIRED")).variables
+    optionless = {name for name, spec in raw.items() if spec.dynamic and spec.command_line is None}
+    assert set(SET_BY_VALUE) <= optionless  # no stale name: each exists here, without option
+    refused = {name for name in optionless if not_settable(given[name])}
+    assert refused == optionless - set(SET_BY_VALUE)
+    assert {"gtid_slave_pos", "sql_slave_skip_counter", "foreign_key_checks",
+            "character_set_server"} <= refused
+    before = snapshot(server)
+    existing = ExistingServer(server.endpoint, Journal(tmp_path), Permissions(set_variables=True))
+    try:
+        for name in SET_BY_VALUE:
+            value = next(v for prefix, v in OTHER_VALUE.items() if name.startswith(prefix))
+            existing.set_global({name: value})
+            with server.connect() as conn:
+                assert query(conn, f"SELECT @@GLOBAL.{name}")[0][0].lower() == value.lower()
+            existing.put_back([name])
+    finally:
+        existing.stop()
+    assert snapshot(server) == before
 
 
 def test_the_nul_that_joined_two_statements_never_reaches_the_server(site, tmp_path):

@@ -10,11 +10,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from perflab.stats.decide import EQUIVALENT, FASTER, INCONCLUSIVE, SLOWER, TOO_FEW, Verdict
-from perflab.tune.final import choose_kept, put_back_budget, sufficient
+from perflab.tune.final import choose_kept, put_back_budget, sufficient, whole
 from perflab.tune.inert import inert_knobs
 from perflab.tune.render import tables
 from perflab.tune.result import KeptCheck, TuneResult
 from perflab.tune.settings import TuneSettings
+from perflab.tune.trial import server_variables
 
 pytestmark = pytest.mark.fast  # needs no server: scripts/test -m fast
 
@@ -317,7 +318,9 @@ STARTUP = {"table_open_cache": "2000", "thread_cache_size": "151", "sort_buffer_
 def test_a_my_cnf_that_gives_nothing_names_what_the_baseline_sets(baseline, winner, kept):
     """The defaults a tune compares with are the server's: when the my.cnf gives nothing and
     the plan's baseline sets searched knobs, its note names the baseline's values (which
-    "nothing to change" keeps); the lines in force are the kept knobs the winner moved."""
+    "nothing to change" keeps); the lines in force are the kept knobs the winner moved, then
+    the knobs the baseline sets otherwise at the server's values, which every setting the
+    tune measured ran them at."""
     params = {**STARTUP, **winner}
     best = SimpleNamespace(number=3, params=params)
     result = TuneResult("s", "bayes", [], [], best, defaults=dict(STARTUP),
@@ -325,7 +328,10 @@ def test_a_my_cnf_that_gives_nothing_names_what_the_baseline_sets(baseline, winn
     lines = result.mycnf().splitlines()
     given = {line.split(" = ")[0]: line.split(" = ")[1] for line in lines[1:]
              if not line.startswith("#")}
-    assert given == {k: params[k] for k in kept if params[k] != STARTUP[k]}
+    shown = {k: params[k] for k in kept if params[k] != STARTUP[k]}
+    pinned = {k: STARTUP[k] for k, value in baseline.items()
+              if k not in shown and value != STARTUP[k]}
+    assert given == ({**shown, **pinned} if shown else {})
     if not given:
         assert "nothing to change" in lines[1]
         assert all(f"{name} = {value}" in lines[2] for name, value in baseline.items())
@@ -406,3 +412,25 @@ def test_a_winner_under_the_floor_in_the_re_measure_is_said_not_given():
     text = render_text(result)
     assert "under the throughput floor when re-measured: not given" in text
     assert "trial 4 (120 qps)" in text and "nothing to change" in text
+
+
+@given(st.dictionaries(st.sampled_from(sorted(STARTUP)), st.sampled_from(["0", "2000", "4000"])),
+       st.dictionaries(st.sampled_from(sorted(STARTUP)), st.sampled_from(["0", "2000", "4000"])),
+       st.dictionaries(st.sampled_from(["max_connections", "sql_mode"]), st.just("x")))
+def test_a_put_back_setting_runs_the_knobs_it_leaves_out_at_the_server_s_values(
+        setting, baseline, unsearched):
+    """A put-back's setting (the winner without a knob, a knob alone, the kept set) runs every
+    searched knob it leaves out as the trials ran it: at the server's startup value, set
+    explicitly where the plan's baseline sets it otherwise and left unset elsewhere (some
+    variables change the server by being set at all); the baseline's unsearched variables
+    stay."""
+    base = {**baseline, **unsearched}
+    ran = dict(server_variables(base, whole(STARTUP, setting), STARTUP))
+    for name, default in STARTUP.items():
+        if name in setting:
+            assert ran.get(name, default) == setting[name]
+        elif name in baseline:
+            assert ran[name] == default
+        else:
+            assert name not in ran
+    assert all(ran[name] == value for name, value in unsearched.items())

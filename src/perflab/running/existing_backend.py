@@ -39,8 +39,14 @@ from perflab.procs import forget_sessions, watch_sessions
 from perflab.running._progress import pairs
 from perflab.running.backend import Say, check_config, check_configs
 from perflab.server.connection import query
-from perflab.server.existing import ExistingServer, Permissions, unrestorable
-from perflab.server.variables import read_catalog
+from perflab.server.existing import (
+    SET_BY_VALUE,
+    WITH_COLLATION,
+    ExistingServer,
+    Permissions,
+    unrestorable,
+)
+from perflab.server.variables import VariableSpec, read_catalog
 
 OWN_SCHEMA_PREFIX = "perflab_"
 # What an account may hold and still change nothing a read-only run promises to keep.
@@ -49,6 +55,23 @@ READ_ONLY_PRIVILEGES = {"USAGE", "SELECT", "SHOW VIEW", "SHOW DATABASES", "PROCE
                         "REPLICA MONITOR"}
 GRANT_LINE = re.compile(r"^GRANT (.+?) ON (\S+) TO ", re.S)
 STATEMENT_SLACK_SECONDS = 30  # a statement may run this much longer than a point or warm-up
+
+
+def not_settable(spec: VariableSpec) -> str | None:
+    """Why --allow-set may not change the dynamic variable `spec` (None when it may): what it
+    does is more than a value put back (existing.unrestorable), it is a character set held
+    with a collation (WITH_COLLATION), or the server takes no command-line option for it and
+    it is not one SET GLOBAL sets by value (SET_BY_VALUE, which read_catalog gives one)."""
+    if spec.name in WITH_COLLATION:
+        collation = WITH_COLLATION[spec.name]
+        return (f"shares its value with {collation}, which putting it back would not restore "
+                f"(set {collation}: a collation names its character set)")
+    why = unrestorable(spec.name)
+    if why is None and spec.command_line is None:
+        why = ("has no command-line option, and of those perflab sets only the defaults a "
+               "value puts back (character sets of clients, results and file names, "
+               "collations, default engines, lc_time_names, time_zone)")
+    return why
 
 
 class ExistingBackend:
@@ -60,7 +83,7 @@ class ExistingBackend:
                  say: Say):
         self.existing, self.plan, self.workload, self.say = server, plan, workload, say
         with server.connect() as conn:
-            self.catalog = read_catalog(conn)
+            self.catalog = read_catalog(conn, dict.fromkeys(SET_BY_VALUE, "REQUIRED"))
             account = query(conn, "SELECT CURRENT_USER()")[0][0]
             powers = account_powers([row[0] for row in query(conn, "SHOW GRANTS")])
         self._check_account(account, powers)
@@ -171,7 +194,7 @@ class ExistingBackend:
                                    "never restarts a server it did not start",
                                    hint="remove it from the plan, or measure it on a managed "
                                         "server")
-            why = unrestorable(name)
+            why = not_settable(spec)
             if why:
                 raise PerflabError(f"{where}: {name} {why}: on a server perflab did not start it "
                                    "changes only what it can put back and prove",

@@ -55,6 +55,22 @@ UNRESTORABLE = (
                 r"fil_make_page_dirty|trx_rseg|disallow_writes)"),
      "acts at once instead of holding a value"),
 )
+# Dynamic variables for which SYSTEM_VARIABLES names no command-line option and that hold a
+# value, the defaults of the sessions that connect next: SET GLOBAL sets them and the same SET
+# GLOBAL of the old value puts them back, so --allow-set may change them. The other dynamic
+# variables without an option are refused: some act beyond a value (replication positions and
+# filters, a skip counter, the checks of foreign keys for every session that connects
+# meanwhile), and the character sets below share their value with a collation.
+SET_BY_VALUE = ("character_set_client", "character_set_filesystem", "character_set_results",
+                "collation_connection", "collation_database", "collation_server",
+                "default_storage_engine", "default_tmp_storage_engine", "lc_time_names",
+                "time_zone")
+# Character sets held with a collation: setting one sets the collation to the character set's
+# default, and putting the old character set back does not put back a collation that was not
+# its default. The collation names its character set, and puts back both.
+WITH_COLLATION = {"character_set_connection": "collation_connection",
+                  "character_set_database": "collation_database",
+                  "character_set_server": "collation_server"}
 # Global variables that move on their own while a server runs: not compared after a put-back.
 MOVING = re.compile(r"^(gtid_(binlog_pos|binlog_state|current_pos|slave_pos)|"
                     r"innodb_buffer_pool_size_auto|timestamp|last_insert_id)$")

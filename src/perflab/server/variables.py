@@ -225,7 +225,9 @@ def read_catalog(conn, start_options: dict[str, str] | None = None) -> Catalog:
     """The variables and engines of the server behind `conn`. `start_options`: the options its
     binary takes at start (`start_options_of`), when known: SYSTEM_VARIABLES has no
     COMMAND_LINE_ARGUMENT for some that it does take (character_set_server, collation_server,
-    default_storage_engine, autocommit), which a plan may then set (`_start_option`)."""
+    default_storage_engine, autocommit), which a plan may then set (`_start_option`). On a
+    server perflab did not start, the variables SET GLOBAL sets by value instead
+    (existing.SET_BY_VALUE)."""
     rows = query(conn, CATALOG_QUERY)
     if start_options:
         rows = [(*row[:8], _start_option(row[0].lower(), row[1], start_options), *row[9:])

@@ -358,10 +358,12 @@ def _against_winner(store: ResultStore, result: TuneResult, plan: Plan, settings
     """The winner (`params`) and, per knob, another setting (`others`), side by side in a study
     of their own (`kind`): each knob's verdict against the winner, and the study's design."""
     baseline = plan.config(plan.baseline)
-    configs = [replace(baseline, name="winner", variables=variables(params))]
+    configs = [replace(baseline, name="winner",
+                       variables=variables(whole(result.defaults, params)))]
     prefix = {"put-back": "without", "groups": "without", "alone": "only",
               "together": "only", "together-groups": "only"}[kind]  # their names
-    configs += [replace(baseline, name=f"{prefix}-{name}", variables=variables(setting))
+    configs += [replace(baseline, name=f"{prefix}-{name}",
+                        variables=variables(whole(result.defaults, setting)))
                 for name, setting in others.items()]
     # the groups are a screen: a group whose cost the planned rounds leave unclear leaves the
     # one-at-a-time put-back, and the kept knobs' check, which has the budget, guards its knobs
@@ -378,6 +380,16 @@ def _against_winner(store: ResultStore, result: TuneResult, plan: Plan, settings
                                 scores.get(f"{prefix}-{name}", {})) for name in others}
     design = store.design(study)  # as the run froze it
     return decide(comparisons, design), design
+
+
+def whole(defaults: dict[str, str | None], setting: dict) -> dict:
+    """A put-back's `setting` over every searched knob: the knobs it names at its values, every
+    other at the server's startup value (`defaults`), as the trials and the re-measure run
+    them. A knob the plan's baseline sets and the setting leaves out so runs at the server's
+    default, not at the baseline's value, and the my.cnf says so (TuneResult.mycnf). A knob
+    without a startup value (a choice whose default is NULL) is left to the baseline here,
+    where the re-measure's defaults leave it unset."""
+    return {**{name: value for name, value in defaults.items() if value is not None}, **setting}
 
 
 def sufficient(effects: dict[str, Verdict], margin: float, gain_low: float) -> str | None:

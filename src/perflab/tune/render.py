@@ -36,10 +36,10 @@ def tables(result: TuneResult) -> list[Table]:
     if result.alone_effects:
         out.append(_knob_table(
             result, result.alone_effects, "Change alone",
-            "Each knob alone (its winning value over the baseline, against the winner): no "
-            "knob's absence cost anything, so they may stand in for each other; one alone "
-            "shown to carry the gain (no slower than the winner beyond the margin, and faster "
-            "than the defaults) is the my.cnf"))
+            "Each knob alone (its winning value, the other knobs at the server's defaults, "
+            "against the winner): no knob's absence cost anything, so they may stand in for "
+            "each other; one alone shown to carry the gain (no slower than the winner beyond "
+            "the margin, and faster than the defaults) is the my.cnf"))
     if result.kept_checks:
         out.append(_kept_table(result))
     loaded = [t for t in result.trials if under_load(t.loaded)]
