@@ -45,7 +45,9 @@ def test_a_known_large_effect_is_decided_in_the_right_direction_and_stops_the_bu
     """InnoDB with a 6 MB buffer pool reads a 200,000-row table from disk; with 256 MB from
     memory. Once that comparison is decided, and its interval lies beyond the ±10% margin (the
     gain matters, whatever its exact size), no round is added, so the budget is not spent (on a
-    noisy machine the first look, after 3 rounds, may still be too early)."""
+    noisy machine the first look, after 3 rounds, may still be too early). A decision the rounds
+    after it no longer support (a slow round beside the other test worker) keeps its own
+    figures and stops too: CI saw one decided after round 4 at [+1.1%, ...], disputed at 5."""
     plan = write_plan(tmp_path / "ab.toml", "ab-live", threads=(2,), repeats=3, engine="InnoDB",
                       rows=200000, configs=DECIDING + '[configs.small]\n'
                       'innodb_buffer_pool_size = "6M"\n[configs.large]\n'
@@ -67,7 +69,8 @@ def test_a_known_large_effect_is_decided_in_the_right_direction_and_stops_the_bu
     assert decided and int(decided.group(1)) < 12, out.stderr
     low = float(re.search(r"faster at 2 threads, \+[\d.]+% \[([-+][\d.]+)%",
                           out.stdout).group(1))
-    if stop.group(2) == "all decided":  # resolved: the interval is beyond the margin
+    disputed = "no longer support it" in out.stdout  # its decision's figures kept, frozen
+    if stop.group(2) == "all decided" and not disputed:  # the interval is beyond the margin
         assert low > 10 and rounds < 12, out.stderr
     else:  # a busy machine: decided, its size against the margin still open at the end
         assert low <= 10, out.stderr
