@@ -134,6 +134,7 @@ class ManagedServer:
         self.options = dict(options or {})
         self.environment = environment
         self.error_log = self.rundir / "error.log"
+        self.out_file = self.rundir / "mariadbd.out"  # what it prints before its log is open
         self.pid_file = self.rundir / "mysqld.pid"
         self.tmpdir = self.rundir / "tmp"
         self.socket = _socket_path(self.rundir)
@@ -148,8 +149,7 @@ class ManagedServer:
         self.tmpdir.mkdir(parents=True, exist_ok=True)
         stop_stale(self.pid_file, self.datadir)
         self._log_offset = self.error_log.stat().st_size if self.error_log.exists() else 0
-        out_file = self.rundir / "mariadbd.out"  # what it prints before its log is open
-        self._out_offset = out_file.stat().st_size if out_file.exists() else 0
+        self._out_offset = self.out_file.stat().st_size if self.out_file.exists() else 0
         if self.environment.tcp:
             self.port = free_port()
         env = dict(os.environ)
@@ -162,7 +162,7 @@ class ManagedServer:
             env["LD_PRELOAD"] = ":".join(self.environment.preload)
         start_sentinel()
         try:  # from here on, an interrupt (Ctrl-C, SIGTERM) kills the server it started
-            with open(self.rundir / "mariadbd.out", "ab") as out:
+            with open(self.out_file, "ab") as out:
                 self.process = subprocess.Popen(
                     self.argv(),
                     stdin=subprocess.DEVNULL,
@@ -207,8 +207,7 @@ class ManagedServer:
         while True:
             code = self.process.poll()
             if code is not None:
-                tail = "\n".join(filter(None, (_since(self.rundir / "mariadbd.out",
-                                                       self._out_offset, 20),
+                tail = "\n".join(filter(None, (_since(self.out_file, self._out_offset, 20),
                                                 self.error_log_tail())))
                 raise PerflabError(
                     f"mariadbd exited during start-up (exit code {code})" + first_error(tail),

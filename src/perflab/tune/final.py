@@ -358,13 +358,14 @@ def _against_winner(store: ResultStore, result: TuneResult, plan: Plan, settings
     """The winner (`params`) and, per knob, another setting (`others`), side by side in a study
     of their own (`kind`): each knob's verdict against the winner, and the study's design."""
     baseline = plan.config(plan.baseline)
-    configs = [replace(baseline, name="winner",
-                       variables=variables(whole(result.defaults, params)))]
+
+    def config(name: str, setting: dict) -> ServerConfig:
+        return replace(baseline, name=name, variables=variables(whole(result.defaults, setting)))
+
     prefix = {"put-back": "without", "groups": "without", "alone": "only",
               "together": "only", "together-groups": "only"}[kind]  # their names
-    configs += [replace(baseline, name=f"{prefix}-{name}",
-                        variables=variables(whole(result.defaults, setting)))
-                for name, setting in others.items()]
+    configs = [config("winner", params)] + [config(f"{prefix}-{name}", setting)
+                                            for name, setting in others.items()]
     # the groups are a screen: a group whose cost the planned rounds leave unclear leaves the
     # one-at-a-time put-back, and the kept knobs' check, which has the budget, guards its knobs
     budget = put_back_budget(plan, settings) if kind != "groups" else 0.0
