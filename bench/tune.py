@@ -10,8 +10,8 @@ The known answers (--answer):
   segmented (key_cache_segments);
 - innodb-write: sysbench's oltp_write_only on InnoDB, where the redo log's size and the
   flushing settings are what a tuner can move (durability knobs stay out);
-- tmp-table: a GROUP BY over 40,000 rows of as many groups whose temporary table is rebuilt on
-  disk at every statement under the defaults; the answer is tmp_table_size and
+- tmp-table: a GROUP BY over 3,000 wide rows of as many groups whose temporary table is rebuilt
+  on disk at every statement under the defaults; the answer is tmp_table_size and
   max_heap_table_size both raised (the smaller of the two is the in-memory limit), two knobs
   that act only together;
 - query-cache: a report's ten aggregate statements, each repeated word for word over read-only
@@ -116,9 +116,9 @@ ANSWERS = {
                           ("query_cache_type", "query_cache_size")),
     "innodb-write": Answer("oltp_write_only, InnoDB, in memory", "InnoDB", 4, 100_000, 8,
                            'name = "oltp_write_only"'),
-    "tmp-table": Answer("a GROUP BY whose temporary table (33 MB) outgrows the default 16 MiB "
-                        "in-memory limit, InnoDB 400,000 rows (bench/answers/tmp_table.toml)",
-                        "InnoDB", 1, 400_000, 4,
+    "tmp-table": Answer("a GROUP BY whose temporary table (24 MB) outgrows the default 16 MiB "
+                        "in-memory limit, InnoDB 30,000 rows (bench/answers/tmp_table.toml)",
+                        "InnoDB", 1, 30_000, 2,
                         f'name = "sql"\noptions = {{ file = "{TMP_TABLE_FILE}" }}'),
     "query-cache": Answer("ten aggregate statements repeated word for word, each scanning "
                           "20,000 rows, InnoDB 200,000 rows (bench/answers/query_cache.toml)",
