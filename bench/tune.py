@@ -128,13 +128,16 @@ ANSWERS = {
 
 
 def search_space(lab: Lab, space: str, answer: Answer) -> tuple[list[str], int]:
-    """The knobs searched (--space curated: what `perflab tune` searches when the plan names
-    none, as this server has them, for the answer's engine) and the trials of one-factor's
-    first round over them."""
+    """The variables searched, named as a plan names them (--space curated: what `perflab tune`
+    searches when the plan names none, as this server has them, for the answer's engine; a
+    knob's followers with it, so that the plan's Space folds them again) and the trials of
+    one-factor's first round over them."""
     catalog = lab.catalog()
     knobs = knob_space(catalog, SIX if space == "six" else None, engines={answer.engine},
                        exclude=list(answer.exclude))
-    return [k.name for k in knobs], ofat_first_round(knobs, startup_values(knobs, catalog))
+    # a knob's followers are named with it: named alone, tmp_table_size is searched alone
+    names = [name for k in knobs for name in (k.name, *k.followers)]
+    return names, ofat_first_round(knobs, startup_values(knobs, catalog))
 
 
 def plan_for(name: str, args: argparse.Namespace, body: str, repeats: int = 3,
@@ -437,8 +440,9 @@ def main() -> None:
     lab = bench_lab("tune")  # one dataset for every run; each run is its own study
     space, first_round = search_space(lab, args.space, answer)
     args.budget = args.budget or first_round
-    print(f"{len(space)} knobs ({args.space}); one-factor's first round takes {first_round} "
-          f"trials; budget {args.budget} trials per run; stamp {stamp}", flush=True)
+    print(f"{len(space)} variables ({args.space}, a knob's followers with it); one-factor's "
+          f"first round takes {first_round} trials; budget {args.budget} trials per run; "
+          f"stamp {stamp}", flush=True)
     runs: dict[str, list[TuneResult]] = {method: [] for method in methods}
     picks: dict[str, list[list[tuple | None]]] = {method: [] for method in methods}
     duels: list[Duel] = []
@@ -483,7 +487,7 @@ def main() -> None:
     print(f"\n{answer.described}: {args.tables} x {args.rows:,} rows, "
           f"{args.threads} threads, {args.seconds} s per trial "
           f"({'alone' if args.serial else 'side by side with the defaults'}), "
-          f"budget {args.budget} trials, {len(space)} knobs ({args.space}), seeds "
+          f"budget {args.budget} trials, {len(space)} variables ({args.space}), seeds "
           f"{', '.join(map(str, args.seeds))}")
     print(f"answers: {len(keys)} distinct, each re-measured with the defaults "
           f"({', '.join(sorted(schedules))}, {args.answer_rounds} rounds); the best, the "
