@@ -10,7 +10,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from perflab.stats.decide import EQUIVALENT, FASTER, INCONCLUSIVE, SLOWER, TOO_FEW, Verdict
-from perflab.tune.final import choose_kept, put_back_budget, sufficient, whole
+from perflab.tune.final import (
+    choose_kept,
+    folded,
+    put_back_budget,
+    sufficient,
+    whole,
+    with_followers,
+)
 from perflab.tune.inert import inert_knobs
 from perflab.tune.render import tables
 from perflab.tune.result import KeptCheck, TuneResult
@@ -434,3 +441,32 @@ def test_a_put_back_setting_runs_the_knobs_it_leaves_out_at_the_server_s_values(
         else:
             assert name not in ran
     assert all(ran[name] == value for name, value in unsearched.items())
+
+
+LINKED_STARTUP = {"tmp_table_size": "16777216", "max_heap_table_size": "16777216",
+                  "sort_buffer_size": "2097152"}
+
+
+@given(st.dictionaries(st.sampled_from(["tmp_table_size", "max_heap_table_size",
+                                        "sort_buffer_size"]),
+                       st.sampled_from(["1048576", "16777216", "67108864"])))
+def test_a_put_back_moves_a_knob_with_its_followers(setting):
+    """tmp_table_size and max_heap_table_size are searched as one knob: every put-back setting
+    runs the follower at its leader's value, as the trials did (with max_heap_table_size put
+    back alone, a kept tmp_table_size of 48 MB ran under a 16 MiB limit and lost the whole
+    gain); the my.cnf's lines for a kept knob hold its moved followers."""
+    ran = whole(LINKED_STARTUP, setting)
+    assert ran["max_heap_table_size"] == ran["tmp_table_size"] == \
+        setting.get("tmp_table_size", "16777216")
+    assert folded(LINKED_STARTUP) == {"max_heap_table_size": "tmp_table_size"}
+    assert folded({"max_heap_table_size": "16777216"}) == {}  # named alone: a knob of its own
+    alone = whole({"max_heap_table_size": "16777216"}, {"max_heap_table_size": "1048576"})
+    assert alone == {"max_heap_table_size": "1048576"}
+    changed = {"tmp_table_size": "67108864", "max_heap_table_size": "67108864",
+               "sort_buffer_size": "8388608"}
+    followers = folded(LINKED_STARTUP)
+    assert with_followers(["tmp_table_size"], changed, followers) == \
+        ["max_heap_table_size", "tmp_table_size"]
+    assert with_followers(["sort_buffer_size"], changed, followers) == ["sort_buffer_size"]
+    assert with_followers(["tmp_table_size"], {"tmp_table_size": "16777216"}, followers) == \
+        ["tmp_table_size"]  # a follower that did not move is no line of the my.cnf

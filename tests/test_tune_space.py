@@ -167,7 +167,7 @@ def test_a_study_drawn_on_another_scale_is_named_before_it_is_resumed():
 def test_two_limits_that_act_only_together_are_searched_as_one():
     """tmp_table_size and max_heap_table_size: the smaller is the in-memory limit of a
     temporary table. One knob is searched, and its value sets both; named alone, each is its
-    own knob."""
+    own knob, and the tuner says what the other one bounds."""
     knobs = {k.name: k for k in knob_space(CATALOG, engines={"InnoDB"})}
     assert "max_heap_table_size" not in knobs
     leader = knobs["tmp_table_size"]
@@ -178,8 +178,14 @@ def test_two_limits_that_act_only_together_are_searched_as_one():
     setting = space.within({"tmp_table_size": 64 << 20, "sort_buffer_size": 1 << 20})
     assert setting["max_heap_table_size"] == setting["tmp_table_size"] == 64 << 20
     assert "max_heap_table_size" not in space.complete(setting)  # not a knob of the models
-    alone = {k.name: k for k in knob_space(CATALOG, ["max_heap_table_size"])}
+    said: list[str] = []
+    alone = {k.name: k for k in knob_space(CATALOG, ["max_heap_table_size"], say=said.append)}
     assert alone["max_heap_table_size"].followers == ()
+    assert len(said) == 1 and said[0].startswith("max_heap_table_size is searched alone")
+    assert "name tmp_table_size too" in said[0]
+    said.clear()
+    both = knob_space(CATALOG, ["tmp-table-size", "max_heap_table_size"], say=said.append)
+    assert [k.followers for k in both] == [("max_heap_table_size",)] and not said
 
 
 def test_knobs_are_named_as_a_my_cnf_or_the_command_line_spells_them():

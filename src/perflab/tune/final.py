@@ -45,7 +45,7 @@ from perflab.store import ResultStore, StoredPoint, ok_metrics
 from perflab.tune.inert import inert_knobs
 from perflab.tune.result import KeptCheck, TrialOutcome, TuneResult, figure, moved
 from perflab.tune.settings import TuneSettings, better
-from perflab.tune.space import setting_key
+from perflab.tune.space import LINKED, setting_key
 from perflab.tune.why import explain, summed
 
 CANDIDATES = 3  # the best trials re-measured at the end
@@ -167,11 +167,14 @@ def put_back(store: ResultStore, result: TuneResult, plan: Plan, settings: TuneS
     if inert:
         say("left out of the my.cnf before measuring, they cannot act beside the winner's other "
             "settings: " + "; ".join(f"{name} ({why})" for name, why in sorted(inert.items())))
-    knobs = sorted(name for name in changed if name not in inert)
+    # a knob's followers go and come back with it (`whole` sets them): the put-back's units
+    followers = folded(result.defaults)
+    knobs = sorted(name for name in changed if name not in inert and name not in followers)
     if len(knobs) < 2:
-        result.kept = knobs
+        result.kept = with_followers(knobs, changed, followers)
         return
-    params = {name: value for name, value in result.best.params.items() if name not in inert}
+    params = {name: value for name, value in result.best.params.items()
+              if name not in inert and name not in followers}
     if settings.put_back_time and not put_back_budget(plan, settings):
         say("the put-back measures the rounds the noise plans, no more: rounds added within "
             "tune.put_back_time decide each thread count's throughput on its own, and this "
@@ -186,6 +189,8 @@ def put_back(store: ResultStore, result: TuneResult, plan: Plan, settings: TuneS
     choose_kept(result, params, knobs, measure, say)
     dropped = [name for name in knobs
                if name not in (result.kept or ()) and name not in result.unproven]
+    result.kept = with_followers(result.kept or [], changed, followers)
+    result.unproven = with_followers(result.unproven, changed, followers)
     if dropped:
         say(f"left out of the my.cnf, no effect of their own shown: {', '.join(dropped)}")
 
@@ -386,11 +391,33 @@ def _against_winner(store: ResultStore, result: TuneResult, plan: Plan, settings
 def whole(defaults: dict[str, str | None], setting: dict) -> dict:
     """A put-back's `setting` over every searched knob: the knobs it names at its values, every
     other at the server's startup value (`defaults`), as the trials and the re-measure run
-    them. A knob the plan's baseline sets and the setting leaves out so runs at the server's
-    default, not at the baseline's value, and the my.cnf says so (TuneResult.mycnf). A knob
-    without a startup value (a choice whose default is NULL) is left to the baseline here,
-    where the re-measure's defaults leave it unset."""
-    return {**{name: value for name, value in defaults.items() if value is not None}, **setting}
+    them, a knob's followers at its value (Space.within). A knob the plan's baseline sets and
+    the setting leaves out so runs at the server's default, not at the baseline's value, and
+    the my.cnf says so (TuneResult.mycnf). A knob without a startup value (a choice whose
+    default is NULL) is left to the baseline here, where the re-measure's defaults leave it
+    unset."""
+    out = {**{name: value for name, value in defaults.items() if value is not None}, **setting}
+    for follower, leader in folded(defaults).items():
+        if leader in out:
+            out[follower] = out[leader]
+    return out
+
+
+def folded(defaults: dict[str, str | None]) -> dict[str, str]:
+    """The followers searched with their leader, as one knob (LINKED; both among the searched
+    variables `defaults`): follower -> leader. The put-back moves the knob, never one of the
+    two alone: with max_heap_table_size put back alone, a winner's raised tmp_table_size kept
+    16 MiB as its limit, and the kept set lost the winner's whole gain (bench/tune tmp-table,
+    seed 2, 2026-11-28)."""
+    return {follower: leader for follower, leader in LINKED.items()
+            if follower in defaults and leader in defaults}
+
+
+def with_followers(knobs: list[str], changed: dict[str, str],
+                   followers: dict[str, str]) -> list[str]:
+    """`knobs` and the moved followers of each, in name order: the my.cnf's lines for them."""
+    return sorted({*knobs, *(f for f, leader in followers.items()
+                             if leader in knobs and f in changed)})
 
 
 def sufficient(effects: dict[str, Verdict], margin: float, gain_low: float) -> str | None:

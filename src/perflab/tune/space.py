@@ -95,8 +95,8 @@ NO_LIMIT = 1 << 56  # a startup value this large is a limit left off (sql_select
 # Knobs that act only together, searched as one: the follower takes its leader's value. The
 # in-memory limit of a temporary table is the smaller of tmp_table_size and max_heap_table_size,
 # so raising either alone does nothing (a GROUP BY whose 33 MB temporary table spilled to disk:
-# +0.6% and +6.2% alone, +172% together, bench/answers/tmp_table.toml), and a search moving one
-# knob at a time would never find it.
+# +0.6% and +6.2% alone, +172% together; bench/answers/tmp_table.toml's 24 MB one: +1.8% and
+# +3.1% alone, +53% together), and a search moving one knob at a time would never find it.
 LINKED = {"max_heap_table_size": "tmp_table_size"}  # follower: leader
 
 # The storage engine a knob belongs to, by name (else: the server's, whatever the engine).
@@ -268,6 +268,9 @@ def knob_space(catalog: Catalog, names: list[str] | None = None, allow_unsafe: b
     if not names:
         knobs = [k for k in knobs if _needed(k, knobs)]
     knobs = _linked(knobs)
+    if names and say is not None:
+        for note in half_linked(names):
+            say(note)
     if not knobs:
         raise PerflabError("tune: no knob to search",
                            hint='name the knobs in the plan: [tune] knobs = ["key_buffer_size"]')
@@ -281,6 +284,19 @@ def _linked(knobs: list[Knob]) -> list[Knob]:
     folded = {f: leader for f, leader in LINKED.items() if f in names and leader in names}
     return [replace(k, followers=tuple(f for f, leader in folded.items() if leader == k.name))
             for k in knobs if k.name not in folded]
+
+
+def half_linked(names: list[str]) -> list[str]:
+    """A line for each pair of LINKED knobs the user named one of: searched alone, it acts only
+    where the other one, left at its startup value, does not bound it."""
+    notes = []
+    for follower, leader in LINKED.items():
+        if (follower in names) != (leader in names):
+            named, other = (leader, follower) if leader in names else (follower, leader)
+            notes.append(f"{named} is searched alone: {other}, left at its startup value, "
+                         f"bounds it (the smaller of the two is the limit); name {other} too "
+                         "to search them as one knob")
+    return notes
 
 
 def _needed(knob: Knob, knobs: list[Knob]) -> bool:
