@@ -82,7 +82,7 @@ from perflab.tune.search import (
     ofat_first_round,
     startup_values,
 )
-from perflab.tune.space import Space, knob_space
+from perflab.tune.space import Space, knob_space, variable_names
 
 # --space six: the pool size and five knobs of little effect here (the runs before 2026-11-24)
 SIX = ["innodb_buffer_pool_size", "innodb_adaptive_hash_index", "table_open_cache",
@@ -136,8 +136,7 @@ def search_space(lab: Lab, space: str, answer: Answer) -> tuple[list[str], int]:
     knobs = knob_space(catalog, SIX if space == "six" else None, engines={answer.engine},
                        exclude=list(answer.exclude))
     # a knob's followers are named with it: named alone, tmp_table_size is searched alone
-    names = [name for k in knobs for name in (k.name, *k.followers)]
-    return names, ofat_first_round(knobs, startup_values(knobs, catalog))
+    return variable_names(knobs), ofat_first_round(knobs, startup_values(knobs, catalog))
 
 
 def plan_for(name: str, args: argparse.Namespace, body: str, repeats: int = 3,

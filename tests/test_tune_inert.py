@@ -12,7 +12,6 @@ from hypothesis import strategies as st
 from perflab.stats.decide import EQUIVALENT, FASTER, INCONCLUSIVE, SLOWER, TOO_FEW, Verdict
 from perflab.tune.final import (
     choose_kept,
-    folded,
     put_back_budget,
     sufficient,
     whole,
@@ -22,6 +21,7 @@ from perflab.tune.inert import inert_knobs
 from perflab.tune.render import tables
 from perflab.tune.result import KeptCheck, TuneResult
 from perflab.tune.settings import TuneSettings
+from perflab.tune.space import folded
 from perflab.tune.trial import server_variables
 
 pytestmark = pytest.mark.fast  # needs no server: scripts/test -m fast

@@ -45,7 +45,7 @@ from perflab.store import ResultStore, StoredPoint, ok_metrics
 from perflab.tune.inert import inert_knobs
 from perflab.tune.result import KeptCheck, TrialOutcome, TuneResult, figure, moved
 from perflab.tune.settings import TuneSettings, better
-from perflab.tune.space import LINKED, setting_key
+from perflab.tune.space import folded, setting_key
 from perflab.tune.why import explain, summed
 
 CANDIDATES = 3  # the best trials re-measured at the end
@@ -167,7 +167,9 @@ def put_back(store: ResultStore, result: TuneResult, plan: Plan, settings: TuneS
     if inert:
         say("left out of the my.cnf before measuring, they cannot act beside the winner's other "
             "settings: " + "; ".join(f"{name} ({why})" for name, why in sorted(inert.items())))
-    # a knob's followers go and come back with it (`whole` sets them): the put-back's units
+    # a knob's followers go and come back with it (`whole` sets them): the put-back's units.
+    # With max_heap_table_size put back apart, a winner's raised tmp_table_size kept 16 MiB as
+    # its limit, and the kept set lost the whole gain (bench/tune tmp-table, seed 2, 2026-11-28)
     followers = folded(result.defaults)
     knobs = sorted(name for name in changed if name not in inert and name not in followers)
     if len(knobs) < 2:
@@ -401,16 +403,6 @@ def whole(defaults: dict[str, str | None], setting: dict) -> dict:
         if leader in out:
             out[follower] = out[leader]
     return out
-
-
-def folded(defaults: dict[str, str | None]) -> dict[str, str]:
-    """The followers searched with their leader, as one knob (LINKED; both among the searched
-    variables `defaults`): follower -> leader. The put-back moves the knob, never one of the
-    two alone: with max_heap_table_size put back alone, a winner's raised tmp_table_size kept
-    16 MiB as its limit, and the kept set lost the winner's whole gain (bench/tune tmp-table,
-    seed 2, 2026-11-28)."""
-    return {follower: leader for follower, leader in LINKED.items()
-            if follower in defaults and leader in defaults}
 
 
 def with_followers(knobs: list[str], changed: dict[str, str],

@@ -14,7 +14,7 @@ distributions, and the memory rule a proposal must keep.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, replace
 
 from optuna.distributions import BaseDistribution, CategoricalDistribution, IntDistribution
@@ -280,10 +280,21 @@ def knob_space(catalog: Catalog, names: list[str] | None = None, allow_unsafe: b
 def _linked(knobs: list[Knob]) -> list[Knob]:
     """The knobs with each follower whose leader is searched too folded into it (LINKED); the
     leader's description names it."""
-    names = {k.name for k in knobs}
-    folded = {f: leader for f, leader in LINKED.items() if f in names and leader in names}
-    return [replace(k, followers=tuple(f for f, leader in folded.items() if leader == k.name))
-            for k in knobs if k.name not in folded]
+    followers = folded({k.name for k in knobs})
+    return [replace(k, followers=tuple(f for f, leader in followers.items() if leader == k.name))
+            for k in knobs if k.name not in followers]
+
+
+def folded(names: Collection[str]) -> dict[str, str]:
+    """The LINKED pairs searched as one knob, both among the variables `names`: follower ->
+    leader."""
+    return {follower: leader for follower, leader in LINKED.items()
+            if follower in names and leader in names}
+
+
+def variable_names(knobs: list[Knob]) -> list[str]:
+    """The variables `knobs` set: each knob's name, then its followers'."""
+    return [name for k in knobs for name in (k.name, *k.followers)]
 
 
 def half_linked(names: list[str]) -> list[str]:

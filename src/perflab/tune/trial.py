@@ -19,7 +19,7 @@ from perflab.tune import workers
 from perflab.tune.reading import Reading, combined, reading, retake_reason
 from perflab.tune.result import Measured, Outcome, moved, tell
 from perflab.tune.settings import TuneSettings
-from perflab.tune.space import Knob, Space
+from perflab.tune.space import Knob, Space, variable_names
 
 # A trial's second reading is stored as this round plus the trial's number: apart from every
 # first reading's (trial n is round n + 1), one more place along, so the trial and its reference
@@ -54,8 +54,8 @@ class Trials:
 
     def startup(self) -> dict[str, str | None]:
         """The searched variables' startup values, the knobs' followers included."""
-        names = [name for k in self.knobs for name in (k.name, *k.followers)]
-        return {name: self.catalog.variables[name].startup_value for name in names}
+        return {name: self.catalog.variables[name].startup_value
+                for name in variable_names(self.knobs)}
 
     def baseline_values(self) -> dict[str, str]:
         """The searched variables (the knobs' followers included) the baseline sets."""
