@@ -179,7 +179,9 @@ def settings_key(params: dict, startup: dict) -> tuple:
 def answers(result: TuneResult, trials: list, space: Space) -> list[tuple | None]:
     """After each measured trial (refusals, which cost nothing, do not count), the setting the
     method would recommend if stopped there: its best figure so far, or for the additive search
-    the setting its model believes best. None before any trial succeeded."""
+    the setting its model believes best; as its trial ran it (`Space.within`: the followers
+    set with their knob, a zero-off knob's draw below its range 0), not the sampler's draw.
+    None before any trial succeeded."""
     out, seen = [], []
     for trial in sorted(trials, key=lambda t: t.number):
         seen.append(trial)
@@ -191,7 +193,7 @@ def answers(result: TuneResult, trials: list, space: Space) -> list[tuple | None
             continue
         pick = believed_order(space, seen, "maximize")[0] if result.ranked_by == "model" \
             else max(done, key=lambda t: t.value)
-        out.append(settings_key({k: str(v) for k, v in pick.params.items()}, result.defaults))
+        out.append(settings_key(space.within(pick.params), result.defaults))
     return out
 
 
