@@ -289,6 +289,27 @@ class Reach:
     verdict: Verdict | None = None
 
 
+TRAIL_LEGEND = ("a letter per trial for its answer, upper case reached, lower case not: "
+                "r the reference, i its interval against R, e its estimate against R, p its "
+                "first pass far below, f its first-pass estimate, x failed against R; "
+                "'-' no answer yet or the defaults, '?' not decided")
+TRAIL_LETTERS = {"reference": "r", "interval": "i", "estimate": "e", "first pass": "p",
+                 "first-pass estimate": "f", "failed": "x"}
+
+
+def trail(pick: list[tuple | None], decided: dict[tuple, Reach]) -> str:
+    """A run's answers trial by trial, one letter each (TRAIL_LEGEND): why it reached 90% of R
+    where it did, or why it never did."""
+    def letter(key: tuple | None) -> str:
+        if not key:
+            return "-"
+        if key not in decided:
+            return "?"
+        reach = decided[key]
+        return TRAIL_LETTERS[reach.how].upper() if reach.reached else TRAIL_LETTERS[reach.how]
+    return "".join(letter(key) for key in pick)
+
+
 def first_reached(lab: Lab, stamp: str, picks: dict[str, list[list[tuple | None]]],
                   gains: dict[tuple, Verdict], args: argparse.Namespace
                   ) -> tuple[tuple, float, dict[tuple, Reach]]:
@@ -522,15 +543,18 @@ def main() -> None:
           f"'at {args.at}': the gain over the defaults of the answer after {args.at} trials as "
           "first re-measured, median over seeds. Refusals, which would not fit in memory, cost "
           "nothing and are not counted)")
+    print(f"each run's answers, trial by trial ({TRAIL_LEGEND}):")
     for method in methods:
         for seed, pick in zip(args.seeds, picks[method], strict=True):
             n = reached(pick)
+            said = "never reached"
             if n:
                 reach = decided[pick[n - 1]]
                 how = reach.how + (f", {reach.verdict.change:+.1%} "
                                    f"{reach.verdict.interval_text()} against R"
                                    if reach.verdict and reach.how != "first-pass estimate" else "")
-                print(f"  {method} seed {seed}: reached at trial {n} ({how})")
+                said = f"reached at trial {n} ({how})"
+            print(f"  {method:6} seed {seed}: {trail(pick, decided)}  {said}")
     default = METHODS[0]
     judged = [d for d in duels if d.judgement]
     if judged:

@@ -92,7 +92,7 @@ options = {{ file = "{statements}" {workload_extra}}}
 [run]
 threads = {list(threads)}
 warmup_seconds = 1
-run_seconds = 2
+run_seconds = 1
 repeats = 1
 {configs}
 """)
@@ -270,7 +270,7 @@ def test_allow_set_puts_variables_back_at_the_end_and_a_killed_run_only_on_its_o
 
     killed_plan = app_plan(tmp_path, "app-kill", configs='[configs.big]\n'
                            'key_buffer_size = "64M"\n[configs.asis]\n', threads=(1, 2, 4, 8))
-    killed_plan.write_text(killed_plan.read_text().replace("run_seconds = 2", "run_seconds = 5"))
+    killed_plan.write_text(killed_plan.read_text().replace("run_seconds = 1", "run_seconds = 5"))
     proc = subprocess.Popen([*PERFLAB, "run", str(killed_plan), "--lab", str(lab), *target,
                              "--allow-set"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
@@ -441,7 +441,8 @@ def test_a_logged_application_replays_with_its_fingerprints_and_shares(site, tmp
     assert out.returncode == 0, out.stderr
     plan = app_plan(tmp_path, "replay", threads=(2,))
     plan.write_text(plan.read_text().replace(str(tmp_path / "app-statements.toml"),
-                                             str(captured)))
+                                             str(captured))
+                    .replace("run_seconds = 1", "run_seconds = 2"))  # shares within 0.03
     general_log(server, replayed, True)
     try:
         out = run_cli("run", str(plan), "--lab", str(tmp_path / "lab"),
@@ -560,8 +561,7 @@ def battery_plan(tmp_path: Path, n: int, sqls: list[str]) -> Path:
     statements.write_text("".join(f"[[statements]]\nsql = {json.dumps(sql)}\n" for sql in sqls))
     plan = tmp_path / f"battery-{n}-plan.toml"
     plan.write_text(app_plan(tmp_path, f"battery-{n}", threads=(2,)).read_text()
-                    .replace(str(tmp_path / "app-statements.toml"), str(statements))
-                    .replace("run_seconds = 2", "run_seconds = 1"))
+                    .replace(str(tmp_path / "app-statements.toml"), str(statements)))
     return plan
 
 

@@ -3,13 +3,17 @@ stops, from the plan, the points stored and the design; no server, milliseconds.
 
 import math
 import random
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from perflab.errors import PerflabError
 from perflab.plan import load_plan
 from perflab.running.rounds import Measure, Stop, fitted_looks, next_round
+from perflab.running.runner import budget_spent
 from perflab.store.records import Metrics, StoredPoint
 
 pytestmark = pytest.mark.fast
@@ -174,3 +178,37 @@ def test_looks_fitted_to_a_budget_stay_fitted_when_a_later_run_asks_for_more_rep
     assert (joined.first_look, joined.last_look, joined.shape) == (3, 11, FITTED_SHAPE)
     capped = Design(first_look=3, last_look=30)  # Pocock's cap: later runs may look further
     assert study_design([capped, Design(first_look=3, last_look=40)]).last_look == 40
+
+
+def timed_point(repeat: int, started: float, seconds: float) -> StoredPoint:
+    return replace(point("base", 1, repeat, 1000.0), started_at=started,
+                   finished_at=started + seconds)
+
+
+@given(st.lists(st.tuples(st.integers(1, 6), st.floats(0, 1e4), st.floats(0, 100)),
+                max_size=30),
+       st.integers(0, 6))
+def test_a_resumed_budget_counts_what_earlier_runs_spent_on_each_round_once(spans, after):
+    """A resumed study's time budget is what is left (budget_spent): each stored round after
+    `after` counted once, from its first point's start to its last point's end (points of a
+    round side by side overlap), whatever order the points come in."""
+    points = [timed_point(r, start, seconds) for r, start, seconds in spans]
+    by_round: dict[int, list[StoredPoint]] = {}
+    for p in points:
+        by_round.setdefault(p.round, []).append(p)
+    expected = sum(max(p.finished_at for p in ps) - min(p.started_at for p in ps)
+                   for r, ps in by_round.items() if r > after)
+    assert budget_spent(points, after) == pytest.approx(expected)
+    assert budget_spent(points[::-1], after) == pytest.approx(expected)
+    # the rounds up to `after` and those after it split the whole
+    assert budget_spent(points, 0) == pytest.approx(
+        expected + sum(budget_spent([p for p in points if p.round == r], 0)
+                       for r in range(1, after + 1)))
+
+
+def test_two_points_side_by_side_in_a_round_spend_their_span_not_their_sum():
+    points = [timed_point(1, 100.0, 3.0), timed_point(1, 100.5, 3.0),  # round 1: 3.5 s
+              timed_point(2, 110.0, 3.0)]  # round 2: 3 s
+    assert budget_spent(points, 0) == pytest.approx(6.5)
+    assert budget_spent(points, 1) == pytest.approx(3.0)  # the planned round 1 not counted
+    assert budget_spent(points, 2) == 0

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import statistics
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from perflab.lab import Lab
@@ -30,7 +31,7 @@ from perflab.running.rounds import Stop, fitted_looks, next_round
 from perflab.say import Say
 from perflab.server.existing import ExistingServer, restore_pending
 from perflab.stats.design import Design
-from perflab.store import PointStatus, ResultStore
+from perflab.store import PointStatus, ResultStore, StoredPoint
 
 
 @dataclass
@@ -80,7 +81,8 @@ class Runner(Measurer):
     `budget_after_planned`: the time budget starts once the planned rounds (run.repeats) are
     done, instead of once the data is there; they are always measured whole, and the budget
     is only for the rounds that decide what they left open (tune's put-back, whose planned
-    rounds come from the lab's noise, not from its user)."""
+    rounds come from the lab's noise, not from its user). A resumed study measures for what
+    is left of its budget (`budget_spent`)."""
 
     def __init__(self, plan: Plan, lab: Lab, store: ResultStore, say: Say = print,
                  existing: ExistingServer | None = None, *, budget_after_planned: bool = False):
@@ -143,8 +145,8 @@ class Runner(Measurer):
         for config in self.plan.configs:
             self.backend.ensure_dataset(config)
         run = self.plan.run
-        deadline = time.monotonic() + run.time if run.time and not self.budget_after_planned \
-            else None
+        deadline = time.monotonic() + run.time - budget_spent(self._stored_ok(), 0) \
+            if run.time and not self.budget_after_planned else None
         self.schedule, why = self.backend.schedule()
         self.say(f"schedule: {self.schedule} ({why})")
         self.plan = frozen_dependence(self.store, self.plan, self.workload, self.schedule)
@@ -180,7 +182,8 @@ class Runner(Measurer):
             check_stop()
             round_number += 1
             if self.budget_after_planned and run.time and round_number - 1 == run.repeats:
-                deadline = progress.deadline = time.monotonic() + run.time
+                deadline = progress.deadline = time.monotonic() + run.time - budget_spent(
+                    self._stored_ok(), run.repeats)
             if self._first_look_unfitted(round_number - 1, deadline, timed):
                 assert deadline is not None
                 self.plan, design = fit_looks(self.store, self.plan, round_number - 1,
@@ -222,6 +225,18 @@ class Runner(Measurer):
         return (done == run.repeats and bool(timed) and deadline is not None
                 and not run.planned_rounds
                 and all(p.round <= run.repeats for p in self._stored_ok()))
+
+
+def budget_spent(points: Iterable[StoredPoint], after_round: int) -> float:
+    """The seconds the stored rounds after `after_round` took, each from its first point's
+    start to its last point's end: what earlier runs of a study spent of its time budget, so
+    that a resumed study measures on for what is left, not for the whole budget again."""
+    spans: dict[int, tuple[float, float]] = {}
+    for point in points:
+        if point.round > after_round:
+            first, last = spans.get(point.round, (point.started_at, point.finished_at))
+            spans[point.round] = (min(first, point.started_at), max(last, point.finished_at))
+    return sum(last - first for first, last in spans.values())
 
 
 def fit_looks(store: ResultStore, plan: Plan, done: int, deadline: float, timed: list[float],
