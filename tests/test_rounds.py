@@ -180,24 +180,24 @@ def test_looks_fitted_to_a_budget_stay_fitted_when_a_later_run_asks_for_more_rep
     assert study_design([capped, Design(first_look=3, last_look=40)]).last_look == 40
 
 
-def timed_point(repeat: int, started: float, seconds: float) -> StoredPoint:
+def timed_point(repeat: int, started: float, seconds: float, session: int = 1) -> StoredPoint:
     return replace(point("base", 1, repeat, 1000.0), started_at=started,
-                   finished_at=started + seconds)
+                   finished_at=started + seconds, session_id=session)
 
 
-@given(st.lists(st.tuples(st.integers(1, 6), st.floats(0, 1e4), st.floats(0, 100)),
-                max_size=30),
+@given(st.lists(st.tuples(st.integers(1, 6), st.floats(0, 1e4), st.floats(0, 100),
+                          st.integers(1, 2)), max_size=30),
        st.integers(0, 6))
 def test_a_resumed_budget_counts_what_earlier_runs_spent_on_each_round_once(spans, after):
-    """A resumed study's time budget is what is left (budget_spent): each stored round after
-    `after` counted once, from its first point's start to its last point's end (points of a
-    round side by side overlap), whatever order the points come in."""
-    points = [timed_point(r, start, seconds) for r, start, seconds in spans]
-    by_round: dict[int, list[StoredPoint]] = {}
+    """A resumed study's time budget is what is left (budget_spent): each run's part of each
+    stored round after `after` counted once, from its first point's start to its last point's
+    end (points of a round side by side overlap), whatever order the points come in."""
+    points = [timed_point(r, start, seconds, session) for r, start, seconds, session in spans]
+    by_round: dict[tuple[int, int], list[StoredPoint]] = {}
     for p in points:
-        by_round.setdefault(p.round, []).append(p)
+        by_round.setdefault((p.session_id, p.round), []).append(p)
     expected = sum(max(p.finished_at for p in ps) - min(p.started_at for p in ps)
-                   for r, ps in by_round.items() if r > after)
+                   for (_, r), ps in by_round.items() if r > after)
     assert budget_spent(points, after) == pytest.approx(expected)
     assert budget_spent(points[::-1], after) == pytest.approx(expected)
     # the rounds up to `after` and those after it split the whole
@@ -212,3 +212,9 @@ def test_two_points_side_by_side_in_a_round_spend_their_span_not_their_sum():
     assert budget_spent(points, 0) == pytest.approx(6.5)
     assert budget_spent(points, 1) == pytest.approx(3.0)  # the planned round 1 not counted
     assert budget_spent(points, 2) == 0
+
+
+def test_a_round_finished_by_a_later_run_spends_its_two_parts_not_the_time_between():
+    """An interrupted run left round 2 half done; a run a day later measured its other half."""
+    points = [timed_point(2, 100.0, 3.0, session=1), timed_point(2, 86_500.0, 3.0, session=2)]
+    assert budget_spent(points, 0) == pytest.approx(6.0)

@@ -130,7 +130,10 @@ class Runner(Measurer):
             summary.seconds = time.monotonic() - started
             save_noise(self.store, self.plan, self.workload, schedule, self._stored_ok(),
                        self.noise_source)
-        if not summary.rounds and summary.already_stored:
+        if not summary.rounds and summary.stopped == "budget spent":
+            self.say(f"the time budget of {self.plan.name} ({self.plan.run.time:g} s) was "
+                     "spent by its earlier runs: nothing measured (a larger budget measures on)")
+        elif not summary.rounds and summary.already_stored:
             self.say(f"all {summary.already_stored} points of {self.plan.name} are already "
                      "stored")
         return summary
@@ -145,7 +148,7 @@ class Runner(Measurer):
         for config in self.plan.configs:
             self.backend.ensure_dataset(config)
         run = self.plan.run
-        deadline = time.monotonic() + run.time - budget_spent(self._stored_ok(), 0) \
+        deadline = time.monotonic() + self._budget_left(0) \
             if run.time and not self.budget_after_planned else None
         self.schedule, why = self.backend.schedule()
         self.say(f"schedule: {self.schedule} ({why})")
@@ -182,8 +185,8 @@ class Runner(Measurer):
             check_stop()
             round_number += 1
             if self.budget_after_planned and run.time and round_number - 1 == run.repeats:
-                deadline = progress.deadline = time.monotonic() + run.time - budget_spent(
-                    self._stored_ok(), run.repeats)
+                deadline = progress.deadline = time.monotonic() + self._budget_left(
+                    run.repeats)
             if self._first_look_unfitted(round_number - 1, deadline, timed):
                 assert deadline is not None
                 self.plan, design = fit_looks(self.store, self.plan, round_number - 1,
@@ -215,6 +218,15 @@ class Runner(Measurer):
                     fit_looks(self.store, self.plan, round_number, deadline, timed, self.say)
                 return "budget spent"
 
+    def _budget_left(self, after_round: int) -> float:
+        """The seconds left of the study's time budget for its rounds after `after_round`,
+        what its earlier runs spent on them taken off (said when they spent any)."""
+        spent = budget_spent(self._stored_ok(), after_round)
+        if spent:
+            self.say(f"time budget: {spent:.0f} s of {self.plan.run.time:g} s spent by earlier "
+                     f"runs of this study, {max(self.plan.run.time - spent, 0):.0f} s left")
+        return self.plan.run.time - spent
+
     def _first_look_unfitted(self, done: int, deadline: float | None, timed: list[float]
                              ) -> bool:
         """Whether a budgeted study has just done its planned rounds, at its first look, and
@@ -228,14 +240,17 @@ class Runner(Measurer):
 
 
 def budget_spent(points: Iterable[StoredPoint], after_round: int) -> float:
-    """The seconds the stored rounds after `after_round` took, each from its first point's
-    start to its last point's end: what earlier runs of a study spent of its time budget, so
-    that a resumed study measures on for what is left, not for the whole budget again."""
-    spans: dict[int, tuple[float, float]] = {}
+    """The seconds the stored rounds after `after_round` took, each run's part of a round from
+    its first point's start to its last point's end (a round finished by a later run is two
+    spans, not one across the time between the runs): what earlier runs of a study spent of
+    its time budget, so that a resumed study measures on for what is left, not for the whole
+    budget again."""
+    spans: dict[tuple[int, int], tuple[float, float]] = {}
     for point in points:
         if point.round > after_round:
-            first, last = spans.get(point.round, (point.started_at, point.finished_at))
-            spans[point.round] = (min(first, point.started_at), max(last, point.finished_at))
+            key = (point.session_id, point.round)
+            first, last = spans.get(key, (point.started_at, point.finished_at))
+            spans[key] = (min(first, point.started_at), max(last, point.finished_at))
     return sum(last - first for first, last in spans.values())
 
 
