@@ -240,17 +240,17 @@ class Runner(Measurer):
 
 
 def budget_spent(points: Iterable[StoredPoint], after_round: int) -> float:
-    """The seconds the stored rounds after `after_round` took, each run's part of a round from
-    its first point's start to its last point's end (a round finished by a later run is two
-    spans, not one across the time between the runs): what earlier runs of a study spent of
-    its time budget, so that a resumed study measures on for what is left, not for the whole
-    budget again."""
-    spans: dict[tuple[int, int], tuple[float, float]] = {}
+    """The seconds earlier runs of a study spent on its rounds after `after_round`: each run's
+    span from the first such point's start to the last one's end, so that the work between
+    rounds (server starts, slice sizing) counts as it did in the run, and the time between
+    two runs does not. A resumed study measures on for what is left of its budget, not for
+    the whole budget again."""
+    spans: dict[int, tuple[float, float]] = {}
     for point in points:
         if point.round > after_round:
-            key = (point.session_id, point.round)
-            first, last = spans.get(key, (point.started_at, point.finished_at))
-            spans[key] = (min(first, point.started_at), max(last, point.finished_at))
+            first, last = spans.get(point.session_id, (point.started_at, point.finished_at))
+            spans[point.session_id] = (min(first, point.started_at),
+                                       max(last, point.finished_at))
     return sum(last - first for first, last in spans.values())
 
 
