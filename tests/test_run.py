@@ -29,7 +29,7 @@ key_buffer_size = "32M"
 
 
 def test_tiny_plan_runs_end_to_end_and_every_point_is_stored(shared_lab, tmp_path):
-    plan = write_plan(tmp_path / "p.toml", "e2e", configs=TWO_CONFIGS, run_seconds=2,
+    plan = write_plan(tmp_path / "p.toml", "e2e", configs=TWO_CONFIGS,
                       workload='name = "select_random_points"\noptions = { random_points = 5 }')
     out = run_cli("run", str(plan), "--lab", str(shared_lab.root))
     assert out.returncode == 0, out.stderr

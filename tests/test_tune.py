@@ -137,12 +137,12 @@ def test_proposals_refused_before_start_do_not_spend_the_budget(shared_lab, cata
                                      f"memory_share = {fits / ram_bytes()!r}").read_text())
     settings = TuneSettings.from_plan(dict(plan.tune))
     # seed 2's first random proposal is a 4 MiB sort buffer, its next ones smaller
-    result = Tuner(plan, shared_lab, settings, "random", budget=3, seed=2,
+    result = Tuner(plan, shared_lab, settings, "random", budget=2, seed=2,
                    say=lambda _: None).run()
     sizes = {t.state: [] for t in result.trials}
     for t in result.trials:
         sizes[t.state].append(int(t.params["sort_buffer_size"]))
-    assert len(sizes["ok"]) == 3 and max(sizes["ok"]) <= 3 << 20
+    assert len(sizes["ok"]) == 2 and max(sizes["ok"]) <= 3 << 20
     assert sizes["refused"] and min(sizes["refused"]) > 3 << 20
 
 
@@ -198,11 +198,11 @@ def test_a_serial_plan_or_one_too_large_for_a_pair_measures_each_trial_alone(
     plan = parse_plan(path.read_text())
     settings = TuneSettings.from_plan(dict(plan.tune))
     said: list[str] = []
-    result = Tuner(plan, shared_lab, settings, "random", budget=2, say=said.append).run()
+    result = Tuner(plan, shared_lab, settings, "random", budget=1, say=said.append).run()
     assert result.measured == "alone"
-    assert all(t.state == "ok" and t.value > 100 for t in result.trials)  # qps, not ratios
+    assert [t.state for t in result.trials] == ["ok"] and result.trials[0].value > 100  # qps
     configs = {p["config"] for p in stored_points(shared_lab, name)}
-    assert configs == {"random-trial-0", "random-trial-1"}  # no reference measured
+    assert configs == {"random-trial-0"}  # no reference measured
     assert any(line.startswith("trials measured alone (a trial beside its reference would "
                                "not fit: 2 servers") for line in said) == (name == "tune-no-pair")
 

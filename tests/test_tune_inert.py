@@ -316,6 +316,18 @@ def test_a_my_cnf_gives_knobs_left_undecided_as_comments_with_the_figure():
     assert settled.mycnf().splitlines()[1:] == lines[1:3]
 
 
+
+def test_a_re_measured_config_with_no_complete_round_is_shown_with_none():
+    """A candidate that failed at some thread count in every re-measured round has no score:
+    the report shows it with 0 rounds instead of failing to summarize nothing."""
+    best = SimpleNamespace(number=3, params=dict(WINNER))
+    result = TuneResult("s", "bayes", [], [], best, final={"default": {1: 100.0, 2: 104.0},
+                                                          "trial-3": {}})
+    (remeasured, *_) = [t for t in tables(result) if t.title.startswith("Re-measured")]
+    assert remeasured.rows == [["default", "2", "102.0", remeasured.rows[0][3]],
+                               ["trial-3", "0", "-", "-"]]
+
+
 STARTUP = {"table_open_cache": "2000", "thread_cache_size": "151", "sort_buffer_size": "2097152"}
 
 
@@ -427,17 +439,15 @@ def test_a_winner_under_the_floor_in_the_re_measure_is_said_not_given():
 def test_a_put_back_setting_runs_the_knobs_it_leaves_out_at_the_server_s_values(
         setting, baseline, unsearched):
     """A put-back's setting (the winner without a knob, a knob alone, the kept set) runs every
-    searched knob it leaves out as the trials ran it: at the server's startup value, set
-    explicitly where the plan's baseline sets it otherwise and left unset elsewhere (some
-    variables change the server by being set at all); the baseline's unsearched variables
-    stay."""
+    searched knob it leaves out as the trials and the re-measure's defaults ran it: unset, at
+    the server's startup value, even where the plan's baseline sets it (some variables change
+    the server by being set at all); a knob it moves is set, a knob at its startup value
+    unset; the baseline's unsearched variables stay."""
     base = {**baseline, **unsearched}
     ran = dict(server_variables(base, whole(STARTUP, setting), STARTUP))
     for name, default in STARTUP.items():
-        if name in setting:
-            assert ran.get(name, default) == setting[name]
-        elif name in baseline:
-            assert ran[name] == default
+        if name in setting and setting[name] != default:
+            assert ran[name] == setting[name]
         else:
             assert name not in ran
     assert all(ran[name] == value for name, value in unsearched.items())

@@ -182,10 +182,19 @@ def test_two_limits_that_act_only_together_are_searched_as_one():
     alone = {k.name: k for k in knob_space(CATALOG, ["max_heap_table_size"], say=said.append)}
     assert alone["max_heap_table_size"].followers == ()
     assert len(said) == 1 and said[0].startswith("max_heap_table_size is searched alone")
-    assert "name tmp_table_size too" in said[0]
+    assert "search tmp_table_size too" in said[0]
     said.clear()
     both = knob_space(CATALOG, ["tmp-table-size", "max_heap_table_size"], say=said.append)
     assert [k.followers for k in both] == [("max_heap_table_size",)] and not said
+    # the curated set with one of the two excluded: the other is searched alone, and said so
+    left = {k.name: k for k in knob_space(CATALOG, engines={"InnoDB"}, say=said.append,
+                                          exclude=["tmp_table_size"])}
+    assert left["max_heap_table_size"].followers == ()
+    alone_notes = [line for line in said if "searched alone" in line]
+    assert len(alone_notes) == 1 and alone_notes[0].startswith("max_heap_table_size is")
+    said.clear()
+    knob_space(CATALOG, engines={"InnoDB"}, say=said.append)
+    assert not [line for line in said if "searched alone" in line]  # the two as one
 
 
 def test_knobs_are_named_as_a_my_cnf_or_the_command_line_spells_them():

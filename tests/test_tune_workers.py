@@ -15,7 +15,8 @@ from conftest import PERFLAB, tune_plan_file
 from perflab.server.connection import query
 from perflab.server.managed import ManagedServer, install_datadir
 
-BUDGET = 4  # two trials each, or the victim's two and the survivor's two
+BUDGET = 4  # two trials each
+KILL_BUDGET = 3  # the victim's two, the second killed, and the survivor's one
 KNOBS = '["table_open_cache", "thread_cache_size"]'
 
 
@@ -37,9 +38,9 @@ def fresh_storage(server: ManagedServer, database: str) -> str:
     return f"mysql+pymysql://root@localhost/{database}?unix_socket={server.socket}"
 
 
-def worker(plan, lab, storage, *, method="random") -> subprocess.Popen:
-    return subprocess.Popen([*PERFLAB, "tune", str(plan), "--lab", str(lab), "--method", method,
-                             "--budget", str(BUDGET), "--storage", storage],
+def worker(plan, lab, storage, *, budget=BUDGET) -> subprocess.Popen:
+    return subprocess.Popen([*PERFLAB, "tune", str(plan), "--lab", str(lab), "--method",
+                             "random", "--budget", str(budget), "--storage", storage],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -83,7 +84,7 @@ def test_a_killed_worker_leaves_its_trial_failed_and_the_other_finishes(storage_
     plan = tune_plan_file(tmp_path, "shared-tune", KNOBS)
     storage = fresh_storage(storage_server, "optuna_kill")
     lab_a = str((tmp_path / "lab-a").resolve())
-    victim = worker(plan, tmp_path / "lab-a", storage)
+    victim = worker(plan, tmp_path / "lab-a", storage, budget=KILL_BUDGET)
     try:
         deadline = time.monotonic() + 300
         while True:  # kill it in the middle of its second trial
@@ -97,19 +98,19 @@ def test_a_killed_worker_leaves_its_trial_failed_and_the_other_finishes(storage_
     finally:
         victim.send_signal(signal.SIGKILL)
         victim.communicate()
-    survivor = worker(plan, tmp_path / "lab-b", storage)
+    survivor = worker(plan, tmp_path / "lab-b", storage, budget=KILL_BUDGET)
     out, err = finish(survivor)
 
     trials, attrs = trials_of(storage)
-    assert len(trials) == BUDGET
-    assert sorted(t.number for t in trials) == list(range(BUDGET))
+    assert len(trials) == KILL_BUDGET
+    assert sorted(t.number for t in trials) == list(range(KILL_BUDGET))
     assert not [t for t in trials if t.state == TrialState.RUNNING]
     killed = [t for t in trials if t.user_attrs["worker"]["lab"] == lab_a
               and t.state == TrialState.FAIL]
     assert len(killed) == 1
     assert "its worker was killed before it finished" in err
     assert sorted(key for key in attrs if key.startswith("final@")) == \
-        [f"final@{BUDGET}", f"final@{BUDGET}:done"]
+        [f"final@{KILL_BUDGET}", f"final@{KILL_BUDGET}:done"]
     assert "Re-measured side by side" in out
     assert "interrupted before the trial finished" in out  # the killed trial, reported
 

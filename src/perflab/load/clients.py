@@ -462,12 +462,18 @@ class LocalCluster:
                 env={**os.environ, **QUIET_DASK}, preexec_fn=die_with_parent(signal.SIGTERM))
 
     def __exit__(self, *exc) -> None:
-        for process in self.processes.values():
-            if process.poll() is None:
-                process.terminate()
-        for process in self.processes.values():
-            try:
-                process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+        # the workers first, while their scheduler still answers: a worker terminated after it
+        # is gone may wait out its reconnect attempts, and then the timeout below, before
+        # exiting
+        workers = [p for name, p in self.processes.items() if name != "scheduler"]
+        scheduler = [p for name, p in self.processes.items() if name == "scheduler"]
+        for group in (workers, scheduler):
+            for process in group:
+                if process.poll() is None:
+                    process.terminate()
+            for process in group:
+                try:
+                    process.wait(timeout=15)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()

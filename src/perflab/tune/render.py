@@ -86,6 +86,9 @@ def _final_tables(result: TuneResult) -> list[Table]:
     the winner's gains."""
     rows = []
     for config, by_round in result.final.items():
+        if not by_round:  # failed, or no query finished, at some thread count in every round
+            rows.append([config, "0", "-", "-"])
+            continue
         s = summarize(list(by_round.values()))
         interval = "-" if s.n < 2 else f"[{s.ci_low:.1f}, {s.ci_high:.1f}]"
         rows.append([config, str(s.n), f"{s.median:.1f}", interval])

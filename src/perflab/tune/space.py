@@ -268,8 +268,8 @@ def knob_space(catalog: Catalog, names: list[str] | None = None, allow_unsafe: b
     if not names:
         knobs = [k for k in knobs if _needed(k, knobs)]
     knobs = _linked(knobs)
-    if names and say is not None:
-        for note in half_linked(names):
+    if say is not None:  # one of a pair named, or the other excluded from the curated set
+        for note in half_linked(variable_names(knobs)):
             say(note)
     if not knobs:
         raise PerflabError("tune: no knob to search",
@@ -298,15 +298,17 @@ def variable_names(knobs: list[Knob]) -> list[str]:
 
 
 def half_linked(names: list[str]) -> list[str]:
-    """A line for each pair of LINKED knobs the user named one of: searched alone, it acts only
-    where the other one, left at its startup value, does not bound it."""
+    """A line for each pair of LINKED knobs of which only one is among the searched variables
+    `names`: searched alone, it acts only where the other one, left at its startup value, does
+    not bound it."""
     notes = []
     for follower, leader in LINKED.items():
         if (follower in names) != (leader in names):
             named, other = (leader, follower) if leader in names else (follower, leader)
             notes.append(f"{named} is searched alone: {other}, left at its startup value, "
-                         f"bounds it (the smaller of the two is the limit); name {other} too "
-                         "to search them as one knob")
+                         f"bounds it (the smaller of the two is the limit); search {other} too "
+                         "(name it in tune.knobs, or do not exclude it) to search them as one "
+                         "knob")
     return notes
 
 

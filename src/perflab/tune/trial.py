@@ -151,10 +151,12 @@ class Trials:
 
 def server_variables(base: dict, params: dict,
                      startup: dict[str, str | None]) -> tuple[tuple[str, str], ...]:
-    """A trial's server variables: the baseline's (`base`), then the knobs the trial moves from
-    their startup values. A knob at its startup value is left unset, not set to that value:
-    some variables change the server by being set at all (query_cache_size set to its default
-    1 MiB cost 8-10% of oltp_read_only here), and the defaults must be measured as the
-    defaults, a winner as the my.cnf printed for it."""
-    over_base = {name: str(value) for name, value in params.items() if name in base}
-    return tuple(sorted({**base, **over_base, **moved(params, startup)}.items()))
+    """A trial's server variables: the baseline's (`base`) that are not searched (`startup`
+    names the searched ones), then the knobs the trial moves from their startup values. A knob
+    at its startup value is left unset, not set to that value, even where the baseline sets
+    it: some variables change the server by being set at all (query_cache_size set to its
+    default 1 MiB switches the query cache on, and cost 8-10% of oltp_read_only here), and the
+    defaults must be measured as the re-measure's "default" runs them (tune/final.py
+    `unsearched`), a winner as the my.cnf printed for it."""
+    unsearched = {name: value for name, value in base.items() if name not in startup}
+    return tuple(sorted({**unsearched, **moved(params, startup)}.items()))
