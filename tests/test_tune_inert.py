@@ -338,8 +338,8 @@ def test_a_my_cnf_that_gives_nothing_names_what_the_baseline_sets(baseline, winn
     """The defaults a tune compares with are the server's: when the my.cnf gives nothing and
     the plan's baseline sets searched knobs, its note names the baseline's values (which
     "nothing to change" keeps); the lines in force are the kept knobs the winner moved, then
-    the knobs the baseline sets otherwise at the server's values, which every setting the
-    tune measured ran them at."""
+    a note naming the baseline's other searched knobs, which every setting the tune measured
+    left unset: to be removed, not given at the server's values."""
     params = {**STARTUP, **winner}
     best = SimpleNamespace(number=3, params=params)
     result = TuneResult("s", "bayes", [], [], best, defaults=dict(STARTUP),
@@ -348,9 +348,13 @@ def test_a_my_cnf_that_gives_nothing_names_what_the_baseline_sets(baseline, winn
     given = {line.split(" = ")[0]: line.split(" = ")[1] for line in lines[1:]
              if not line.startswith("#")}
     shown = {k: params[k] for k in kept if params[k] != STARTUP[k]}
-    pinned = {k: STARTUP[k] for k, value in baseline.items()
-              if k not in shown and value != STARTUP[k]}
-    assert given == ({**shown, **pinned} if shown else {})
+    assert given == shown
+    dropped = {k: value for k, value in baseline.items() if k not in shown}
+    if shown and dropped:
+        assert lines[-1].startswith("# measured without these settings of the plan's baseline")
+        assert all(f"{name} = {value}" in lines[-1] for name, value in dropped.items())
+    if shown:
+        assert len(lines) == 1 + len(shown) + bool(dropped)
     if not given:
         assert "nothing to change" in lines[1]
         assert all(f"{name} = {value}" in lines[2] for name, value in baseline.items())

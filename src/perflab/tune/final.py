@@ -394,10 +394,9 @@ def whole(defaults: dict[str, str | None], setting: dict) -> dict:
     """A put-back's `setting` over every searched knob: the knobs it names at its values, every
     other at the server's startup value (`defaults`), as the trials and the re-measure run
     them, a knob's followers at its value (Space.within). A knob the plan's baseline sets and
-    the setting leaves out so runs at the server's default, not at the baseline's value, and
-    the my.cnf says so (TuneResult.mycnf). A knob without a startup value (a choice whose
-    default is NULL) is left to the baseline here, where the re-measure's defaults leave it
-    unset."""
+    the setting leaves out so runs unset, at the server's default, not at the baseline's value
+    (trial.server_variables), and the my.cnf says so (TuneResult.mycnf); so does a knob
+    without a startup value (a choice whose default is NULL), which is left out here."""
     out = {**{name: value for name, value in defaults.items() if value is not None}, **setting}
     for follower, leader in folded(defaults).items():
         if leader in out:

@@ -176,20 +176,19 @@ class TuneResult:
         """Trial values are ratios to the reference measured side by side."""
         return self.measured is Measured.SIDE_BY_SIDE
 
-    def pinned(self, in_force: list[str]) -> dict[str, str]:
-        """The searched knobs the plan's baseline sets to other than the server's startup
-        value, and the my.cnf's `in_force` lines do not give: the trials, the re-measure and
-        the put-back ran them at the server's value (tune/final.whole), which a my.cnf read
-        over the baseline's settings must then give."""
-        return {name: default for name, value in self.baseline.items()
-                if name not in in_force and (default := self.defaults.get(name)) is not None
-                and value.upper() != default.upper()}
+    def left_out(self, in_force: list[str]) -> dict[str, str]:
+        """The searched knobs the plan's baseline sets and the my.cnf's `in_force` lines do not
+        give: the trials, the re-measure and the put-back ran them unset (tune/trial.py
+        server_variables), so a my.cnf read over the baseline's settings must drop them. Not
+        given at the server's value instead: some variables change the server by being set
+        at all (query_cache_size)."""
+        return {name: value for name, value in self.baseline.items() if name not in in_force}
 
     def mycnf(self) -> str:
-        """The best trial's knobs that differ from the server's startup values, then the
-        baseline's searched knobs at the server's values they were measured at (`pinned`);
-        when nothing is given and the baseline sets searched knobs, a note names the
-        baseline's values, which "the defaults" are not. Once the knobs were put back one
+        """The best trial's knobs that differ from the server's startup values, then a note
+        naming the baseline's searched knobs they were measured without (`left_out`); when
+        nothing is given and the baseline sets searched knobs, a note names the baseline's
+        values, which "the defaults" are not. Once the knobs were put back one
         at a time (tune/final.put_back): only those with a shown effect, or nothing when the
         winner was not shown better than the defaults; knobs whose share was left undecided
         (`unproven`) follow as comments, with the figure that left them so, so that the lines
@@ -205,11 +204,12 @@ class TuneResult:
 
         in_force = [name for name in sorted(changed) if self.kept is None or name in self.kept]
         lines = ["[mariadbd]"] + [setting(name) for name in in_force]
-        pinned = self.pinned(in_force)
-        if in_force and pinned:
-            lines.append("# the plan's baseline sets these otherwise; the lines above were "
-                         "measured with them at the server's defaults:")
-            lines += [f"{name} = {value}" for name, value in sorted(pinned.items())]
+        left_out = self.left_out(in_force)
+        if in_force and left_out:
+            lines.append("# measured without these settings of the plan's baseline (the "
+                         "server's defaults instead): remove them where the lines above go: "
+                         + ", ".join(f"{name} = {value}" for name, value in
+                                     sorted(left_out.items())))
         if not in_force:
             lines.append("# no change was shown better than the defaults: nothing to change")
             if self.baseline:  # the defaults are the server's, which the baseline is not

@@ -235,7 +235,7 @@ class Tuner:
                     return
                 if refusals_in_a_row(trials) >= MAX_REFUSALS_IN_A_ROW:
                     self.say(f"stopping: the last {MAX_REFUSALS_IN_A_ROW} proposals would "
-                             f"not fit: {refusal_advice(trials)}")
+                             f"not fit {refusal_advice(trials)}")
                     return
                 proposal = self.search.next(trials, len(every))
                 if proposal.step is Step.MEASURE:
@@ -399,15 +399,19 @@ def _recorded(study: optuna.Study, measured: Measured,
 
 
 def refusal_advice(trials: Sequence[FrozenTrial]) -> str:
-    """What to change when proposals keep being refused, by the latest refusal's cause: the
-    tune's memory budget (tune.memory_share), or a trial beside its reference, whose pair must
-    fit in half the RAM whatever the budget allows one server."""
+    """Where proposals kept not fitting, and what to change, by the latest refusal's cause:
+    the tune's memory budget (tune.memory_share), or a trial beside its reference, whose pair
+    must fit in half the RAM, whatever the budget allows one server, and on the lab's disk."""
     latest = max((t for t in trials if refused(t)), key=lambda t: t.number)
-    if str(latest.user_attrs.get("error", "")).startswith("with its reference"):
-        return ("a trial beside its reference must fit in half the RAM, whatever "
-                "tune.memory_share allows one server; narrow the largest buffers (tune.knobs) "
-                'or measure trials alone (schedule = "serial" in [run])')
-    return "the memory budget; narrow the largest buffers (tune.knobs) or raise tune.memory_share"
+    error = str(latest.user_attrs.get("error", ""))
+    alone = 'or measure trials alone (schedule = "serial" in [run])'
+    if error.startswith("with its reference") and "disk" in error:
+        return f"beside their reference on the lab's disk (a dataset copy each); free space {alone}"
+    if error.startswith("with its reference"):
+        return ("beside their reference in half the RAM, whatever tune.memory_share allows one "
+                f"server; narrow the largest buffers (tune.knobs) {alone}")
+    return ("in the memory budget; narrow the largest buffers (tune.knobs) or raise "
+            "tune.memory_share")
 
 
 def refusals_in_a_row(trials: Sequence[FrozenTrial]) -> int:
