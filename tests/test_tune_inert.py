@@ -316,7 +316,6 @@ def test_a_my_cnf_gives_knobs_left_undecided_as_comments_with_the_figure():
     assert settled.mycnf().splitlines()[1:] == lines[1:3]
 
 
-
 def test_a_re_measured_config_with_no_complete_round_is_shown_with_none():
     """A candidate that failed at some thread count in every re-measured round has no score:
     the report shows it with 0 rounds instead of failing to summarize nothing."""

@@ -30,6 +30,7 @@ from perflab.load.workloads import resolve
 from perflab.plan import parse_plan
 from perflab.server.variables import Catalog
 from perflab.tune.methods import OneFactorAtATime, Step
+from perflab.tune.result import REFERENCE
 from perflab.tune.search import Tuner, TuneSettings, refusal_advice
 from perflab.tune.space import Space, knob_space, startup_values
 
@@ -260,21 +261,23 @@ def test_ofat_waits_for_a_round_other_workers_run_and_says_when_it_is_done():
     assert done.step is Step.DONE and done.reason == "no knob left that mattered"
 
 
-@pytest.mark.parametrize(("error", "advice"), [
-    ("worst-case memory 32.5 GiB exceeds the budget of 11.8 GiB", "raise tune.memory_share"),
+@pytest.mark.parametrize(("error", "cause", "advice"), [
+    ("worst-case memory 32.5 GiB exceeds the budget of 11.8 GiB", None,
+     "raise tune.memory_share"),
     ("with its reference: 2 servers would take up to 13.0 GiB, more than half the RAM",
+     REFERENCE,
      'whatever tune.memory_share allows one server; narrow the largest buffers (tune.knobs) or '
      'measure trials alone (schedule = "serial" in [run])'),
-    ("with its reference: 2 copies of the dataset would not fit on the lab's disk",
+    ("with its reference: 2 copies of the dataset would not fit on the lab's disk", REFERENCE,
      "on the lab's disk")])
-def test_a_search_stopped_by_refusals_names_what_to_change(error, advice):
+def test_a_search_stopped_by_refusals_names_what_to_change(error, cause, advice):
     """The memory budget is tune.memory_share's; a pair beside its reference must fit in half
     the RAM and on the disk whatever that share: raising it cannot help there."""
     trials = [create_trial(state=TrialState.COMPLETE, value=1.0),
               create_trial(state=TrialState.FAIL, user_attrs={"state": "refused",
                                                                 "error": "earlier, other"}),
-              create_trial(state=TrialState.FAIL, user_attrs={"state": "refused",
-                                                                "error": error})]
+              create_trial(state=TrialState.FAIL, user_attrs={
+                  "state": "refused", "error": error, **({"cause": cause} if cause else {})})]
     for number, trial in enumerate(trials):
         trial.number = number
     said = refusal_advice(trials)

@@ -3,8 +3,9 @@ result.
 
 A trial's end is recorded in Optuna's study (COMPLETE with its value, or FAIL) and in its user
 attributes: `state` (an `Outcome`), `error`, and `cause` (REFERENCE when the trial's reference,
-not its setting, failed). `tell` writes them; `refused`, `failed_by_setting` and
-`uninformative` read them back for the methods, which learn differently from each.
+not its setting, failed, or when the pair of the two was refused). `tell` writes them;
+`refused`, `failed_by_setting` and `uninformative` read them back for the methods, which learn
+differently from each.
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ from perflab.stats.decide import Verdict
 from perflab.tune.settings import better
 from perflab.tune.space import Knob
 
-REFERENCE = "reference"  # a failed trial's cause when its reference, not its setting, failed
+# a failed trial's cause when its reference, not its setting, failed; a refused one's when the
+# trial alone would fit but not beside its reference
+REFERENCE = "reference"
 
 
 class Outcome(StrEnum):
@@ -48,9 +51,9 @@ class Ranking(StrEnum):
 def tell(study: optuna.Study, trial: optuna.Trial, outcome: Outcome, value: float | None,
          error: str | None, cause: str | None = None, loaded: float | None = None) -> bool:
     """Record a trial's end; `cause` REFERENCE when the reference, not the trial's setting,
-    failed; `loaded`, the largest share of the machine's CPU time other processes used while
-    it was measured (probes/busy.py). False when the result was dropped: another worker failed
-    the trial while it ran."""
+    failed, or the pair of the two was refused; `loaded`, the largest share of the machine's
+    CPU time other processes used while it was measured (probes/busy.py). False when the result
+    was dropped: another worker failed the trial while it ran."""
     told = TrialState.COMPLETE if outcome is Outcome.OK else TrialState.FAIL
     try:
         trial.set_user_attr("state", str(outcome))

@@ -53,6 +53,7 @@ from perflab.tune.methods import (
     ofat_first_round,
 )
 from perflab.tune.result import (
+    REFERENCE,
     Measured,
     Outcome,
     TrialOutcome,
@@ -403,11 +404,11 @@ def refusal_advice(trials: Sequence[FrozenTrial]) -> str:
     the tune's memory budget (tune.memory_share), or a trial beside its reference, whose pair
     must fit in half the RAM, whatever the budget allows one server, and on the lab's disk."""
     latest = max((t for t in trials if refused(t)), key=lambda t: t.number)
-    error = str(latest.user_attrs.get("error", ""))
+    beside = latest.user_attrs.get("cause") == REFERENCE
     alone = 'or measure trials alone (schedule = "serial" in [run])'
-    if error.startswith("with its reference") and "disk" in error:
+    if beside and "disk" in str(latest.user_attrs.get("error", "")):
         return f"beside their reference on the lab's disk (a dataset copy each); free space {alone}"
-    if error.startswith("with its reference"):
+    if beside:
         return ("beside their reference in half the RAM, whatever tune.memory_share allows one "
                 f"server; narrow the largest buffers (tune.knobs) {alone}")
     return ("in the memory budget; narrow the largest buffers (tune.knobs) or raise "

@@ -17,7 +17,7 @@ from perflab.server.memory import configured_sizes, memory_estimate
 from perflab.server.variables import Catalog
 from perflab.tune import workers
 from perflab.tune.reading import Reading, combined, reading, retake_reason
-from perflab.tune.result import Measured, Outcome, moved, tell
+from perflab.tune.result import REFERENCE, Measured, Outcome, moved, tell
 from perflab.tune.settings import TuneSettings
 from perflab.tune.space import Knob, Space, variable_names
 
@@ -89,7 +89,8 @@ class Trials:
             if why_not is not None:
                 self.say(f"trial {number}: refused before start (not counted in the budget): "
                          f"{why_not}")
-                self._tell(study, trial, Outcome.REFUSED, error=f"with its reference: {why_not}")
+                self._tell(study, trial, Outcome.REFUSED, error=f"with its reference: {why_not}",
+                           cause=REFERENCE)
                 return
         taken = self._reading(session, config, number + 1)
         why = retake_reason(taken, None if taken.failed else taken.value(self.settings.score),
