@@ -266,13 +266,17 @@ def test_the_dependence_a_lab_measured_is_frozen_into_a_study_at_its_first_run(t
 def test_noise_measured_under_load_is_named_wherever_a_forecast_uses_it(tmp_path):
     """A lab's noise keeps the share of its points measured while other work loaded the
     machine; the forecast that uses such a figure names it, weighted by rounds, and one
-    measured on an idle machine (or before the share was kept) is quoted plainly."""
+    measured on an idle machine (or before the share was kept) is quoted plainly. A figure of
+    a thread count the plan does not measure is used only when none of its own is measured."""
     from perflab.load.workloads import resolve
     from perflab.running.noise import lab_noise
 
     workload = resolve(PLAN.workload)
     with ResultStore(tmp_path / "perflab.sqlite") as store:
-        store.save_noise([noise_figure(1, 10, loaded=math.nan), noise_figure(4, 10, loaded=0.0)])
+        store.save_noise([noise_figure(4, 10, loaded=1.0)])  # not one of the plan's (1, 2)
+        _, source = lab_noise(store, PLAN, workload, "fleet")
+        assert source.startswith("measured in this lab over 10 rounds at 4 threads, 100% of")
+        store.save_noise([noise_figure(1, 10, loaded=math.nan), noise_figure(2, 10, loaded=0.0)])
         sd, source = lab_noise(store, PLAN, workload, "fleet")
         assert sd == 0.05 and source == "measured in this lab over 20 rounds"
         store.save_noise([noise_figure(1, 30, loaded=1.0)])  # the latest at 1 thread: loaded
@@ -293,7 +297,7 @@ def test_fleet_noise_measured_before_each_server_was_credited_its_own_turns_is_n
 
     workload = resolve(PLAN.workload)
     with ResultStore(tmp_path / "perflab.sqlite") as store:
-        store.save_noise([noise_figure(1, 10), noise_figure(4, 10)])
+        store.save_noise([noise_figure(1, 10), noise_figure(2, 10)])
         store.db.execute("UPDATE noise SET created_at = ? WHERE threads = 1",
                          (FLEET_TURNS_FIXED - 3600,))
         _, source = lab_noise(store, PLAN, workload, "fleet")

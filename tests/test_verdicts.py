@@ -98,7 +98,10 @@ def test_calibration_measures_the_noise_the_next_run_forecasts_with(shared_lab, 
     run = run_cli("run", str(plan), "--lab", str(shared_lab.root), "--repeats", "1")
     assert run.returncode == 0, run.stderr  # one round is enough to see the forecast
     assert "per round (measured in this lab over" in run.stderr
-    # noise measured beside other work (the other test worker) is named wherever it is used
+    # the forecast at 4 threads uses the calibration's 4-thread figure alone (not the 1- and
+    # 2-thread figures other tests leave in this lab), and names noise measured beside other
+    # work (the other test worker) wherever it is used
+    assert re.search(r"measured in this lab over \d+ rounds(?! at)", run.stderr), run.stderr
     warned = "points were measured while other work loaded the machine" in out.stderr
     assert warned == ("while other work loaded the machine: not this" in run.stderr), run.stderr
     assert "found with 80% power" in run.stderr

@@ -53,15 +53,20 @@ def _latest(store: ResultStore, plan: Plan, workload: ResolvedWorkload, schedule
 def lab_noise(store: ResultStore, plan: Plan, workload: ResolvedWorkload, schedule: Schedule
               ) -> tuple[float, str]:
     """The per-round sd this lab measured for the plan's way of measuring, with where it comes
-    from; ASSUMED_NOISE when it has measured none."""
-    per_threads = _latest(store, plan, workload, schedule)
-    if not per_threads:
+    from; ASSUMED_NOISE when it has measured none. The figures of the plan's own thread counts
+    when it has any (noise differs between thread counts, and a quiet one must not lend its
+    confidence to a loud one), else those of the others, named."""
+    measured = _latest(store, plan, workload, schedule)
+    if not measured:
         return ASSUMED_NOISE, "assumed: this lab has not measured it yet (perflab calibrate)"
+    own = {t: n for t, n in measured.items() if t in plan.run.threads}
+    per_threads = own or measured
+    elsewhere = "" if own else f" at {', '.join(map(str, sorted(measured)))} threads"
     sd = statistics.median(n.sd for n in per_threads.values())
     rounds = sum(n.rounds for n in per_threads.values())
     loaded = _loaded(per_threads.values())
     old = _before_turns_fix(per_threads.values(), advise=not loaded)  # loaded already advises
-    return sd, f"measured in this lab over {rounds} rounds{loaded}{old}"
+    return sd, f"measured in this lab over {rounds} rounds{elsewhere}{loaded}{old}"
 
 
 # when perflab began crediting each fleet server with the turns it ran (9a08c4c): before, a
