@@ -168,6 +168,21 @@ def test_tune_settings_and_budgets_are_checked_before_any_server(tmp_path):
         with pytest.raises(PerflabError, match=message) as err:
             Tuner(plan, lab, TuneSettings(), "bayes", **options)
         assert "--" not in err.value.message and err.value.option == option
+    for key, hint in (("budget", "perflab tune --budget"), ("allow_unsafe", "--allow-unsafe"),
+                      ("memory_shares", "did you mean tune.memory_share?")):
+        with pytest.raises(PerflabError, match=f"unknown key tune.{key}") as err:
+            TuneSettings.from_plan({key: 1})
+        assert hint in err.value.hint
+    # --knobs or --exclude replaces both of the plan's choices (they exclude each other)
+    planned = TuneSettings(knobs=("key_buffer_size",), objective="p95")
+    assert planned.chosen(None, None) is planned
+    assert planned.chosen(None, ["query_cache_type"]) == TuneSettings(
+        exclude=("query_cache_type",), objective="p95")
+    assert TuneSettings(exclude=("a",)).chosen(["b"], None) == TuneSettings(knobs=("b",))
+    for method in ("ofat", "random"):  # a sampler they would ignore
+        with pytest.raises(PerflabError, match=f"{method} has its own") as err:
+            Tuner(plan, lab, TuneSettings(), method, budget=3, sampler="tpe")
+        assert err.value.option == "sampler"
     assert not (tmp_path / "lab").exists()
 
 

@@ -15,7 +15,6 @@ from perflab.probes.system import ram_bytes
 from perflab.server.memory import configured_sizes, memory_estimate
 from perflab.tune.render import render_text
 from perflab.tune.search import (
-    MAX_REFUSALS_IN_A_ROW,
     Sampler,
     Tuner,
     TuneSettings,
@@ -81,31 +80,31 @@ def test_memory_estimate_counts_per_connection_buffers(catalog):
     assert large - small > 990 * (1 << 20)
 
 
-def test_memory_busting_proposals_are_refused_before_any_server_starts(shared_lab, tmp_path):
-    plan = parse_plan(tune_plan_file(tmp_path, "tune-refused", '["table_open_cache"]',
-                                "memory_share = 0.00001").read_text())
+def test_a_baseline_that_busts_the_memory_budget_is_refused_before_any_trial(shared_lab,
+                                                                               tmp_path):
+    """Every trial keeps the memory budget; when the first (the baseline) does not, the search
+    would be steered by the budget, so the tune refuses to start, naming max_connections."""
+    plan = parse_plan(tune_plan_file(tmp_path, "tune-refused", '["table_open_cache"]')
+                      .read_text()
+                      .replace("[configs.default]", "[configs.default]\nmax_connections = 100000"))
     settings = TuneSettings.from_plan(dict(plan.tune))
-    said = []
-    result = Tuner(plan, shared_lab, settings, "random", budget=2, say=said.append).run()
-    # refusals cost no measurement and do not spend the budget: the search stops on a run
-    # of them instead
-    assert [t.state for t in result.trials] == ["refused"] * MAX_REFUSALS_IN_A_ROW
-    assert "exceeds the budget" in result.trials[0].error
-    assert any(f"the last {MAX_REFUSALS_IN_A_ROW} proposals would not fit" in m for m in said)
-    assert result.best is None
+    with pytest.raises(PerflabError, match="max_connections = 100000 x per-connection") as error:
+        Tuner(plan, shared_lab, settings, "random", budget=2, say=lambda _: None).run()
+    assert "tune.memory_share" in error.value.hint
     assert stored_points(shared_lab, "tune-refused") == []  # nothing was measured
 
 
 def test_a_tune_started_beside_other_work_says_so(shared_lab, tmp_path, spinner_elsewhere):
     """Issue 44: readings taken while other work shares the CPUs rank the load, not the
     settings. A tune started while another process spins on one core warns before its first
-    trial, naming the busiest processes (the trials here are refused for memory: nothing
+    trial, naming the busiest processes (then refuses the baseline for memory: nothing
     runs)."""
     plan = parse_plan(tune_plan_file(tmp_path, "tune-busy", '["table_open_cache"]',
                                 "memory_share = 0.00001").read_text())
     said = []
-    Tuner(plan, shared_lab, TuneSettings.from_plan(dict(plan.tune)), "random", budget=1,
-          say=said.append).run()
+    with pytest.raises(PerflabError, match="memory budget"):  # after the warning
+        Tuner(plan, shared_lab, TuneSettings.from_plan(dict(plan.tune)), "random", budget=1,
+              say=said.append).run()
     warning = next(m for m in said if m.startswith("WARNING: the machine is not idle"))
     assert "rank the load" in warning and "of one CPU" in warning  # the busiest, named
 

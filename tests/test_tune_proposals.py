@@ -31,7 +31,7 @@ from perflab.plan import parse_plan
 from perflab.server.variables import Catalog
 from perflab.tune.methods import OneFactorAtATime, Step
 from perflab.tune.result import REFERENCE
-from perflab.tune.search import Tuner, TuneSettings, refusal_advice
+from perflab.tune.search import Tuner, TuneSettings, refusal_advice, refusals_in_a_row
 from perflab.tune.space import Space, knob_space, startup_values
 
 pytestmark = [pytest.mark.fast,  # needs no server: scripts/test -m fast
@@ -146,7 +146,7 @@ class SimulatedRunner:
     def measure_point(self, session: int, point) -> SimpleNamespace:
         return measured(point.config, point.threads, point.round)
 
-    def noise(self) -> tuple[float, str]:
+    def noise(self, schedule=None) -> tuple[float, str]:
         return 0.05, "simulated"
 
     def run(self) -> None:  # the final re-measure: its points, for the store to give back
@@ -283,3 +283,7 @@ def test_a_search_stopped_by_refusals_names_what_to_change(error, cause, advice)
     said = refusal_advice(trials)
     assert advice in said
     assert ("memory_share" in said) != ("disk" in error)
+    assert refusals_in_a_row(trials) == 2  # the search stops at MAX_REFUSALS_IN_A_ROW
+    measured = create_trial(state=TrialState.COMPLETE, value=1.0)
+    measured.number = 3
+    assert refusals_in_a_row([*trials, measured]) == 0  # counted back from the latest

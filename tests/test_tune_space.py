@@ -197,6 +197,28 @@ def test_two_limits_that_act_only_together_are_searched_as_one():
     assert not [line for line in said if "searched alone" in line]  # the two as one
 
 
+def test_the_thread_pool_knobs_come_with_a_baseline_that_runs_the_pool():
+    """thread_pool_size and thread_pool_stall_limit act only under pool-of-threads: searched
+    when thread_handling may take it, or when it is not searched and the baseline runs it;
+    left out, and said, when no trial runs the pool. A pair's other half left out is named at
+    the baseline's value when it sets one."""
+    pool = {"thread_pool_size", "thread_pool_stall_limit"}
+    assert pool <= names(engines={"InnoDB"})  # with thread_handling, pool-of-threads a choice
+    said: list[str] = []
+    assert not pool & names({"InnoDB"}, said.append, exclude=["thread_handling"])
+    assert any("thread_pool_size (only with thread_handling = pool-of-threads)" in line
+               for line in said)
+    said.clear()
+    runs_pool = {"Thread-Handling": "pool-of-threads", "max_heap_table_size": "1G"}
+    assert pool <= names({"InnoDB"}, said.append, fixed=runs_pool,
+                         exclude=["thread_handling", "max_heap_table_size"])
+    assert not [line for line in said if "no trial runs" in line]
+    assert [line for line in said if "searched alone" in line] == [
+        "tmp_table_size is searched alone: max_heap_table_size, left at the baseline's 1G, "
+        "bounds it (the smaller of the two is the limit); search max_heap_table_size too (name "
+        "it in tune.knobs, or do not exclude it) to search them as one knob"]
+
+
 def test_knobs_are_named_as_a_my_cnf_or_the_command_line_spells_them():
     """Dashes, capitals and spaces as in a my.cnf; a name given twice is one knob."""
     named = [k.name for k in knob_space(CATALOG, ["Key-Buffer-Size", "key_buffer_size",

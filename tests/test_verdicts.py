@@ -7,7 +7,7 @@ import re
 from dataclasses import replace
 
 from conftest import run_cli, stored_points, write_plan
-from perflab.plan import parse_plan
+from perflab.plan import Schedule, parse_plan
 from perflab.running.runner import Runner
 
 DECIDING = """
@@ -91,9 +91,16 @@ def test_calibration_measures_the_noise_the_next_run_forecasts_with(shared_lab, 
     assert "What cal-live can resolve with this noise" in out.stdout
     # a runner asked before it runs (as tune's re-measure plans its rounds) finds that noise
     # under the way the plan will be measured (a fleet here), not under "serial"
+    parsed = parse_plan(plan.read_text())
     with shared_lab.store() as store:
-        sd, source = Runner(parse_plan(plan.read_text()), shared_lab, store,
-                            lambda _: None).noise()
+        sd, source = Runner(parsed, shared_lab, store, lambda _: None).noise()
+        # the baseline alone runs serially, but tune measures its trials side by side and asks
+        # for that way's noise
+        alone = Runner(replace(parsed, configs=parsed.configs[:1]), shared_lab, store,
+                       lambda _: None)
+        assert alone.noise(Schedule.FLEET) == (sd, source) and alone.schedule is None
+        alone.noise()
+        assert alone.schedule is Schedule.SERIAL
     assert source.startswith("measured in this lab") and 0 < sd < 0.5
     run = run_cli("run", str(plan), "--lab", str(shared_lab.root), "--repeats", "1")
     assert run.returncode == 0, run.stderr  # one round is enough to see the forecast

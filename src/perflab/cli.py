@@ -194,7 +194,7 @@ def _add_tune(sub) -> None:
                       "whichever worker runs them)")
     tune.add_argument("--time", type=float, metavar="SECONDS",
                       help="or a time budget (this worker's)")
-    tune.add_argument("--sampler", default="additive", help="bayes's search: additive "
+    tune.add_argument("--sampler", help="bayes's search (bayes only): additive "
                       "(perflab's: screening in groups, then an additive model of the knobs' "
                       "effects, near the best-believed setting; the default) or an Optuna sampler: "
                       "tpe, qmc, random")
@@ -204,11 +204,12 @@ def _add_tune(sub) -> None:
                       "/home/me/.my.cnf (the password from that file, not the command line); "
                       "default: the lab's SQLite")
     tune.add_argument("--knobs", type=_name_list, metavar="A,B,...",
-                      help="search exactly these server variables (overrides tune.knobs; "
-                      "default: the curated knobs of the study's engines)")
+                      help="search exactly these server variables (overrides tune.knobs and "
+                      "tune.exclude; default: the curated knobs of the study's engines)")
     tune.add_argument("--exclude", type=_name_list, metavar="A,B,...",
                       help="leave these curated knobs out, e.g. "
-                      "query_cache_type,query_cache_size (overrides tune.exclude)")
+                      "query_cache_type,query_cache_size (overrides tune.exclude and "
+                      "tune.knobs)")
     tune.add_argument("--seed", type=int, default=0)
     tune.add_argument("--allow-unsafe", action="store_true",
                       help="also search knobs that trade durability for speed")

@@ -154,12 +154,14 @@ class Measurer:
         self.backend.stop()
         self.store.end_session(session, outcome)
 
-    def noise(self) -> tuple[float, str]:
-        """The per-round sd of a log ratio this lab measured for this plan's way of measuring,
-        with where it comes from (noise.py)."""
-        if self.schedule is None:  # asked before a run (tune's re-measure plans its rounds)
-            self.schedule = self.backend.schedule()[0]
-        return lab_noise(self.store, self.plan, self.workload, self.schedule)
+    def noise(self, schedule: Schedule | None = None) -> tuple[float, str]:
+        """The per-round sd of a log ratio this lab measured for this plan's way of measuring
+        (or `schedule`'s: tune's trials of one configuration run side by side), and its source."""
+        if schedule is None:
+            if self.schedule is None:  # asked before a run (tune's re-measure plans its rounds)
+                self.schedule = self.backend.schedule()[0]
+            schedule = self.schedule
+        return lab_noise(self.store, self.plan, self.workload, schedule)
 
     # -- what a round measures ---------------------------------------------------------------
 

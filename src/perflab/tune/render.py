@@ -58,8 +58,9 @@ def tables(result: TuneResult) -> list[Table]:
         ok = sum(t.state is Outcome.OK for t in result.trials)
         each = ("one round side by side with the reference" if result.relative
                 else "one measurement")
-        out.append(Table(f"Knob importance (Optuna's fANOVA over {ok} trials of {each} each: "
-                         "the knobs whose values moved the figures most, noise included)",
+        out.append(Table(f"Knob importance (Optuna's PED-ANOVA over {ok} trials of {each} "
+                         "each: the knobs whose values set the best trials apart from the "
+                         "rest, noise included)",
                          ["Knob", "Importance"],
                          [[k, f"{v:.2f}"] for k, v in result.importance.items()]))
     return out

@@ -91,7 +91,7 @@ class Tuner:
 
     def __init__(self, plan: Plan, lab: Lab, settings: TuneSettings, method: str, *,
                  budget: int | None = None, seconds: float | None = None,
-                 storage: str | None = None, sampler: str = Sampler.ADDITIVE, seed: int = 0,
+                 storage: str | None = None, sampler: str | None = None, seed: int = 0,
                  allow_unsafe: bool = False, put_back: bool = True, say: Say = print):
         method, sampler = _checked(method, sampler, budget, seconds, seed)
         _tunable(plan)
@@ -99,9 +99,8 @@ class Tuner:
         self.budget, self.seconds, self.seed, self.say = budget, seconds, seed, say
         # the sampler the study records (ofat's proposals fix every knob: it records random)
         self.sampler = sampler if method is Method.BAYES else Sampler.RANDOM
-        # the study lives in the lab's results database, beside the points of its trials
-        # (opened once the lab exists), unless workers share one elsewhere; a URL that cannot
-        # be opened fails here, before any server starts
+        # the study lives in the lab's results database (opened once the lab exists) unless
+        # workers share one elsewhere; a URL that cannot be opened fails here, before any start
         self.storage = workers.open_storage(storage) if storage else None
         self.allow_unsafe, self.put_back = allow_unsafe, put_back
         self.baseline = plan.config(plan.baseline)
@@ -122,25 +121,27 @@ class Tuner:
         self.catalog = self.lab.catalog()
         # the engines of the tables the trials measure (an sql workload's file names its own)
         engines = self.runner.workload.family.engines(self.plan.dataset_for(self.baseline))
-        self.knobs = knob_space(self.catalog, list(self.settings.knobs), self.allow_unsafe,
-                                engines, self.say, list(self.settings.exclude))
+        self.knobs = knob_space(self.catalog, list(self.settings.knobs), self.allow_unsafe, engines,
+                                self.say, list(self.settings.exclude), self.baseline.as_dict())
         self.trials = Trials(self.plan, self.settings, self.runner, self.method, self.catalog,
                              self.knobs, self.say)
         # the knob space as the methods read it
         self.space = Space(tuple(self.knobs), startup_values(self.knobs, self.catalog),
                            self.trials.memory, memory_budget(self.settings.memory_share))
         self.trials.space = self.space
-        self.runner.add_config(self.trials.reference)
-        self.no_pair = self._no_pair_fits()
-        self.measured = Measured.ALONE if self.no_pair else self.measured
         busy_now = watch.warning()
         if busy_now:
             self.say(f"WARNING: {busy_now}; the trials' readings would rank the load, not the "
                      "settings")
+        self.trials.first_fits()
+        self.runner.add_config(self.trials.reference)
+        self.no_pair = self._no_pair_fits()
+        self.measured = Measured.ALONE if self.no_pair else self.measured
         study = self._study()  # it may keep the way of measuring it started with
-        # a round's noise here for this way of measuring: how far from the reference a reading
-        # must land to be measured again before the search believes it (tune/reading.py)
-        self.trials.measured, self.trials.round_sd = self.measured, self.runner.noise()[0]
+        # a round's noise, the way the trials are measured: how far from the reference a
+        # reading must land to be measured again before the search believes it (reading.py)
+        self.trials.measured, self.trials.round_sd = self.measured, self.runner.noise(
+            Schedule.FLEET if self.measured is Measured.SIDE_BY_SIDE else Schedule.SERIAL)[0]
         session = self.runner.open_session()
         outcome_of_session = "interrupted"
         try:
@@ -270,7 +271,8 @@ class Tuner:
         importance = {}
         if sum(t.state is Outcome.OK for t in trials) >= 4:
             try:
-                importance = dict(optuna.importance.get_param_importances(study))
+                importance = dict(optuna.importance.get_param_importances(
+                    study, evaluator=optuna.importance.PedAnovaImportanceEvaluator()))
             except (RuntimeError, ValueError) as exc:  # too little variety to tell
                 self.say(f"knob importance not available: {exc}")
         return TuneResult(self.plan.name, self.method, self.knobs, trials,
@@ -281,12 +283,17 @@ class Tuner:
                           direction=self.settings.direction)
 
 
-def _checked(method: str, sampler: str, budget: int | None, seconds: float | None,
+def _checked(method: str, sampler: str | None, budget: int | None, seconds: float | None,
              seed: int) -> tuple[Method, Sampler]:
-    """The method and the sampler, once the search's arguments are checked (before any server
-    starts)."""
+    """The method and the sampler (bayes's: additive unless given), once the search's
+    arguments are checked (before any server starts)."""
     if method not in set(Method):
         raise PerflabError(f"method {method!r}: use ofat, bayes or random", option="method")
+    if sampler is not None and method != Method.BAYES:
+        raise PerflabError(f"a sampler chooses bayes's proposals; {method} has its own",
+                           hint="leave the sampler out, or use the method bayes",
+                           option="sampler")
+    sampler = Sampler.ADDITIVE if sampler is None else sampler
     if sampler not in set(Sampler):
         raise PerflabError(f"sampler {sampler!r} is not known",
                            hint=f"samplers: {', '.join(Sampler)}", option="sampler")

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import difflib
 import math
 import statistics
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from perflab.errors import PerflabError
 from perflab.store import Metrics
 
 OBJECTIVES = ("throughput", "p95", "p99")
+# a search's own settings, not the study's: options of `perflab tune`, not [tune] keys
+COMMAND_LINE_ONLY = {"budget", "time", "method", "sampler", "seed", "storage", "allow_unsafe"}
 
 
 @dataclass(frozen=True)
@@ -28,14 +32,27 @@ class TuneSettings:
     # comparisons still open until each is decided or this is spent (0: planned rounds only)
     put_back_time: float = 600.0
 
+    def chosen(self, knobs: Sequence[str] | None, exclude: Sequence[str] | None
+               ) -> TuneSettings:
+        """These settings with the knobs chosen on the command line: `knobs` (exactly these)
+        or `exclude` (the curated set less these), when given, replaces both of the plan's."""
+        if knobs is None and exclude is None:
+            return self
+        return replace(self, knobs=tuple(knobs or ()), exclude=tuple(exclude or ()))
+
     @classmethod
     def from_plan(cls, raw: dict) -> TuneSettings:
         allowed = {"objective", "min_qps", "knobs", "exclude", "memory_share", "final_repeats",
                    "final_max_repeats", "put_back_time"}
-        unknown = set(raw) - allowed
+        unknown = sorted(set(raw) - allowed)
         if unknown:
-            raise PerflabError(f"tune: unknown key tune.{sorted(unknown)[0]} "
-                               f"(allowed: {', '.join(sorted(allowed))})")
+            key = unknown[0]
+            close = difflib.get_close_matches(key, allowed, n=1)
+            hint = (f"the search's {key} is given on the command line: perflab tune "
+                    f"--{key.replace('_', '-')}" if key in COMMAND_LINE_ONLY
+                    else f"did you mean tune.{close[0]}?" if close else None)
+            raise PerflabError(f"tune: unknown key tune.{key} "
+                               f"(allowed: {', '.join(sorted(allowed))})", hint=hint)
         names = {}
         for key in ("knobs", "exclude"):
             value = raw.get(key, ())

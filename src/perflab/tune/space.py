@@ -14,13 +14,13 @@ distributions, and the memory rule a proposal must keep.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, replace
 
 from optuna.distributions import BaseDistribution, CategoricalDistribution, IntDistribution
 
 from perflab.errors import PerflabError
-from perflab.plan import normalize_variable_name
+from perflab.plan import Scalar, normalize_variable_name
 from perflab.probes.system import ram_bytes
 from perflab.server.variables import INTEGER_TYPES, Catalog, VariableSpec, parse_integer
 
@@ -217,11 +217,12 @@ class Knob:
 
 def knob_space(catalog: Catalog, names: list[str] | None = None, allow_unsafe: bool = False,
                engines: set[str] | None = None, say: Callable[[str], None] | None = None,
-               exclude: list[str] | None = None) -> list[Knob]:
+               exclude: list[str] | None = None, fixed: Mapping[str, Scalar] | None = None
+               ) -> list[Knob]:
     """The knobs to search: the user's names (all of them), or the curated set the server has,
     less `exclude` and the knobs of engines that hold none of the study's tables (`engines`;
     None: every engine), saying in a line to `say` which were left out for their engine, the
-    engines' own knobs first."""
+    engines' own knobs first. `fixed`: the variables every trial runs with (the baseline's)."""
     # as a my.cnf or the command line spells them (key-buffer-size), each once
     names = list(dict.fromkeys(map(normalize_variable_name, names or ())))
     exclude = list(dict.fromkeys(map(normalize_variable_name, exclude or ())))
@@ -265,11 +266,10 @@ def knob_space(catalog: Catalog, names: list[str] | None = None, allow_unsafe: b
                 )
             continue
         knobs.append(_knob(name, spec, CURATED.get(name), allow_unsafe, durability))
-    if not names:
-        knobs = [k for k in knobs if _needed(k, knobs)]
-    knobs = _linked(knobs)
+    fixed = {normalize_variable_name(name): value for name, value in (fixed or {}).items()}
+    knobs = _linked(knobs if names else _acting(knobs, fixed, say))
     if say is not None:  # one of a pair named, or the other excluded from the curated set
-        for note in half_linked(variable_names(knobs)):
+        for note in half_linked(variable_names(knobs), fixed):
             say(note)
     if not knobs:
         raise PerflabError("tune: no knob to search",
@@ -297,27 +297,42 @@ def variable_names(knobs: list[Knob]) -> list[str]:
     return [name for k in knobs for name in (k.name, *k.followers)]
 
 
-def half_linked(names: list[str]) -> list[str]:
+def half_linked(names: list[str], fixed: Mapping[str, Scalar] | None = None) -> list[str]:
     """A line for each pair of LINKED knobs of which only one is among the searched variables
-    `names`: searched alone, it acts only where the other one, left at its startup value, does
-    not bound it."""
+    `names`: searched alone, it acts only where the other one, left at the value the trials
+    run it with (`fixed`, else its startup value), does not bound it."""
     notes = []
     for follower, leader in LINKED.items():
         if (follower in names) != (leader in names):
             named, other = (leader, follower) if leader in names else (follower, leader)
-            notes.append(f"{named} is searched alone: {other}, left at its startup value, "
-                         f"bounds it (the smaller of the two is the limit); search {other} too "
-                         "(name it in tune.knobs, or do not exclude it) to search them as one "
-                         "knob")
+            held = (f"left at the baseline's {fixed[other]}" if fixed and other in fixed
+                    else "left at its startup value")
+            notes.append(f"{named} is searched alone: {other}, {held}, bounds it (the smaller "
+                         f"of the two is the limit); search {other} too (name it in "
+                         "tune.knobs, or do not exclude it) to search them as one knob")
     return notes
 
 
-def _needed(knob: Knob, knobs: list[Knob]) -> bool:
-    """A curated knob that matters only when another may take a value: whether it may."""
+def _acting(knobs: list[Knob], fixed: Mapping[str, Scalar], say: Callable[[str], None] | None
+            ) -> list[Knob]:
+    """The curated knobs less those that act only where no trial runs (NEEDS), said."""
+    idle = [k.name for k in knobs if not _needed(k, knobs, fixed)]
+    if idle and say is not None:
+        say("knobs left out, no trial runs what they act on: " + "; ".join(
+            f"{name} (only with {NEEDS[name][0]} = {NEEDS[name][1]})" for name in idle))
+    return [k for k in knobs if k.name not in idle]
+
+
+def _needed(knob: Knob, knobs: list[Knob], fixed: Mapping[str, Scalar]) -> bool:
+    """A curated knob that matters only when another variable takes a value: whether a trial
+    may run it so, the other searched with that choice, or fixed at it when not searched."""
     if knob.name not in NEEDS:
         return True
     other, value = NEEDS[knob.name]
-    return any(k.name == other and value in k.choices for k in knobs)
+    searched = next((k for k in knobs if k.name == other), None)
+    if searched is not None:
+        return value in searched.choices
+    return str(fixed.get(other, "")).lower() == value
 
 
 def not_a_knob(spec: VariableSpec) -> str | None:

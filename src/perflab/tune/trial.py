@@ -43,11 +43,35 @@ class Trials:
         self.measured = Measured.SIDE_BY_SIDE
         self.round_sd = 0.10  # how far from the reference a reading may land before a retake
 
-    def memory(self, params: dict) -> int:
-        """Worst-case bytes of a trial's server: the baseline's variables, then its knobs."""
+    def sizes(self, params: dict) -> dict[str, int]:
+        """A trial's server's memory variables: the baseline's, then its knobs."""
         values = {name: str(value) for name, value in params.items()}
-        return memory_estimate(configured_sizes(
-            self.catalog, {**self.measurer.server_options(self.baseline.name), **values}))
+        return configured_sizes(
+            self.catalog, {**self.measurer.server_options(self.baseline.name), **values})
+
+    def memory(self, params: dict) -> int:
+        """Worst-case bytes of a trial's server."""
+        return memory_estimate(self.sizes(params))
+
+    def first_fits(self) -> None:
+        """A PerflabError, before any server starts, when the first trial (the baseline, its
+        searched knobs at their defaults) breaks the memory budget every trial keeps: the
+        search would be steered by the budget, not by the readings (a baseline with
+        max_connections = 1000 leaves room only for settings that shrink every
+        per-connection buffer)."""
+        assert self.space is not None, "the search's space is built before its first trial"
+        first = self.space.within(self.space.defaults)  # as it runs: the followers set too
+        worst = self.space.memory(first)
+        if worst <= self.space.limit:
+            return
+        raise PerflabError(
+            f"the baseline's own settings may take up to {worst / 2**30:.1f} GiB (global buffers "
+            f"+ max_connections = {self.sizes(first)['max_connections']} x per-connection "
+            f"buffers), more than the tune's memory budget of {self.space.limit / 2**30:.1f} GiB "
+            f"({self.settings.memory_share:.0%} of RAM), which every trial must keep",
+            hint="set max_connections in the baseline to the connections the study opens (its "
+                 "threads and a few more), lower its per-connection buffers, or raise "
+                 "tune.memory_share")
 
     def variables(self, params: dict) -> tuple[tuple[str, str], ...]:
         return server_variables(self.baseline.as_dict(), params, self.startup())
