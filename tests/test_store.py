@@ -289,6 +289,29 @@ def test_noise_measured_under_load_is_named_wherever_a_forecast_uses_it(tmp_path
         assert "perflab calibrate --again when it is idle" in source
 
 
+def test_a_study_of_comparisons_chosen_for_their_effects_keeps_no_noise(tmp_path):
+    """A comparison whose ratio drifts over its rounds (a cache warming up, x200) reads as tens
+    of percent of noise and a lag-1 near 1, which would be frozen into every later study of the
+    lab: a study of such comparisons (tune's re-measure and put-back: source None) keeps none;
+    a run keeps what it measured."""
+    from test_rounds import point
+
+    from perflab.load.workloads import resolve
+    from perflab.running.noise import _dataset, save_noise, way_of_measuring
+
+    workload = resolve(PLAN.workload)
+    ok = [point(config, 1, r, qps) for r in range(1, 7)
+          for config, qps in (("off", 1000.0), ("on", 200_000.0 * (1 + 0.2 * r)))]
+    key = (workload.workload.label, _dataset(PLAN, workload), way_of_measuring(PLAN, "fleet"),
+           PLAN.run.run_seconds)
+    with ResultStore(tmp_path / "perflab.sqlite") as store:
+        save_noise(store, PLAN, workload, "fleet", ok, None)
+        assert store.noise(*key) == []
+        save_noise(store, PLAN, workload, "fleet", ok, "run")
+        (figure,) = store.noise(*key)
+        assert figure.sd > 0.1 and figure.lag1 > 0.5  # what it would have lent
+
+
 def test_fleet_noise_measured_before_each_server_was_credited_its_own_turns_is_named(tmp_path):
     """Fleet noise saved before perflab credited each server with the turns it ran may read
     high: a forecast that uses it says so, and says nothing once a newer figure replaces it."""

@@ -105,7 +105,9 @@ class Measurer:
         self.clients = (connect_clients(plan.run.clients, existing, say) if plan.run.clients
                         else None)
         self.schedule: Schedule | None = None  # decided by run(), or on first need (noise)
-        self.noise_source = "run"  # what the noise this run measures is stored as
+        # what the noise this run measures is stored as; None: not stored (comparisons
+        # chosen for their effects, as tune's re-measure and put-back, do not measure noise)
+        self.noise_source: str | None = "run"
         self.sizing_seconds = 0.0  # spent sizing the fleet's slices (_size_slices)
 
     def server_options(self, config_name: str) -> dict[str, str]:

@@ -159,11 +159,14 @@ def forecast(plan: Plan, design, noise: tuple[float, str]) -> list[str]:
 
 
 def save_noise(store: ResultStore, plan: Plan, workload: ResolvedWorkload, schedule: Schedule,
-               ok: list[StoredPoint], source: str) -> None:
+               ok: list[StoredPoint], source: str | None) -> None:
     """What a study's rounds say of the noise: per thread count, the pooled sd of its
     comparisons' log ratios, for the next run's forecast, with how consecutive rounds depend
     on one another and how skewed they are (stats/dependence.py), and the share of its points
-    measured while other work loaded the machine (which the forecasts name)."""
+    measured while other work loaded the machine (which the forecasts name); nothing when
+    `source` is None (a study whose comparisons were chosen for their effects)."""
+    if source is None:
+        return
     per_threads: dict[int, list[list[float]]] = {}
     for (_, threads), rounds in comparisons(plan, ok).items():
         values = [v for _, v in sorted(rounds.items())]
