@@ -27,7 +27,7 @@ for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 
 from perflab.lab import Lab  # noqa: E402
 from perflab.load.sysbench import SYSBENCH  # noqa: E402
-from perflab.server.managed import INSTALL_DB, MARIADBD  # noqa: E402
+from perflab.server.managed import INSTALL_DB, MARIADBD, install_datadir  # noqa: E402
 
 PERFLAB = [sys.executable, "-m", "perflab.cli"]
 
@@ -126,6 +126,53 @@ def state_directory(session_root) -> Path:
 @pytest.fixture(scope="session")
 def shared_lab(session_root) -> Lab:
     return Lab(session_root / "shared-lab")
+
+
+@pytest.fixture(scope="session")
+def pristine_datadir(session_root) -> Path:
+    """A datadir as mariadb-install-db leaves it, installed once per worker. A test whose
+    subject is not the install copies it (copy_datadir) instead of installing its own: an
+    install is a bootstrap server writing the system tables, ~2 s on a loaded machine, a copy
+    a fraction of a second (the test of what the install's bootstrap server leaves alone, in
+    test_server, still installs)."""
+    datadir = session_root / "pristine" / "data"
+    install_datadir(datadir)
+    return datadir
+
+
+def copy_datadir(pristine: Path, datadir: Path) -> Path:
+    """A fresh datadir at `datadir` (not there yet): a copy of the pristine one, as a lab
+    copies its snapshots (lab.ServerDir.checkout)."""
+    datadir.parent.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["cp", "-a", "--reflink=auto", str(pristine), str(datadir)], check=True)
+    return datadir
+
+
+@pytest.fixture(scope="session")
+def seed_lab(shared_lab):
+    """seed_lab(root, plan): a new lab at `root` that holds the shared lab's catalog and the
+    plan's dataset (prepared in the shared lab once, by the product's own ensure_dataset), as a
+    lab that has run before holds them; its results database is its own. For tests of what runs
+    in a lab of its own (two hosts, two tune workers, client machines), not of preparing one: a
+    new lab's catalog and dataset cost two installs and three server starts (~10 s loaded)."""
+    from perflab.load.workloads import resolve
+    from perflab.plan import load_plan
+    from perflab.running.backend import ManagedBackend
+
+    def seed(root: Path, plan: Path) -> Path:
+        parsed = load_plan(plan)
+        workload, baseline = resolve(parsed.workload), parsed.config(parsed.baseline)
+        ManagedBackend(parsed, shared_lab, workload, lambda _: None).ensure_dataset(baseline)
+        key = workload.config_dataset_key(parsed, baseline)
+        (root / "datasets").mkdir(parents=True, exist_ok=True)
+        catalog = shared_lab.root / "catalog.json"
+        if catalog.exists():  # not cached when the binary's --help said nothing (Lab.catalog)
+            shutil.copy2(catalog, root / "catalog.json")
+        subprocess.run(["cp", "-a", "--reflink=auto", str(shared_lab.datasets_dir / key),
+                        str(root / "datasets" / key)], check=True)
+        return root
+
+    return seed
 
 
 def write_plan(path: Path, name: str, *, configs: str, threads=(1, 2), repeats=2,

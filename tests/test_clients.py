@@ -156,11 +156,11 @@ def _children(pid: int, name: str) -> list[int]:
     return found
 
 
-def test_a_point_spread_over_two_workers_is_their_merge(cluster, tmp_path):
-    lab = Lab(tmp_path / "lab")
+def test_a_point_spread_over_two_workers_is_their_merge(cluster, seed_lab, tmp_path):
     plan = write_plan(tmp_path / "plan.toml", "two-clients", configs="[configs.base]",
                       threads=(64,), repeats=1, run_seconds=2, warmup_seconds=1,
                       run=f'clients = "{cluster.address}"')
+    lab = Lab(seed_lab(tmp_path / "lab", plan))
     summary = perflab.run(plan, lab, say=lambda _: None)
     assert summary.failed == 0
     (point,) = perflab.load_study(lab, "two-clients").points
@@ -210,11 +210,11 @@ def test_a_point_spread_over_two_workers_is_their_merge(cluster, tmp_path):
 
 
 def test_a_worker_lost_mid_point_fails_that_point_and_the_next_runs_on_the_others(
-        cluster, tmp_path):
-    lab = Lab(tmp_path / "lab")
+        cluster, seed_lab, tmp_path):
     plan = write_plan(tmp_path / "plan.toml", "lost-client", configs="[configs.base]",
                       threads=(8, 4), repeats=1, run_seconds=6, warmup_seconds=1,
                       run=f'clients = "{cluster.address}"')
+    lab = Lab(seed_lab(tmp_path / "lab", plan))
     doomed = cluster.processes["w2"]
     seen: list[int] = []
 
@@ -258,11 +258,10 @@ Clients(spec["address"], lambda _: None).run_window(spec["options"], spec["varia
 """
 
 
-def test_a_killed_perflab_leaves_no_sysbench_on_the_workers(cluster, tmp_path):
-    lab = Lab(tmp_path / "lab")
+def test_a_killed_perflab_leaves_no_sysbench_on_the_workers(cluster, seed_lab, tmp_path):
     plan = write_plan(tmp_path / "plan.toml", "killed-run", configs="[configs.base]",
                       threads=(2,), repeats=1, run_seconds=1, warmup_seconds=0)
-    perflab.run(plan, lab)  # the dataset
+    lab = Lab(seed_lab(tmp_path / "lab", plan))  # the dataset, without a run to make it
     loaded = perflab.load_plan(plan)
     workload, dataset = resolve(loaded.workload), loaded.dataset
     slot = lab.slot(0)

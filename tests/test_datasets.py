@@ -4,18 +4,19 @@ import subprocess
 
 import pytest
 
+from conftest import copy_datadir
 from perflab.load.sbtest import load_sbtest
 from perflab.plan import Dataset
 from perflab.server.connection import query
-from perflab.server.managed import ManagedServer, install_datadir
+from perflab.server.managed import ManagedServer
 
 ROWS = 20_000
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
+def server(tmp_path_factory, pristine_datadir):
     root = tmp_path_factory.mktemp("loader")
-    install_datadir(root / "data")
+    copy_datadir(pristine_datadir, root / "data")
     with ManagedServer(root / "data", root) as server:
         yield server
 

@@ -232,7 +232,24 @@ def test_the_forecast_names_the_change_its_rounds_would_find_with_80_percent_pow
     assert forecast_detectable(0.04, 1, 0.05 / 4, 4, design) == math.inf
 
 
-def test_an_early_look_of_looks_fitted_to_many_rounds_has_no_interval_and_no_overflow():
+@pytest.fixture
+def fewer_null_samples(monkeypatch):
+    """The looks' boundary simulated on 20,000 null samples instead of sequential.PATHS
+    (200,000): a boundary over 3..76 looks, 57 of them trimmed, took 20-30 s of the suite. Its
+    constant C moves by about 1% (0.02 at C near 2.9, the order statistic two standard errors
+    high), where the test below needs C above 2.65 (a half width past LOG_LIMIT at 2 degrees
+    of freedom) and no decision at 4 (t near 500). The boundaries computed so are dropped
+    after the test: the worker's other tests compute theirs on every sample."""
+    from perflab.stats import sequential
+
+    monkeypatch.setattr(sequential, "PATHS", 20_000)
+    yield
+    for cached in (sequential.nominal_level, sequential._constant, sequential._null_scores):
+        cached.cache_clear()
+
+
+def test_an_early_look_of_looks_fitted_to_many_rounds_has_no_interval_and_no_overflow(
+        fewer_null_samples):
     """Looks fitted to 3..76 (a 30-minute budget): the look at round 3 asks a t quantile in the
     thousands at 2 degrees of freedom, whose ratio no float holds. The cells are inconclusive,
     the one on its own degrees of freedom with no interval, and a forecast of that look finds

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_cli, write_plan
+from conftest import copy_datadir, run_cli, write_plan
 from perflab.digest.digest import digest_logs
 from perflab.digest.fingerprint import fingerprint, query_id
 from perflab.load.sqlworkload import load_sql_workload
 from perflab.server.connection import query
-from perflab.server.managed import ManagedServer, install_datadir
+from perflab.server.managed import ManagedServer
 
 REPEATS = 14  # the STAR notes: select elementID from CorrectionIDs, fourteen times in a row
 N_PLUS_ONE = 25
@@ -58,10 +58,10 @@ def scripted_client(srv: ManagedServer) -> None:
 
 
 @pytest.fixture(scope="module")
-def logs(session_root) -> tuple[Path, Path]:
+def logs(session_root, pristine_datadir) -> tuple[Path, Path]:
     root = session_root / "digest-server"
     shutil.rmtree(root, ignore_errors=True)
-    install_datadir(root / "data")
+    copy_datadir(pristine_datadir, root / "data")
     general, slow = root / "general.log", root / "slow.log"
     options = {"general_log": "ON", "general_log_file": str(general),
                "slow_query_log": "ON", "slow_query_log_file": str(slow),

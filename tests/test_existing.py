@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import PERFLAB, run_cli, stored_points, wait_for
+from conftest import PERFLAB, copy_datadir, run_cli, stored_points, wait_for
 from perflab.digest.digest import digest_logs
 from perflab.errors import PerflabError
 from perflab.lab import Lab
@@ -28,7 +28,7 @@ from perflab.load.clients import LocalCluster
 from perflab.probes import busy
 from perflab.server.connection import Endpoint, query
 from perflab.server.existing import Journal, Restarted, identity
-from perflab.server.managed import ManagedServer, ServerEnvironment, install_datadir
+from perflab.server.managed import ManagedServer, ServerEnvironment
 
 PASSWORD = "Site-s3cret-pw"
 SITE_KEY_BUFFER = 8 << 20
@@ -53,10 +53,10 @@ def make_appdb(conn) -> None:
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory):
+def site(tmp_path_factory, pristine_datadir):
     """The site's server: its own datadir, listening on TCP and a socket, a password user."""
     root = tmp_path_factory.mktemp("site")
-    install_datadir(root / "data")
+    copy_datadir(pristine_datadir, root / "data")
     server = ManagedServer(root / "data", root, {"key_buffer_size": str(SITE_KEY_BUFFER),
                                                  "max_connections": "400"},
                            ServerEnvironment(tcp=True))
@@ -229,10 +229,10 @@ def key_buffer(server: ManagedServer) -> int:
 
 
 @pytest.fixture(scope="module")
-def other(tmp_path_factory):
+def other(tmp_path_factory, pristine_datadir):
     """A second server on the same machine (server B), with a schema like the site's."""
     root = tmp_path_factory.mktemp("other")
-    install_datadir(root / "data")
+    copy_datadir(pristine_datadir, root / "data")
     server = ManagedServer(root / "data", root, {"key_buffer_size": str(16 << 20)})
     server.start()
     try:

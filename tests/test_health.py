@@ -18,15 +18,12 @@ from conftest import run_cli, write_plan
 from perflab.health.check import take_health
 from perflab.health.rules import RULES_BY_ID, View, evaluate
 from perflab.server.connection import query
-from perflab.server.managed import ManagedServer, install_datadir
+from perflab.server.managed import ManagedServer
 
 
 @pytest.fixture(scope="module")
-def template(session_root) -> Path:
-    datadir = session_root / "health-template" / "data"
-    if not datadir.exists():
-        install_datadir(datadir)
-    return datadir
+def template(pristine_datadir) -> Path:
+    return pristine_datadir
 
 
 def server(template: Path, where: Path, options: dict[str, str]) -> ManagedServer:

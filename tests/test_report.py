@@ -26,12 +26,13 @@ CHROMIUM = shutil.which("chromium")
 
 
 @pytest.fixture(scope="module")
-def labs(session_root, tmp_path_factory):
+def labs(session_root, tmp_path_factory, seed_lab):
     """The same 2-configuration plan run in two labs (as on two hosts), both at once: these
-    tests read the reports' shape, not their figures."""
+    tests read the reports' shape, not their figures (each lab holds the catalog and dataset
+    already: seed_lab)."""
     plan = write_plan(tmp_path_factory.mktemp("plans") / "r.toml", "reported", configs=CONFIGS,
                       threads=(1, 2), repeats=3, run_seconds=1)
-    found = [Lab(session_root / name) for name in ("lab-a", "lab-b")]
+    found = [Lab(seed_lab(session_root / name, plan)) for name in ("lab-a", "lab-b")]
     runs = [subprocess.Popen([*PERFLAB, "run", str(plan), "--lab", str(lab.root)],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             for lab in found]

@@ -127,12 +127,12 @@ def test_unknown_plan_key_fails_without_touching_the_lab(tmp_path):
 
 def test_sigkill_of_perflab_resumes_with_no_loss_and_no_duplicate(shared_lab, tmp_path):
     plan = write_plan(tmp_path / "kill.toml", "killed", configs=ONE_CONFIG,
-                      threads=(1, 2, 4), repeats=2, run_seconds=2)
+                      threads=(1, 2, 4), repeats=2, run_seconds=1)
     proc = subprocess.Popen([*PERFLAB, "run", str(plan), "--lab", str(shared_lab.root)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_for(lambda: len(stored_points(shared_lab, "killed")) >= 2, 120, "two points")
-        time.sleep(0.7)  # into the middle of the next point
+        time.sleep(0.7)  # into the middle of the next point (its 1-s lead)
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait()

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from conftest import mariadbd_under
+from conftest import copy_datadir, mariadbd_under
 from perflab.errors import PerflabError
 from perflab.server.connection import query
 from perflab.server.managed import ManagedServer, ServerEnvironment, install_datadir
@@ -77,9 +77,8 @@ def test_unknown_variable_suggests_the_close_name(catalog):
     assert "key_cache_segments" in err.value.hint
 
 
-def test_failed_start_reports_the_error_log_tail(tmp_path):
-    datadir = tmp_path / "data"
-    install_datadir(datadir)
+def test_failed_start_reports_the_error_log_tail(tmp_path, pristine_datadir):
+    datadir = copy_datadir(pristine_datadir, tmp_path / "data")
     server = ManagedServer(datadir, tmp_path, {"no_such_option": "1"})
     with pytest.raises(PerflabError) as err:
         server.start(timeout=60)
@@ -89,9 +88,8 @@ def test_failed_start_reports_the_error_log_tail(tmp_path):
     assert not server.alive()
 
 
-def test_server_starts_applies_variables_and_stops(tmp_path):
-    datadir = tmp_path / "data"
-    install_datadir(datadir)
+def test_server_starts_applies_variables_and_stops(tmp_path, pristine_datadir):
+    datadir = copy_datadir(pristine_datadir, tmp_path / "data")
     with ManagedServer(datadir, tmp_path, {"key_buffer_size": "33554432"}) as server:
         pid = server.pid
         with server.connect() as conn:
@@ -103,10 +101,10 @@ def test_server_starts_applies_variables_and_stops(tmp_path):
     assert not os.path.exists(f"/proc/{pid}")
 
 
-def test_a_choice_the_server_overrides_is_found(catalog, tmp_path):
+def test_a_choice_the_server_overrides_is_found(catalog, tmp_path, pristine_datadir):
     """MariaDB switches the query cache on when query_cache_size is given at start-up, even
     with query_cache_type=OFF given beside it: the lab must say what the server runs."""
-    install_datadir(tmp_path / "data")
+    copy_datadir(pristine_datadir, tmp_path / "data")
     asked = {"query_cache_size": "8388608", "query_cache_type": "OFF",
              "innodb_adaptive_hash_index": "1"}
     with ManagedServer(tmp_path / "data", tmp_path, asked) as server, server.connect() as conn:
@@ -115,7 +113,7 @@ def test_a_choice_the_server_overrides_is_found(catalog, tmp_path):
 
 
 def test_a_character_set_and_collation_the_server_does_not_list_are_given_as_written(
-        catalog, tmp_path):
+        catalog, tmp_path, pristine_datadir):
     """character_set_server and collation_server are ENUMs whose values the server does not
     list: a plan comparing them is checked by the server at start, not refused by perflab as
     "not allowed (allowed: )"; an empty name is refused in one line."""
@@ -124,7 +122,7 @@ def test_a_character_set_and_collation_the_server_does_not_list_are_given_as_wri
     assert asked == {"character_set_server": "utf8mb4", "collation_server": "utf8mb4_unicode_ci"}
     with pytest.raises(PerflabError, match="is empty"):
         catalog.check("collation_server", " ", "configs.utf8")
-    install_datadir(tmp_path / "data")
+    copy_datadir(pristine_datadir, tmp_path / "data")
     with ManagedServer(tmp_path / "data", tmp_path, asked) as server, server.connect() as conn:
         running = query(conn, "SELECT @@global.character_set_server, @@global.collation_server")
     assert running[0] == ("utf8mb4", "utf8mb4_unicode_ci")
@@ -135,9 +133,8 @@ def test_a_character_set_and_collation_the_server_does_not_list_are_given_as_wri
     assert "Character set 'klingon' is not a compiled character set" in err.value.message
 
 
-def test_tcp_environment_listens_on_loopback_only(tmp_path):
-    datadir = tmp_path / "data"
-    install_datadir(datadir)
+def test_tcp_environment_listens_on_loopback_only(tmp_path, pristine_datadir):
+    datadir = copy_datadir(pristine_datadir, tmp_path / "data")
     with ManagedServer(datadir, tmp_path, environment=ServerEnvironment(tcp=True)) as server:
         assert server.port and server.port != 3306
         with server.endpoint.connect() as conn:
@@ -178,11 +175,11 @@ ManagedServer(Path(sys.argv[1]) / "data", Path(sys.argv[1])).start()
 """
 
 
-def test_a_perflab_killed_while_its_server_starts_leaves_no_server(tmp_path):
+def test_a_perflab_killed_while_its_server_starts_leaves_no_server(tmp_path, pristine_datadir):
     """MariaDB 10.11 hangs for ever when the SIGTERM that perflab's death sends it arrives about
     0.1 s into its start-up; the sentinel kills what is left. The kill lands at several
     moments of the start-up, across that window."""
-    install_datadir(tmp_path / "data")
+    copy_datadir(pristine_datadir, tmp_path / "data")
     try:
         for delay in (0.0, 0.04, 0.07, 0.09, 0.11, 0.13, 0.2, 0.4):
             starter = subprocess.Popen([sys.executable, "-c", STARTER, str(tmp_path)])

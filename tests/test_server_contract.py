@@ -6,13 +6,13 @@ from dataclasses import replace
 
 import pytest
 
-from conftest import write_plan
+from conftest import copy_datadir, write_plan
 from perflab.load.workloads import resolve
 from perflab.running.backend import Backend, ManagedBackend
 from perflab.running.existing_backend import ExistingBackend
 from perflab.server.connection import query
 from perflab.server.existing import ExistingServer, Journal, Permissions
-from perflab.server.managed import ManagedServer, install_datadir
+from perflab.server.managed import ManagedServer
 from perflab.server.protocol import Server
 from perflab.studies import resolve_plan
 
@@ -20,10 +20,10 @@ KEY_BUFFER = 8 << 20
 
 
 @pytest.fixture(params=["managed", "existing"])
-def kind(request, tmp_path):
+def kind(request, tmp_path, pristine_datadir):
     """(the server under contract, a way to read the real server's key_buffer_size, and
     whether stop() leaves the server running)."""
-    install_datadir(tmp_path / "data")
+    copy_datadir(pristine_datadir, tmp_path / "data")
     real = ManagedServer(tmp_path / "data", tmp_path, {"key_buffer_size": str(KEY_BUFFER)})
     real.start()
     try:
@@ -65,7 +65,7 @@ SMALL = str(16 << 20)
 
 
 @pytest.fixture(params=["managed", "existing"])
-def backend(request, tmp_path, shared_lab):
+def backend(request, tmp_path, shared_lab, pristine_datadir):
     """(a run's backend with one configuration "small", a way to read the measured
     server's key_buffer_size, the value it had before)."""
     name = f"contract-{request.param}"
@@ -78,7 +78,7 @@ def backend(request, tmp_path, shared_lab):
         finally:
             made.stop()
         return
-    install_datadir(tmp_path / "data")
+    copy_datadir(pristine_datadir, tmp_path / "data")
     real = ManagedServer(tmp_path / "data", tmp_path, {"key_buffer_size": str(KEY_BUFFER)})
     real.start()
     try:

@@ -11,9 +11,9 @@ import optuna
 import pytest
 from optuna.trial import TrialState
 
-from conftest import PERFLAB, tune_plan_file
+from conftest import PERFLAB, copy_datadir, tune_plan_file
 from perflab.server.connection import query
-from perflab.server.managed import ManagedServer, install_datadir
+from perflab.server.managed import ManagedServer
 
 BUDGET = 4  # two trials each
 KILL_BUDGET = 3  # the victim's two, the second killed, and the survivor's one
@@ -21,9 +21,9 @@ KNOBS = '["table_open_cache", "thread_cache_size"]'
 
 
 @pytest.fixture(scope="module")
-def storage_server(tmp_path_factory):
+def storage_server(tmp_path_factory, pristine_datadir):
     root = tmp_path_factory.mktemp("optuna-storage")
-    install_datadir(root / "data")
+    copy_datadir(pristine_datadir, root / "data")
     server = ManagedServer(root / "data", root, {})
     server.start()
     try:
@@ -55,8 +55,10 @@ def trials_of(storage: str) -> list:
     return study.trials, study.user_attrs
 
 
-def test_two_workers_share_the_budget_and_one_re_measures(storage_server, tmp_path):
+def test_two_workers_share_the_budget_and_one_re_measures(storage_server, seed_lab, tmp_path):
     plan = tune_plan_file(tmp_path, "shared-tune", KNOBS)
+    for name in ("lab-a", "lab-b"):  # each its own lab, the catalog and dataset already in it
+        seed_lab(tmp_path / name, plan)
     storage = fresh_storage(storage_server, "optuna_two")
     first = worker(plan, tmp_path / "lab-a", storage)
     time.sleep(3)
@@ -80,8 +82,10 @@ def test_two_workers_share_the_budget_and_one_re_measures(storage_server, tmp_pa
 
 
 def test_a_killed_worker_leaves_its_trial_failed_and_the_other_finishes(storage_server,
-                                                                         tmp_path):
+                                                                         seed_lab, tmp_path):
     plan = tune_plan_file(tmp_path, "shared-tune", KNOBS)
+    for name in ("lab-a", "lab-b"):  # each its own lab, the catalog and dataset already in it
+        seed_lab(tmp_path / name, plan)
     storage = fresh_storage(storage_server, "optuna_kill")
     lab_a = str((tmp_path / "lab-a").resolve())
     victim = worker(plan, tmp_path / "lab-a", storage, budget=KILL_BUDGET)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_cli, write_plan
+from conftest import copy_datadir, run_cli, write_plan
 from perflab.errors import PerflabError
 from perflab.load import sysbench
 from perflab.load.sbtest import load_sbtest
@@ -17,7 +17,7 @@ from perflab.load.workloads import WORKLOADS, resolve
 from perflab.plan import Dataset, Environment, Workload
 from perflab.probes.status import delta, global_status, rows_per_query
 from perflab.server import environment as env
-from perflab.server.managed import ManagedServer, install_datadir
+from perflab.server.managed import ManagedServer
 
 ENGINES = ["InnoDB", "MyISAM", "Aria", "MEMORY", "RocksDB"]
 SQL_WORKLOAD = """
@@ -55,9 +55,9 @@ def engine_or_skip(engine: str) -> dict[str, str]:
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-def test_every_workload_runs_on_the_engine(engine, tmp_path):
+def test_every_workload_runs_on_the_engine(engine, tmp_path, pristine_datadir):
     options = engine_or_skip(engine)
-    install_datadir(tmp_path / "data")
+    copy_datadir(pristine_datadir, tmp_path / "data")
     dataset = Dataset(engine=engine, tables=1, rows=2000)
     with ManagedServer(tmp_path / "data", tmp_path, options) as server:
         loaded = set()
@@ -88,10 +88,10 @@ def test_every_workload_runs_on_the_engine(engine, tmp_path):
                 assert result.writes > 0 and result.reads > result.writes
 
 
-def test_uniform_random_points_mean_the_same_at_any_thread_count(tmp_path):
+def test_uniform_random_points_mean_the_same_at_any_thread_count(tmp_path, pristine_datadir):
     """sysbench's select_random_points reads far more rows per query at 1 thread than at 2;
     the uniform variant does not."""
-    install_datadir(tmp_path / "data")
+    copy_datadir(pristine_datadir, tmp_path / "data")
     dataset = Dataset(engine="MyISAM", rows=20000)
     per_query = {}
     with ManagedServer(tmp_path / "data", tmp_path) as server:
@@ -113,11 +113,11 @@ def test_uniform_random_points_mean_the_same_at_any_thread_count(tmp_path):
 
 
 def test_a_window_begun_before_the_threads_started_is_measured_again_after_a_longer_lead(
-        tmp_path):
+        tmp_path, pristine_datadir):
     """A point whose threads were still starting when its window began (a loaded machine;
     here a lead of 0 ms, which no thread's first event can precede) is not failed at once: it
     is measured again after LATE_LEAD_MS, in a window as long."""
-    install_datadir(tmp_path / "data")
+    copy_datadir(pristine_datadir, tmp_path / "data")
     dataset = Dataset(engine="MyISAM", rows=2000)
     workload = resolve(Workload("oltp_point_select"))
     with ManagedServer(tmp_path / "data", tmp_path) as server:
@@ -131,8 +131,9 @@ def test_a_window_begun_before_the_threads_started_is_measured_again_after_a_lon
 
 @pytest.mark.parametrize(("allocator", "library"), [
     ("jemalloc", "libjemalloc"), ("tcmalloc", "libtcmalloc"), ("glibc", None)])
-def test_allocator_is_really_mapped_into_mariadbd(allocator, library, tmp_path):
-    install_datadir(tmp_path / "data")
+def test_allocator_is_really_mapped_into_mariadbd(allocator, library, tmp_path,
+                                                  pristine_datadir):
+    copy_datadir(pristine_datadir, tmp_path / "data")
     environment = env.server_environment(Environment(allocator=allocator))
     with ManagedServer(tmp_path / "data", tmp_path, environment=environment) as server:
         maps = Path(f"/proc/{server.pid}/maps").read_text()
@@ -172,8 +173,9 @@ def allowed_cpus(pid: int) -> set[str]:
     return lists
 
 
-def test_pinning_sets_the_affinity_of_every_thread_of_server_and_client(tmp_path):
-    install_datadir(tmp_path / "data")
+def test_pinning_sets_the_affinity_of_every_thread_of_server_and_client(tmp_path,
+                                                                       pristine_datadir):
+    copy_datadir(pristine_datadir, tmp_path / "data")
     environment = Environment(server_cpus="0", client_cpus="1")
     dataset = Dataset(engine="MyISAM", rows=1000)
     server_env = env.server_environment(environment)
