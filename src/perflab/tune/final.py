@@ -11,7 +11,8 @@ default, one at a time (more than MAX_PUT_BACK: in as many groups first), each m
 by side with the winner (`put_back`): only a knob
 whose absence is shown slower stays in the my.cnf, so a knob that rode along with the one that
 matters does not. When no absence costs anything, the knobs may stand in for each other: each
-is then measured alone against the winner, and one that alone carries the gain is the my.cnf.
+is then measured alone against the winner, and one that alone carries the gain is the my.cnf
+(else those shown to gain alone over the defaults, together: the query cache's size and type).
 A my.cnf smaller than the winner is itself measured against the winner before it is given
 (two knobs that stand in for each other cost nothing missing alone, their gain together); when
 that is left undecided, the knobs with a shown effect are the my.cnf and the others follow as
@@ -208,7 +209,7 @@ def choose_kept(result: TuneResult, params: dict, knobs: list[str], measure: Mea
     each put back alone (more than MAX_PUT_BACK: only those of the groups whose absence costs,
     `_groups_that_cost`; when none costs, every knob stays); a knob stays when the winner
     without it is slower by more than the margin. None stays: each of those alone against the
-    winner, one that alone carries the gain is the my.cnf. Fewer than every knob stay: those
+    winner (`_none_needed`). Fewer than every knob stay: those
     together are checked against the winner (`_check_kept`). Where neither gives a smaller
     my.cnf, the knobs of the groups that cost, together, are checked the same way, then every
     knob stays (`_groups_or_all`). Sets result.kept and the effects measured on the way."""
@@ -231,23 +232,48 @@ def choose_kept(result: TuneResult, params: dict, knobs: list[str], measure: Mea
     result.knob_effects = effects
     result.kept = [name for name in candidates if _costs(effects[name], margin)]
     if not result.kept:  # no knob is needed: knobs that stand in for each other, or no effect
-        result.alone_effects, margin = measure(
-            "alone", {name: {name: params[name]} for name in candidates},
-            f"no knob's absence cost the winner anything: each of its {len(candidates)} knobs "
-            "alone, side by side with the winner")
-        alone = sufficient(result.alone_effects, margin, result.gain_vs_default.low)
-        if alone is not None:
-            say(f"{alone} alone carries the winner's gain (its setting alone against the "
-                f"winner: {_against(result.alone_effects[alone], margin)})")
-            result.kept = [alone]
-        else:  # small effects that add up, or intervals the budget left too wide
-            _groups_or_all(result, params, knobs, candidates, measure, say,
-                           "no knob alone was shown to carry the winner's gain, and none "
-                           "missing alone cost it anything")
+        _none_needed(result, params, knobs, candidates, measure, say)
     elif len(result.kept) < len(knobs) and \
             not _check_kept(result, params, knobs, measure, say, "together"):
         _groups_or_all(result, params, knobs, candidates, measure, say,
                        "the kept knob(s) without the others do not carry the winner's gain")
+
+
+def _none_needed(result: TuneResult, params: dict, knobs: list[str], candidates: list[str],
+                 measure: Measure, say: Say) -> None:
+    """No knob's absence costs the winner anything (stand-ins for each other, or no effect):
+    each alone against the winner, and one that carries the gain alone is the my.cnf. Else
+    the knobs shown to gain alone over the defaults (`_gaining_alone`), together, are checked
+    against the winner like the kept ones (one such knob: by its figure alone); else
+    `_groups_or_all`."""
+    assert result.gain_vs_default is not None
+    result.alone_effects, margin = measure(
+        "alone", {name: {name: params[name]} for name in candidates},
+        f"no knob's absence cost the winner anything: each of its {len(candidates)} knobs "
+        "alone, side by side with the winner")
+    alone = sufficient(result.alone_effects, margin, result.gain_vs_default.low)
+    if alone is not None:
+        say(f"{alone} alone carries the winner's gain (its setting alone against the "
+            f"winner: {_against(result.alone_effects[alone], margin)})")
+        result.kept = [alone]
+    else:  # stand-ins that each fall short, small effects that add up, wide intervals
+        why = "no knob alone was shown to carry the winner's gain, and none missing alone " \
+              "cost it anything"
+        gaining = _gaining_alone(result.alone_effects, result.gain_vs_default.low)
+        if gaining and len(gaining) < len(knobs):
+            say(f"{why}: the {len(gaining)} knob(s) shown to gain alone over the defaults "
+                f"({', '.join(gaining)}), together")
+            result.kept = gaining
+            if len(gaining) == 1:  # measured already: its verdict alone
+                kept_enough = _judge_kept(result, knobs, "alone",
+                                          result.alone_effects[gaining[0]], margin, say)
+            else:
+                kept_enough = _check_kept(result, params, knobs, measure, say,
+                                          "together-alone")
+            if kept_enough:
+                return
+            why = "nor do the knobs shown to gain alone"
+        _groups_or_all(result, params, knobs, candidates, measure, say, why)
 
 
 def _groups_or_all(result: TuneResult, params: dict, knobs: list[str], candidates: list[str],
@@ -307,10 +333,17 @@ def _check_kept(result: TuneResult, params: dict, knobs: list[str], measure: Mea
         kind, {KEPT: {name: params[name] for name in kept}},
         f"the {len(kept)} knob(s) kept ({', '.join(kept)}) without the "
         f"{len(knobs) - len(kept)} left out, side by side with the winner")
-    effect = effects[KEPT]
+    return _judge_kept(result, knobs, kind, effects[KEPT], margin, say)
+
+
+def _judge_kept(result: TuneResult, knobs: list[str], kind: str, effect: Verdict,
+                margin: float, say: Say) -> bool:
+    """_check_kept's decision on the kept knobs' verdict against the winner (`effect`)."""
+    assert result.kept is not None and result.gain_vs_default is not None
+    kept = result.kept
     result.kept_checks.append(KeptCheck(kind, tuple(kept), effect))
     against = _said(effect)
-    if sufficient(effects, margin, result.gain_vs_default.low) is not None:
+    if sufficient({KEPT: effect}, margin, result.gain_vs_default.low) is not None:
         say(f"the kept knob(s) carry the winner's gain without the others "
             f"({_against(effect, margin)})")
         return True
@@ -325,6 +358,17 @@ def _check_kept(result: TuneResult, params: dict, knobs: list[str], measure: Mea
         f"gives the {len(kept)} with a shown effect, and the {len(result.unproven)} others as "
         "comments")
     return True
+
+
+def _gaining_alone(alone: dict[str, Verdict], gain_low: float) -> list[str]:
+    """The knobs whose setting alone, against the winner, is shown to keep a gain over the
+    defaults (`sufficient`'s test without its margin): the knobs with an effect of their own
+    shown when none alone carries the whole gain. Two stand-ins for one feature each keep
+    most of it alone (the query cache's size and type, each -3% against the winner, which
+    gained x200, in bench/tune query-cache seed 4, 2026-11-28), the winner's other knobs
+    alone none of it."""
+    keeps_gain = 1 / (1 + gain_low) - 1
+    return sorted(name for name, v in alone.items() if v.low > keeps_gain)
 
 
 def _costs(effect: Verdict, margin: float) -> bool:
@@ -369,8 +413,8 @@ def _against_winner(store: ResultStore, result: TuneResult, plan: Plan, settings
     def config(name: str, setting: dict) -> ServerConfig:
         return replace(baseline, name=name, variables=variables(whole(result.defaults, setting)))
 
-    prefix = {"put-back": "without", "groups": "without", "alone": "only",
-              "together": "only", "together-groups": "only"}[kind]  # their names
+    prefix = {"put-back": "without", "groups": "without", "alone": "only", "together": "only",
+              "together-alone": "only", "together-groups": "only"}[kind]  # their names
     configs = [config("winner", params)] + [config(f"{prefix}-{name}", setting)
                                             for name, setting in others.items()]
     # the groups are a screen: a group whose cost the planned rounds leave unclear leaves the

@@ -192,6 +192,8 @@ def _kept_table(result: TuneResult) -> Table:
     shown slower, or not measured, sends the put-back to the next (the knobs of the groups
     that cost), then to every knob."""
     which = {"together": "those whose absence cost",
+             "together-alone": "those shown to gain alone",
+             "alone": "the one shown to gain alone (its figure alone)",
              "together-groups": "those of the groups that cost"}
     rows = []
     for i, check in enumerate(result.kept_checks):

@@ -122,7 +122,9 @@ def figure(trial: FrozenTrial | TrialOutcome) -> float:
 @dataclass(frozen=True)
 class KeptCheck:
     """A set of the winner's knobs smaller than the winner, measured together without the
-    others, side by side with the winner: `kind` "together" (the knobs whose absence cost) or
+    others, side by side with the winner: `kind` "together" (the knobs whose absence cost),
+    "together-alone" (when no absence cost, the knobs shown to gain alone over the defaults;
+    "alone" when that is one knob, its figure from the study of each alone) or
     "together-groups" (the knobs of the groups that cost, when the first was not enough)."""
 
     kind: str
