@@ -214,7 +214,8 @@ def test_stand_ins_that_each_fall_short_alone_are_the_my_cnf_when_together_they_
                                     "together-alone": {"kept": NOTHING}})
     assert studies == ["put-back", "alone", "together-alone"]
     assert result.kept == ["max_heap_table_size", "tmp_table_size"] and not result.unproven
-    assert "the 2 knob(s) shown to gain alone over the defaults" in said[-2]
+    assert "shown to gain alone over the defaults, max_heap_table_size, tmp_table_size, " \
+        "together" in said[-2]
     assert result.kept_checks == [KeptCheck("together-alone", ("max_heap_table_size",
                                                                "tmp_table_size"), NOTHING)]
     result, _, said = choose({"put-back": put_back, "alone": alone,
@@ -309,10 +310,11 @@ DECISIONS = st.sampled_from([COSTS, NOTHING, verdict(SLOWER, -0.02, -0.04, -0.01
 def test_the_my_cnf_is_never_empty_and_smaller_only_when_measured_to_carry_the_gain(
         verdicts, together):
     """Whatever the verdicts: the my.cnf keeps one knob or more of the winner's; a set smaller
-    than the winner is given only after it was measured (alone, or together) to carry the
-    gain, or, with the others as comments, when together it was left undecided against the
-    winner; the knobs given are each the winner's once, in force or as a comment; and the
-    kept set is checked together only when put-back kept some but not all."""
+    than the winner is given only after that very set was measured (alone, or together) to
+    carry the gain, or, with the others as comments, when its measure was left undecided
+    against the winner; the knobs given are each the winner's once, in force or as a comment;
+    the kept set is checked together only when put-back kept some but not all, and those
+    shown to gain alone only when put-back kept none."""
     result, studies, _ = choose(verdicts | {"together": {"kept": together},
                                             "together-alone": {"kept": together}})
     assert result.kept and set(result.kept) <= set(WINNER)
@@ -320,7 +322,10 @@ def test_the_my_cnf_is_never_empty_and_smaller_only_when_measured_to_carry_the_g
     costly = [k for k, v in verdicts["put-back"].items() if v is COSTS]
     assert ("together" in studies) == (0 < len(costly) < len(WINNER))
     assert ("alone" in studies) == (not costly)
+    assert ("together-alone" in studies) <= (not costly)
     if len(result.kept) < len(WINNER):  # the last check of a smaller set decides, else alone
+        if result.kept_checks:
+            assert list(result.kept_checks[-1].knobs) == result.kept
         shown = result.kept_checks[-1].effect if result.kept_checks else \
             result.alone_effects[result.kept[0]]
         carries = sufficient({"x": shown}, 0.05, 1.2) == "x"

@@ -261,8 +261,9 @@ def _none_needed(result: TuneResult, params: dict, knobs: list[str], candidates:
               "cost it anything"
         gaining = _gaining_alone(result.alone_effects, result.gain_vs_default.low)
         if gaining and len(gaining) < len(knobs):
-            say(f"{why}: the {len(gaining)} knob(s) shown to gain alone over the defaults "
-                f"({', '.join(gaining)}), together")
+            say(f"{why}: the knob(s) shown to gain alone over the defaults, "
+                + (f"{gaining[0]}, by its figure alone" if len(gaining) == 1 else
+                   f"{', '.join(gaining)}, together"))
             result.kept = gaining
             if len(gaining) == 1:  # measured already: its verdict alone
                 kept_enough = _judge_kept(result, knobs, "alone",

@@ -14,6 +14,7 @@ from perflab.stats.decide import Verdict
 from perflab.stats.summary import summarize
 from perflab.tune.final import MAX_PUT_BACK
 from perflab.tune.result import Outcome, Ranking, TuneResult, best_so_far
+from perflab.tune.space import folded
 
 
 def tables(result: TuneResult) -> list[Table]:
@@ -28,7 +29,8 @@ def tables(result: TuneResult) -> list[Table]:
             "Each moved knob put back alone (the winner without it, against the winner; a knob "
             "stays in the my.cnf when the winner without it is shown slower, and not shown "
             "within the margin; when none is, one knob shown to carry the gain alone, else "
-            "every knob: the winner's gain is shown, some knob carries it)",
+            "those shown to gain alone, checked together, else every knob: the winner's gain "
+            "is shown, some knob carries it)",
             note="The my.cnf below leaves out the knobs marked so; the gains above are the "
                  "whole winner's, measured with them."
             if len(result.kept or ()) < (sum(map(len, result.group_effects))
@@ -39,7 +41,8 @@ def tables(result: TuneResult) -> list[Table]:
             "Each knob alone (its winning value, the other knobs at the server's defaults, "
             "against the winner): no knob's absence cost anything, so they may stand in for "
             "each other; one alone shown to carry the gain (no slower than the winner beyond "
-            "the margin, and faster than the defaults) is the my.cnf"))
+            "the margin, and faster than the defaults) is the my.cnf; else those shown "
+            "faster than the defaults alone are checked together against the winner"))
     if result.kept_checks:
         out.append(_kept_table(result))
     loaded = [t for t in result.trials if under_load(t.loaded)]
@@ -195,11 +198,12 @@ def _kept_table(result: TuneResult) -> Table:
              "together-alone": "those shown to gain alone",
              "alone": "the one shown to gain alone (its figure alone)",
              "together-groups": "those of the groups that cost"}
+    followers = folded(result.defaults)  # the my.cnf's kept lines hold them, a check not
     rows = []
     for i, check in enumerate(result.kept_checks):
         if i < len(result.kept_checks) - 1:
             given = "not these: the next row"
-        elif list(check.knobs) != result.kept:
+        elif [k for k in result.kept or () if k not in followers] != list(check.knobs):
             given = "every knob"
         else:
             given = "these, the others as comments" if result.unproven else "these"
