@@ -13,6 +13,8 @@ whose absence is shown slower stays in the my.cnf, so a knob that rode along wit
 matters does not. When no absence costs anything, the knobs may stand in for each other: each
 is then measured alone against the winner, and one that alone carries the gain is the my.cnf
 (else those shown to gain alone over the defaults, together: the query cache's size and type).
+A smaller set shown slower than the winner is given each of the others in turn, and the best
+that carries the gain is the my.cnf (a pool of threads probably pays only beside the query cache).
 A my.cnf smaller than the winner is itself measured against the winner before it is given
 (two knobs that stand in for each other cost nothing missing alone, their gain together); when
 that is left undecided, the knobs with a shown effect are the my.cnf and the others follow as
@@ -234,7 +236,8 @@ def choose_kept(result: TuneResult, params: dict, knobs: list[str], measure: Mea
     if not result.kept:  # no knob is needed: knobs that stand in for each other, or no effect
         _none_needed(result, params, knobs, candidates, measure, say)
     elif len(result.kept) < len(knobs) and \
-            not _check_kept(result, params, knobs, measure, say, "together"):
+            not _check_kept(result, params, knobs, measure, say, "together") and \
+            not _one_more(result, params, knobs, measure, say):
         _groups_or_all(result, params, knobs, candidates, measure, say,
                        "the kept knob(s) without the others do not carry the winner's gain")
 
@@ -271,7 +274,7 @@ def _none_needed(result: TuneResult, params: dict, knobs: list[str], candidates:
             else:
                 kept_enough = _check_kept(result, params, knobs, measure, say,
                                           "together-alone")
-            if kept_enough:
+            if kept_enough or _one_more(result, params, knobs, measure, say):
                 return
             why = "nor do the knobs shown to gain alone"
         _groups_or_all(result, params, knobs, candidates, measure, say, why)
@@ -337,6 +340,37 @@ def _check_kept(result: TuneResult, params: dict, knobs: list[str], measure: Mea
     return _judge_kept(result, knobs, kind, effects[KEPT], margin, say)
 
 
+def _one_more(result: TuneResult, params: dict, knobs: list[str], measure: Measure,
+              say: Say) -> bool:
+    """The kept knobs were shown slower than the winner: the others' effect together is shown,
+    not which of them has it. Each of the others added to the kept ones, side by side with the
+    winner (a study of kind "plus-one"): the best that carries the gain (`sufficient`) is the
+    my.cnf. A pool of threads gains nothing alone, and probably a few per cent once the query
+    cache serves 50,000 statements a second (bench/tune query-cache, seed 4). False,
+    result.kept left to the caller, when none carries it, when the last check was not shown
+    slower, or when the others are fewer than two (the winner itself) or more than
+    MAX_PUT_BACK."""
+    assert result.kept is not None and result.gain_vs_default is not None
+    kept = list(result.kept)
+    rest = [name for name in knobs if name not in kept]
+    if not 2 <= len(rest) <= MAX_PUT_BACK or result.kept_checks[-1].effect.verdict != SLOWER:
+        return False
+    effects, margin = measure(
+        "plus-one", {name: {k: params[k] for k in (*kept, name)} for name in rest},
+        f"the {len(kept)} kept knob(s) ({', '.join(kept)}) were shown slower than the winner: "
+        f"each of the {len(rest)} others added to them, side by side with the winner")
+    result.plus_one_effects = effects
+    best = sufficient(effects, margin, result.gain_vs_default.low)
+    if best is None:
+        say("no one knob added to the kept ones was shown to carry the winner's gain")
+        return False
+    result.kept = sorted((*kept, best))
+    result.kept_checks.append(KeptCheck("plus-one", tuple(result.kept), effects[best]))
+    say(f"the kept knob(s) with {best} carry the winner's gain without the others "
+        f"({_against(effects[best], margin)})")
+    return True
+
+
 def _judge_kept(result: TuneResult, knobs: list[str], kind: str, effect: Verdict,
                 margin: float, say: Say) -> bool:
     """_check_kept's decision on the kept knobs' verdict against the winner (`effect`)."""
@@ -365,7 +399,7 @@ def _gaining_alone(alone: dict[str, Verdict], gain_low: float) -> list[str]:
     """The knobs whose setting alone, against the winner, is shown to keep a gain over the
     defaults (`sufficient`'s test without its margin): the knobs with an effect of their own
     shown when none alone carries the whole gain. Two stand-ins for one feature each keep
-    most of it alone (the query cache's size and type, each -3% against the winner, which
+    most of it alone (the query cache's size and type, each about -6% against the winner, which
     gained x200, in bench/tune query-cache seed 4, 2026-11-28), the winner's other knobs
     alone none of it."""
     keeps_gain = 1 / (1 + gain_low) - 1
@@ -415,7 +449,8 @@ def _against_winner(store: ResultStore, result: TuneResult, plan: Plan, settings
         return replace(baseline, name=name, variables=variables(whole(result.defaults, setting)))
 
     prefix = {"put-back": "without", "groups": "without", "alone": "only", "together": "only",
-              "together-alone": "only", "together-groups": "only"}[kind]  # their names
+              "together-alone": "only", "together-groups": "only",
+              "plus-one": "kept-and"}[kind]  # their names
     configs = [config("winner", params)] + [config(f"{prefix}-{name}", setting)
                                             for name, setting in others.items()]
     # the groups are a screen: a group whose cost the planned rounds leave unclear leaves the

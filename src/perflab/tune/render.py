@@ -43,6 +43,11 @@ def tables(result: TuneResult) -> list[Table]:
             "each other; one alone shown to carry the gain (no slower than the winner beyond "
             "the margin, and faster than the defaults) is the my.cnf; else those shown "
             "faster than the defaults alone are checked together against the winner"))
+    if result.plus_one_effects:
+        out.append(_knob_table(
+            result, result.plus_one_effects, "Change with it",
+            "Each other knob added to a kept set shown slower than the winner (the kept knobs "
+            "and it, against the winner): the best shown to carry the gain joins the my.cnf"))
     if result.kept_checks:
         out.append(_kept_table(result))
     loaded = [t for t in result.trials if under_load(t.loaded)]
@@ -192,12 +197,13 @@ def _knob_table(result: TuneResult, effects: dict, change: str, title: str,
 
 def _kept_table(result: TuneResult) -> Table:
     """Each smaller set checked together against the winner, in the order measured: a set
-    shown slower, or not measured, sends the put-back to the next (the knobs of the groups
-    that cost), then to every knob."""
+    shown slower is first given each other knob (plus-one), then, or when not measured, the
+    put-back goes to the next (the knobs of the groups that cost), then to every knob."""
     which = {"together": "those whose absence cost",
              "together-alone": "those shown to gain alone",
              "alone": "the one shown to gain alone (its figure alone)",
-             "together-groups": "those of the groups that cost"}
+             "together-groups": "those of the groups that cost",
+             "plus-one": "the row above's, with the one other knob that carries the gain"}
     followers = folded(result.defaults)  # the my.cnf's kept lines hold them, a check not
     rows = []
     for i, check in enumerate(result.kept_checks):
@@ -211,9 +217,9 @@ def _kept_table(result: TuneResult) -> Table:
                      *_gain_cells(check.effect), given])
     return Table(
         "The kept knobs together, without those left out, against the winner (the my.cnf "
-        "keeps them when shown to carry the gain; when shown slower, the knobs of the groups "
-        "that cost are checked next, then every knob stays; when neither is shown, these in "
-        "force and the others as comments)",
+        "keeps them when shown to carry the gain; when shown slower, each other knob added "
+        "to them, then the knobs of the groups that cost, then every knob stays; when neither "
+        "is shown, these in force and the others as comments)",
         ["Knobs", "Which", "Rounds", "Change", "Interval", "Verdict", "my.cnf"], rows)
 
 

@@ -125,7 +125,8 @@ class KeptCheck:
     others, side by side with the winner: `kind` "together" (the knobs whose absence cost),
     "together-alone" (when no absence cost, the knobs shown to gain alone over the defaults;
     "alone" when that is one knob, its figure from the study of each alone) or
-    "together-groups" (the knobs of the groups that cost, when the first was not enough)."""
+    "together-groups" (the knobs of the groups that cost, when the first was not enough), or
+    "plus-one" (a set shown slower, with the one other knob that then carries the gain)."""
 
     kind: str
     knobs: tuple[str, ...]
@@ -167,6 +168,8 @@ class TuneResult:
     kept: list[str] | None = None  # the moved knobs with a shown effect (None: not checked)
     # when no knob's absence cost anything: each knob's value alone, against the winner
     alone_effects: dict[str, Verdict] = field(default_factory=dict)
+    # each other knob added to a kept set shown slower, against the winner (final._one_more)
+    plus_one_effects: dict[str, Verdict] = field(default_factory=dict)
     # smaller sets than the winner measured together against it, in the order measured: the
     # last one decided the my.cnf
     kept_checks: list[KeptCheck] = field(default_factory=list)
