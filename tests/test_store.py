@@ -300,7 +300,7 @@ def test_a_study_of_comparisons_chosen_for_their_effects_keeps_no_noise(tmp_path
     from perflab.running.noise import _dataset, save_noise, way_of_measuring
 
     workload = resolve(PLAN.workload)
-    ok = [point(config, 1, r, qps) for r in range(1, 7)
+    ok = [point(config, 1, r, qps) for r in range(1, 11)  # a lag-1 needs 8 rounds or more
           for config, qps in (("off", 1000.0), ("on", 200_000.0 * (1 + 0.2 * r)))]
     key = (workload.workload.label, _dataset(PLAN, workload), way_of_measuring(PLAN, "fleet"),
            PLAN.run.run_seconds)
