@@ -294,10 +294,9 @@ def test_a_study_of_comparisons_chosen_for_their_effects_keeps_no_noise(tmp_path
     of percent of noise and a lag-1 near 1, which would be frozen into every later study of the
     lab: a study of such comparisons (tune's re-measure and put-back: source None) keeps none;
     a run keeps what it measured."""
-    from test_rounds import point
-
     from perflab.load.workloads import resolve
     from perflab.running.noise import _dataset, save_noise, way_of_measuring
+    from test_rounds import point
 
     workload = resolve(PLAN.workload)
     ok = [point(config, 1, r, qps) for r in range(1, 11)  # a lag-1 needs 8 rounds or more
