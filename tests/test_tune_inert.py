@@ -240,7 +240,7 @@ def test_stand_ins_that_each_fall_short_alone_are_the_my_cnf_when_together_they_
 
 def test_a_kept_set_shown_slower_is_given_the_one_other_knob_that_carries_the_gain():
     """The query cache's size alone keeps most of a x200 gain but is shown a few per cent
-    slower than the winner, whose pool of threads probably pays only beside the cache (bench/tune
+    slower than the winner, whose pool of threads pays only beside the cache (bench/tune
     query-cache, seed 4): each other knob added to the kept one, side by side with the
     winner; the best that carries the gain joins it in the my.cnf, and the table shows both
     checks. None carries it: every knob stays, as before."""

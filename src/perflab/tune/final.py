@@ -14,7 +14,7 @@ matters does not. When no absence costs anything, the knobs may stand in for eac
 is then measured alone against the winner, and one that alone carries the gain is the my.cnf
 (else those shown to gain alone over the defaults, together: the query cache's size and type).
 A smaller set shown slower than the winner is given each of the others in turn, and the best
-that carries the gain is the my.cnf (a pool of threads probably pays only beside the query cache).
+that carries the gain is the my.cnf (a pool of threads that pays only beside the query cache).
 A my.cnf smaller than the winner is itself measured against the winner before it is given
 (two knobs that stand in for each other cost nothing missing alone, their gain together); when
 that is left undecided, the knobs with a shown effect are the my.cnf and the others follow as
@@ -345,8 +345,8 @@ def _one_more(result: TuneResult, params: dict, knobs: list[str], measure: Measu
     """The kept knobs were shown slower than the winner: the others' effect together is shown,
     not which of them has it. Each of the others added to the kept ones, side by side with the
     winner (a study of kind "plus-one"): the best that carries the gain (`sufficient`) is the
-    my.cnf. A pool of threads gains nothing alone, and probably a few per cent once the query
-    cache serves 50,000 statements a second (bench/tune query-cache, seed 4). False,
+    my.cnf. A pool of threads gains nothing alone, and about 7% once the query cache serves
+    50,000 statements a second (bench/tune query-cache, seed 4). False,
     result.kept left to the caller, when none carries it, when the last check was not shown
     slower, or when the others are fewer than two (the winner itself) or more than
     MAX_PUT_BACK."""
