@@ -141,11 +141,11 @@ def pristine_datadir(session_root) -> Path:
     return datadir
 
 
-def copy_datadir(pristine: Path, datadir: Path) -> Path:
-    """A fresh datadir at `datadir` (not there yet): a copy of the pristine one, as a lab
-    copies its snapshots (lab.ServerDir.checkout)."""
+def copy_datadir(source: Path, datadir: Path) -> Path:
+    """A fresh datadir at `datadir` (not there yet): a copy of `source` (the pristine one, or
+    a dataset's snapshot), as a lab copies its snapshots (lab.ServerDir.checkout)."""
     datadir.parent.mkdir(parents=True, exist_ok=True)
-    subprocess.run(["cp", "-a", "--reflink=auto", str(pristine), str(datadir)], check=True)
+    subprocess.run(["cp", "-a", "--reflink=auto", str(source), str(datadir)], check=True)
     return datadir
 
 
@@ -165,12 +165,10 @@ def seed_lab(shared_lab):
         workload, baseline = resolve(parsed.workload), parsed.config(parsed.baseline)
         ManagedBackend(parsed, shared_lab, workload, lambda _: None).ensure_dataset(baseline)
         key = workload.config_dataset_key(parsed, baseline)
-        (root / "datasets").mkdir(parents=True, exist_ok=True)
+        copy_datadir(shared_lab.datasets_dir / key, root / "datasets" / key)
         catalog = shared_lab.root / "catalog.json"
         if catalog.exists():  # not cached when the binary's --help said nothing (Lab.catalog)
             shutil.copy2(catalog, root / "catalog.json")
-        subprocess.run(["cp", "-a", "--reflink=auto", str(shared_lab.datasets_dir / key),
-                        str(root / "datasets" / key)], check=True)
         return root
 
     return seed

@@ -402,8 +402,13 @@ def _gaining_alone(alone: dict[str, Verdict], gain_low: float) -> list[str]:
     most of it alone (the query cache's size and type, each about -6% against the winner, which
     gained x200, in bench/tune query-cache seed 4, 2026-11-28), the winner's other knobs
     alone none of it."""
-    keeps_gain = 1 / (1 + gain_low) - 1
-    return sorted(name for name, v in alone.items() if v.low > keeps_gain)
+    return sorted(name for name, v in alone.items() if _keeps_a_gain(v, gain_low))
+
+
+def _keeps_a_gain(effect: Verdict, gain_low: float) -> bool:
+    """Whether a setting's interval against the winner stays above what the winner's own gain
+    over the defaults (`gain_low` at the least) would lose: it keeps a gain of its own."""
+    return effect.low > 1 / (1 + gain_low) - 1
 
 
 def _costs(effect: Verdict, margin: float) -> bool:
@@ -504,8 +509,7 @@ def sufficient(effects: dict[str, Verdict], margin: float, gain_low: float) -> s
     reason to keep the winner's other knobs). The low end of the family's two-sided interval
     keeps the error rate at half the family's. Inconclusive otherwise is not enough: a setting
     that may lose a real part of the gain is not given in place of the winner."""
-    keeps_gain = 1 / (1 + gain_low) - 1
-    enough = [name for name, v in effects.items() if v.low > keeps_gain and (
+    enough = [name for name, v in effects.items() if _keeps_a_gain(v, gain_low) and (
         v.low > -margin or (v.decided and not _costs(v, margin)))]
     return max(enough, key=lambda name: effects[name].change) if enough else None
 
