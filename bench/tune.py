@@ -217,9 +217,9 @@ def measure_together(lab: Lab, name: str, configs: dict[str, tuple], baseline: s
                      for config, key in configs.items())
     plan = plan_for(name, args, body, rounds, baseline=baseline)
     with lab.locked(), lab.store() as store:
-        runner = Runner(plan, lab, store, lambda m: print(f"[{name}] {m}", flush=True))
-        runner.noise_source = None  # winners chosen for their effects: not the lab's noise
-        summary = runner.run()
+        # winners chosen for their effects: their drift is not the lab's noise
+        summary = Runner(plan, lab, store, lambda m: print(f"[{name}] {m}", flush=True),
+                         noise_source=None).run()
         study = load_study(store, plan.name, str(lab.root))
     return judge(study.plan, study.points, study.design), summary.schedule
 

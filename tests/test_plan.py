@@ -2,6 +2,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from perflab.errors import PerflabError
 from perflab.plan import Plan, parse_plan
@@ -179,3 +181,19 @@ def test_bad_environment_settings_are_one_line(edit, message):
     with pytest.raises(PerflabError) as err:
         parse_plan(PLAN.replace(*edit, 1))
     assert message in err.value.message
+
+
+@given(st.integers(0, 9), st.integers(0, 59), st.integers(0, 59))
+def test_tune_takes_its_time_budget_as_run_time_does(hours, minutes, seconds):
+    """`perflab tune --time` (the API's `seconds`) reads a duration as run.time does: "1h30m",
+    "10m", "90s" or plain seconds; anything else is refused naming the argument, before a
+    server starts."""
+    import perflab
+    from perflab.plan import duration
+
+    spelled = f"{hours}h{minutes}m{seconds}s"
+    assert duration("seconds", spelled) == 3600 * hours + 60 * minutes + seconds
+    assert duration("seconds", 600) == duration("seconds", "600") == duration("seconds", "10m")
+    with pytest.raises(PerflabError, match="not a duration") as refused:
+        perflab.tune_server("key-cache-segments", "/nonexistent-lab", seconds="10 minutes")
+    assert refused.value.option == "seconds"

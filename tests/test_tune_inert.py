@@ -466,6 +466,35 @@ def test_a_candidate_is_held_to_the_throughput_floor_on_its_re_measured_rounds(r
     assert _under_floor(by_round, candidates, 0.0, 3) == {}
 
 
+RE_MEASURED = st.one_of(st.none(), st.builds(
+    verdict, st.sampled_from([FASTER, SLOWER, EQUIVALENT, INCONCLUSIVE, TOO_FEW]),
+    st.one_of(st.floats(-0.9, 20), st.just(math.nan)), st.just(math.nan), st.just(math.nan)))
+
+
+@given(st.dictionaries(st.integers(0, 30), RE_MEASURED, max_size=6),
+       st.sets(st.integers(0, 30), max_size=3))
+def test_the_re_measure_gives_a_candidate_shown_faster_over_a_larger_undecided_one(
+        verdicts, under_floor):
+    """The winner is the largest gain among the candidates shown faster than the defaults; only
+    when none is, the largest gain (its verdict then gives nothing). A candidate at +12%
+    left inconclusive beside one shown +9% faster gave an empty my.cnf before."""
+    from perflab.tune.final import re_measured_winner
+
+    floor = dict.fromkeys(under_floor, 0.0)
+    winner = re_measured_winner(verdicts, floor)
+    figures = {n: v for n, v in verdicts.items()
+               if v is not None and math.isfinite(v.change) and n not in floor}
+    if not figures:
+        assert winner is None
+        return
+    faster = {n: v for n, v in figures.items() if v.verdict == FASTER}
+    among = faster or figures
+    assert winner in among and among[winner].change == max(v.change for v in among.values())
+    undecided, shown = verdict(INCONCLUSIVE, 0.12, -0.02, 0.28), verdict(FASTER, 0.09, 0.05, 0.13)
+    assert re_measured_winner({1: undecided, 2: shown}, {}) == 2
+    assert re_measured_winner({1: undecided, 2: shown}, {2: 10.0}) == 1
+
+
 @given(st.sampled_from(["throughput", "p95", "p99"]), st.lists(st.integers(1, 64), min_size=1,
                                                                max_size=4, unique=True),
        st.sampled_from([0.0, 30.0, 600.0]))

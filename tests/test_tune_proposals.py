@@ -121,7 +121,7 @@ def measured(config, threads: int, repeat: int) -> SimpleNamespace:
 class SimulatedRunner:
     """What the tuner asks of perflab.running's Measurer and Runner, answered by `measured`."""
 
-    def __init__(self, plan, lab, store, say=print, budget_after_planned=False):
+    def __init__(self, plan, lab, store, say=print, budget_after_planned=False, noise_source="run"):
         self.plan, self.store = plan, store
         self.workload = resolve(plan.workload)
 

@@ -142,6 +142,24 @@ def test_screening_moves_the_engines_knobs_first_and_switches_the_key_cache_off(
         assert first_move == 0
 
 
+@given(st.integers(1, 40), st.integers(0, 3))
+def test_a_budget_that_ends_the_screening_before_its_second_pass_is_said(budget, seed):
+    """The screening moves each knob one way in its first pass and the other way in its second
+    (a larger sort buffer, whose default sits high in its range, comes in the second): a
+    budget that ends before both passes is warned of, naming the budget that covers them."""
+    from perflab.tune.additive import PASSES, AdditiveSearch
+
+    knobs = knob_space(CATALOG, engines={"InnoDB"})
+    space = Space(tuple(knobs), startup_values(knobs, CATALOG), lambda _: 0, 1)
+    method = AdditiveSearch(space, "maximize", seed, budget)
+    said, needed = method.describe(), 1 + len(method.design)
+    assert len(method.design) % PASSES == 0 and len(method.design) >= PASSES
+    assert ("warning" in said) == (budget < needed)
+    if budget < needed:
+        assert f"a budget of {needed} or more screens both ways" in said
+    assert "warning" not in AdditiveSearch(space, "maximize", seed).describe()  # no budget
+
+
 def test_a_study_drawn_on_another_scale_is_named_before_it_is_resumed():
     """A tune study made by an earlier perflab searched key_buffer_size on a log scale; Optuna
     refuses to mix scales, so resuming it is refused first, naming the knob."""
@@ -302,6 +320,26 @@ def test_a_study_whose_figures_meant_something_else_is_not_resumed(edit, tmp_pat
     with pytest.raises(PerflabError, match="arithmetic mean"):
         check_same_figures(older, several, several.config("default"), "p95")
     check_same_figures(older, several, several.config("default"), "throughput")
+
+
+@given(st.integers(0, 2**32 - 1), st.integers(0, 2**32 - 1))
+def test_a_study_searched_with_another_seed_is_not_resumed_as_this_ones(first, second):
+    """The seed chooses a search's design: a second seed's tune in the same lab would resume the
+    first one's trials and print its answer, having measured nothing. It is refused, naming the
+    seed that resumes it; the same seed goes on."""
+    import optuna
+
+    from perflab.tune.search import check_same_seed
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = optuna.create_study(study_name="s")
+    check_same_seed(study, first)  # a new study records its seed
+    check_same_seed(study, first)
+    if second == first:
+        return
+    with pytest.raises(PerflabError, match=f"seed {first}, not {second}") as refused:
+        check_same_seed(study, second)
+    assert refused.value.option == "seed" and f"seed {first} resumes it" in refused.value.hint
 
 
 def test_tuning_data_on_a_server_perflab_did_not_start_is_refused_with_what_to_do():

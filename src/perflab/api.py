@@ -149,19 +149,24 @@ def calibrate(plan: str | Path | Plan, lab: str | Path | Lab, rounds: int = 8,
 
 
 def tune_server(plan: str | Path | Plan, lab: str | Path | Lab, method: str = "bayes", *,
-         budget: int | None = None, seconds: float | None = None, sampler: str | None = None,
-         storage: str | None = None, seed: int = 0, knobs: Sequence[str] | None = None,
-         exclude: Sequence[str] | None = None, allow_unsafe: bool = False,
+         budget: int | None = None, seconds: float | str | None = None,
+         sampler: str | None = None, storage: str | None = None, seed: int = 0,
+         knobs: Sequence[str] | None = None, exclude: Sequence[str] | None = None,
+         allow_unsafe: bool = False,
          say: Say = silent) -> TuneResult:
     """Search server settings for the plan's workload (its [tune] section; `knobs` or
-    `exclude`, when given, replaces both of the section's), `budget` trials or `seconds` long,
-    with `method` (bayes, random or ofat; `sampler`: bayes's, additive unless given); then
-    re-measure the best, keep only the knobs with a shown effect and say why. `storage`: an
+    `exclude`, when given, replaces both of the section's), `budget` trials or `seconds` long
+    (a number, or a duration such as "10m" or "1h30m", as run.time takes it), with `method`
+    (bayes, random or ofat; `sampler`: bayes's, additive unless given); then re-measure the
+    best, keep only the knobs with a shown effect and say why. `storage`: an
     Optuna RDB URL shared by workers on several machines."""
+    from perflab.plan import duration
     from perflab.tune.search import Tuner, TuneSettings
 
     the_plan = load_plan(plan)
     settings = TuneSettings.from_plan(dict(the_plan.tune)).chosen(knobs, exclude)
+    if seconds is not None:
+        seconds = duration("seconds", seconds)
     return Tuner(the_plan, _lab(lab), settings, method, budget=budget, seconds=seconds,
                  storage=storage, sampler=sampler, seed=seed, allow_unsafe=allow_unsafe,
                  say=say).run()

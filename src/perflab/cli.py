@@ -192,8 +192,8 @@ def _add_tune(sub) -> None:
     tune.add_argument("--method", choices=("ofat", "bayes", "random"), default="bayes")
     tune.add_argument("--budget", type=int, help="number of trials (the study's total, "
                       "whichever worker runs them)")
-    tune.add_argument("--time", type=float, metavar="SECONDS",
-                      help="or a time budget (this worker's)")
+    tune.add_argument("--time", metavar="DURATION",
+                      help="or a time budget (this worker's), e.g. 600 or 10m")
     tune.add_argument("--sampler", help="bayes's search (bayes only): additive "
                       "(perflab's: screening in groups, then an additive model of the knobs' "
                       "effects, near the best-believed setting; the default) or an Optuna sampler: "

@@ -734,6 +734,12 @@ def _bool(table: dict[str, Any], key: str, where: str) -> bool:
     return value
 
 
+def duration(option: str, value: Any) -> float:
+    """A duration given as the API argument `option` (seconds, or "10m" as run.time takes it),
+    its error naming that argument."""
+    return _overriding(option, _seconds, option, value)
+
+
 def _seconds(where: str, value: Any) -> float:
     """A duration: seconds as a number, or a string such as "90s", "10m", "1h", "1h30m"."""
     if isinstance(value, bool):

@@ -108,9 +108,7 @@ def calibrate(plan: Plan, lab: Lab, rounds: int, threads: tuple[int, ...] | None
                      run=replace(plan.run, threads=chosen, repeats=rounds, time=0.0))
         say(f"calibrating ({aa.name}): {base.name} against an identical copy at "
             f"{_list(chosen)} threads, {rounds} rounds")
-        runner = Runner(aa, lab, store, say)
-        runner.noise_source = "calibrate"
-        summary = runner.run()
+        summary = Runner(aa, lab, store, say, noise_source="calibrate").run()
         study = load_study(store, aa.name, str(lab.root))
     seconds = (time.monotonic() - started) / max(1, summary.rounds)
     loaded = [p for p in study.points if under_load(p.value("other_cpu"))]

@@ -105,7 +105,6 @@ class Measurer:
         self.clients = (connect_clients(plan.run.clients, existing, say) if plan.run.clients
                         else None)
         self.schedule: Schedule | None = None  # decided by run(), or on first need (noise)
-        self.noise_source: str | None = "run"  # None: its noise not stored (tune/final.py)
         self.sizing_seconds = 0.0  # spent sizing the fleet's slices (_size_slices)
 
     def server_options(self, config_name: str) -> dict[str, str]:

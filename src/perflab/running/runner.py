@@ -82,12 +82,18 @@ class Runner(Measurer):
     done, instead of once the data is there; they are always measured whole, and the budget
     is only for the rounds that decide what they left open (tune's put-back, whose planned
     rounds come from the lab's noise, not from its user). A resumed study measures for what
-    is left of its budget (`budget_spent`)."""
+    is left of its budget (`budget_spent`).
+
+    `noise_source`: what the lab's stored noise figure of this study is called ("run",
+    "calibrate"); None stores none, for a study whose comparisons were chosen for their effects
+    (tune's re-measure and put-back): their drift is not the machine's noise."""
 
     def __init__(self, plan: Plan, lab: Lab, store: ResultStore, say: Say = print,
-                 existing: ExistingServer | None = None, *, budget_after_planned: bool = False):
+                 existing: ExistingServer | None = None, *, budget_after_planned: bool = False,
+                 noise_source: str | None = "run"):
         super().__init__(plan, lab, store, say, existing)
         self.budget_after_planned = budget_after_planned
+        self.noise_source = noise_source
 
     def run(self) -> RunSummary:
         """Every round not stored yet; with a time budget, the rounds that decide."""

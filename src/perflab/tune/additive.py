@@ -307,6 +307,20 @@ def group_size(knobs: int) -> int:
     return max(1, math.ceil(knobs / 6))
 
 
+def short_budget(design: int, budget: int | None) -> str:
+    """A warning when the budget ends the screening (`design` trials) before both of its
+    passes: a knob whose gain lies on the side its second pass moves it to (a larger sort
+    buffer, whose default sits high in its range) may then never be measured there."""
+    needed = 1 + design  # trial 0 runs the defaults
+    if not budget or budget >= needed:
+        return ""
+    one_pass = design // PASSES
+    return (f"\nwarning: a budget of {budget} trials ends the screening before it moved every "
+            f"knob both ways (its first {one_pass} trials move each knob one way, the next "
+            f"{one_pass} the other, after trial 0's defaults): a gain on a knob's other side "
+            f"may be missed; a budget of {needed} or more screens both ways")
+
+
 def screening(space: Space, seed: int) -> list[dict]:
     """The screening groups: PASSES passes over the knobs in shuffled groups, each a move of its
     knobs far from their defaults, each number to a side of its default (the longer one first:
@@ -463,7 +477,8 @@ class AdditiveSearch(SearchMethod):
                 "model of the knobs' effects (with their interactions with the knob that "
                 "matters most) picks the other trials: a setting it predicts clearly better, a "
                 "knob whose own effect is not yet resolved put back, or the best expected "
-                "improvement near the best-believed setting")
+                "improvement near the best-believed setting"
+                + short_budget(len(self.design), self.budget))
 
     def propose(self, trials: Sequence[FrozenTrial], number: int) -> Proposal:
         """The setting of trial `number`, given the study's other trials, and the index of the

@@ -101,12 +101,10 @@ def remeasure(store: ResultStore, result: TuneResult, plan: Plan, settings: Tune
         say(f"not given, under the throughput floor (tune.min_qps = {settings.min_qps:g}) in "
             "the re-measure: " + ", ".join(f"trial {n} ({qps:,.0f} qps)"
                                            for n, qps in result.under_floor.items()))
-    measured_gain = {n: v.change for n, v in result.candidates.items()
-                     if v is not None and math.isfinite(v.change) and n not in result.under_floor}
-    if not measured_gain and result.under_floor:
+    winner = re_measured_winner(result.candidates, result.under_floor)
+    if winner is None and result.under_floor:
         result.kept = []  # every candidate measured fell under the floor: nothing to give
-    if measured_gain:
-        winner = max(measured_gain, key=lambda n: measured_gain[n])
+    if winner is not None:
         assert result.best is not None, "re-measured after a search with a best trial"
         result.searched_best = result.best.number
         result.best = next(t for t in candidates if t.number == winner)
@@ -119,6 +117,18 @@ def remeasure(store: ResultStore, result: TuneResult, plan: Plan, settings: Tune
                               for p in points)
 
             result.why = explain(counters("default"), counters(f"trial-{winner}")).lines()
+
+
+def re_measured_winner(verdicts: dict[int, Verdict | None], under_floor: dict[int, float]
+                       ) -> int | None:
+    """The re-measured candidate to give: the largest gain among those shown faster than the
+    defaults, else the largest gain (whose verdict then gives nothing); None when no candidate
+    has a figure above the floor. Shown faster first: a larger estimate left inconclusive by its
+    rounds would otherwise hide a candidate shown faster, and the tune would give nothing."""
+    figures = {n: v for n, v in verdicts.items()
+               if v is not None and math.isfinite(v.change) and n not in under_floor}
+    among = {n: v for n, v in figures.items() if v.verdict == FASTER} or figures
+    return max(among, key=lambda n: among[n].change) if among else None
 
 
 def _under_floor(by_round: dict[str, dict[int, list[StoredPoint]]],
@@ -529,12 +539,10 @@ def _side_by_side(store: ResultStore, plan: Plan, name: str, configs: list[Serve
     measured = replace(measured, run=replace(measured.run, repeats=rounds,
                                              max_rounds=MORE_ROUNDS * rounds))
     say(saying(rounds, why))
-    runner = Runner(measured, lab, store, say, budget_after_planned=True)
     # its comparisons were chosen for their effects (a knob whose absence turns the query
     # cache off drifts x200 over its rounds): their spread is not the lab's noise, and stored,
     # it set a lag-1 allowance of 0.98 for every later study in the lab
-    runner.noise_source = None
-    runner.run()
+    Runner(measured, lab, store, say, budget_after_planned=True, noise_source=None).run()
     by_round: dict[str, dict[int, list[StoredPoint]]] = {}
     stalled: dict[str, int] = {}  # points where no query finished: no score
     definitions = [measured.config_hash(c) for c in measured.configs]

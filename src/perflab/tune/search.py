@@ -189,7 +189,7 @@ class Tuner:
                                         direction=self.settings.direction,
                                         sampler=self.search.sampler(0), load_if_exists=True)
             check_same_figures(study, self.plan, self.baseline, self.settings.objective)
-            measured, searched = _recorded(study, self.measured, self.sampler)
+            measured, searched = _recorded(study, self.measured, self.sampler, self.seed)
         changed = space_changed(study, self.space.distributions())
         if changed:
             raise PerflabError(
@@ -389,11 +389,13 @@ def check_same_figures(study: optuna.Study, plan: Plan, baseline: ServerConfig,
             hint="give the plan another study.name to start afresh, or tune in a new lab")
 
 
-def _recorded(study: optuna.Study, measured: Measured,
-              sampler: Sampler) -> tuple[Measured, Sampler]:
+def _recorded(study: optuna.Study, measured: Measured, sampler: Sampler,
+              seed: int) -> tuple[Measured, Sampler]:
     """How the study measures its trials and which sampler searches it (a design indexed by
     trial number, a model's answer): as it recorded, for all its trials, or for a new study as
-    asked. A study from before these were recorded measured its trials alone, with TPE."""
+    asked. A study from before these were recorded measured its trials alone, with TPE. A study
+    of another seed is refused (check_same_seed)."""
+    check_same_seed(study, seed)
     begun = bool(study.get_trials(deepcopy=False, states=STARTED))
     recorded = study.user_attrs.get("measured")
     if recorded is None:
@@ -404,6 +406,21 @@ def _recorded(study: optuna.Study, measured: Measured,
         searched = Sampler.TPE if begun else sampler
         study.set_user_attr("sampler", str(searched))
     return Measured(recorded), Sampler(searched)
+
+
+def check_same_seed(study: optuna.Study, seed: int) -> None:
+    """A PerflabError when the study was searched with another seed: its trials would be taken
+    as this seed's (a second seed's tune in the same lab would print the first one's answer,
+    having measured nothing). A new study, or one from before seeds were recorded, records it."""
+    recorded = study.user_attrs.get("seed")
+    if recorded is None:
+        study.set_user_attr("seed", seed)
+    elif recorded != seed:
+        raise PerflabError(
+            f"tune: the study {study.study_name} in this lab was searched with seed {recorded}, "
+            f"not {seed}: its trials would be resumed as if they were this seed's",
+            hint=f"seed {recorded} resumes it; tune another seed in a new lab, or give the "
+                 "plan another study.name", option="seed")
 
 
 def refusal_advice(trials: Sequence[FrozenTrial]) -> str:
