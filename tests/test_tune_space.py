@@ -14,6 +14,7 @@ from conftest import TUNE_PLAN
 from perflab.errors import PerflabError
 from perflab.server.variables import Catalog, parse_integer
 from perflab.tune.additive import screening
+from perflab.tune.result import moved
 from perflab.tune.space import (
     ZERO_BAND,
     ZERO_OFF,
@@ -395,6 +396,39 @@ def test_a_choice_that_trades_durability_is_left_out_unless_allowed():
     assert knob.choices == ("OFF", "ON")
     (unsafe,) = knob_space(catalog, ["delay_key_write"], allow_unsafe=True)
     assert unsafe.choices == ("OFF", "ON", "ALL")
+
+
+@given(st.decimals(0, 1000, places=3), st.decimals(0, 1000, places=3), st.data())
+def test_a_decimal_is_searched_on_its_whole_numbers_and_left_unset_at_its_startup(low, span,
+                                                                                  data):
+    """A plan may name a DOUBLE (innodb_max_dirty_pages_pct, 0 to 99.999, starting at 90; it
+    was refused as a fraction). Whatever its range and startup value: it is searched on the
+    whole numbers of its range, its startup value (as the server prints it: "90.000000") one
+    of them and left unset, never given as "90" beside the server's "90.000000"; or it is
+    refused with the reason (fewer than 10 whole numbers, a startup between two), no
+    traceback."""
+    high = low + span
+    startup = data.draw(st.decimals(low, high, places=3))
+    data_ = json.loads((Path(__file__).parent / "data" / "tune_catalog.json").read_text())
+    data_["variables"]["d"] = {
+        "name": "d", "type": "DOUBLE", "values": [], "default": f"{startup:.6f}",
+        "startup_value": f"{startup:.6f}", "scope": "GLOBAL", "read_only": False,
+        "command_line": "REQUIRED", "minimum": str(low), "maximum": str(high),
+        "block_size": None}
+    catalog = Catalog.from_json(data_)
+    try:
+        (knob,) = knob_space(catalog, ["d"])
+    except PerflabError as refused:
+        assert "remove d" in refused.hint and "whole numbers" in refused.message
+        assert math.floor(high) - math.ceil(low) < 10 or startup != int(startup)
+        return
+    assert knob.kind == "int" and low <= knob.low < knob.high <= high
+    start = startup_values([knob], catalog)["d"]
+    assert start == startup and knob.within(start, None) == start
+    printed = {"d": catalog.variables["d"].startup_value}
+    assert moved({"d": start}, printed) == {}
+    other = knob.high if start != knob.high else knob.low
+    assert moved({"d": other}, printed) == {"d": str(other)}
 
 
 @pytest.mark.parametrize(("name", "startup", "why"), [

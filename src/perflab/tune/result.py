@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
 from enum import StrEnum
 
 import optuna
@@ -237,8 +238,18 @@ class TuneResult:
 def moved(params: dict, startup: dict[str, str | None]) -> dict[str, str]:
     """The params whose values differ from the knobs' startup values, as strings."""
     return {name: str(value) for name, value in params.items()
-            if (at_startup := startup.get(name)) is None
-            or str(value).upper() != at_startup.upper()}
+            if (at_startup := startup.get(name)) is None or not _same(value, at_startup)}
+
+
+def _same(value, at_startup: str) -> bool:
+    """Whether a knob's value is its startup value as the server printed it: a choice in any
+    case, a number at any precision (a DOUBLE's 90 is "90.000000")."""
+    if str(value).upper() == at_startup.upper():
+        return True
+    try:
+        return Decimal(str(value)) == Decimal(at_startup)
+    except InvalidOperation:
+        return False
 
 
 def best_so_far(trials: list[TrialOutcome], direction: str) -> list[float | None]:

@@ -16,20 +16,21 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, replace
+from decimal import Decimal
 
 from optuna.distributions import BaseDistribution, CategoricalDistribution, IntDistribution
 
 from perflab.errors import PerflabError
 from perflab.plan import Scalar, normalize_variable_name
 from perflab.probes.system import ram_bytes
-from perflab.server.variables import INTEGER_TYPES, Catalog, VariableSpec, parse_integer
+from perflab.server.variables import INTEGER_TYPES, Catalog, VariableSpec
 
 K, M, G = 1 << 10, 1 << 20, 1 << 30
 
 # name: (low, high, log scale) for numbers; None for ENUM/BOOLEAN (choices from the server).
 # A knob the server does not have is left out. Of the sysbench tuning study's list,
 # innodb_buffer_pool_instances and innodb_thread_concurrency are gone from MariaDB 10.11,
-# innodb_max_dirty_pages_pct is a fraction (perflab tunes integers and choices), and
+# innodb_max_dirty_pages_pct acts on flushing under writes (searched when named), and
 # transaction isolation changes what the application sees, so it is not a speed knob. The STAR
 # notes' maintenance buffers (myisam_sort_buffer_size, preload_buffer_size,
 # bulk_insert_buffer_size) serve REPAIR and ALTER, LOAD INDEX and bulk inserts, not queries.
@@ -91,6 +92,9 @@ ZERO_BAND = 0.15
 # Such a knob starting at 0 (binlog_commit_wait_count) is zero-off: its lowest band is 0.
 WIDE, SPAN = 1000, 256
 NO_LIMIT = 1 << 56  # a startup value this large is a limit left off (sql_select_limit)
+# A DOUBLE is searched on its whole numbers when its range holds this many or more of them
+# (the percentages of innodb_max_dirty_pages_pct, innodb_adaptive_flushing_lwm).
+WHOLE_STEPS = 10
 
 # Knobs that act only together, searched as one: the follower takes its leader's value. The
 # in-memory limit of a temporary table is the smaller of tmp_table_size and max_heap_table_size,
@@ -357,25 +361,52 @@ def _knob(name, spec, curated, allow_unsafe: bool, durability: bool) -> Knob:
         if name == "thread_handling":
             choices = tuple(v for v in choices if v != "no-threads")  # one connection only
         return Knob(name, "choice", choices=choices, dynamic=dynamic, durability=durability)
-    if spec.type not in INTEGER_TYPES:
-        raise PerflabError(f"tune.knobs: {name} is a {spec.type}; perflab tunes integers, "
-                           "booleans and enums", hint=f"remove {name} from tune.knobs")
-    startup = spec.startup_value
-    start = None if startup is None else parse_integer(startup)
-    if startup is None or (start is not None and start >= NO_LIMIT):
-        why = ("has no global value to start from (a session's own)" if startup is None else
-               "starts at its type's maximum, no limit: lower, it makes statements fail or "
-               "return less, not run faster")
-        raise PerflabError(f"tune.knobs: {name} {why}", hint=f"remove {name} from tune.knobs")
-    low, high = int(spec.minimum), int(spec.maximum)
+    low, high, start = _numeric_range(name, spec)
     log = zero = False
     if curated:
         low, high, log = max(low, curated[0]), min(high, curated[1]), curated[2]
     elif high > WIDE * max(low, 1):
         low, high, log, zero = uncurated_range(low, high, start)
     # see drawn_low: a log range from 1 would leave no whole number below it to stand for 0
-    zero_off = zero or (name in ZERO_OFF and int(spec.minimum) <= 0 and low >= 2 and log)
+    zero_off = zero or (name in ZERO_OFF and _whole(spec.minimum) <= 0 and low >= 2 and log)
     return Knob(name, "int", low, high, log and low > 0, (), dynamic, durability, zero_off)
+
+
+def _numeric_range(name: str, spec: VariableSpec) -> tuple[int, int, int]:
+    """(low, high, startup value) of a number the server takes: an integer's, or a DOUBLE's
+    whole numbers (innodb_max_dirty_pages_pct: 0 to 99, starting at 90), or why not, refused:
+    another type, no global value, a limit left off, or a DOUBLE with fewer than WHOLE_STEPS
+    whole numbers in its range or starting between two (innodb_defragment_fill_factor, 0.7 to
+    1 from 0.9), where a search on whole numbers would move it off its default and back."""
+    def refuse(why: str) -> PerflabError:
+        return PerflabError(f"tune.knobs: {name} {why}", hint=f"remove {name} from tune.knobs")
+
+    if spec.type not in (*INTEGER_TYPES, "DOUBLE"):
+        raise refuse(f"is a {spec.type}; perflab tunes integers, decimals on their whole "
+                      "numbers, booleans and enums")
+    startup = spec.startup_value
+    if startup is None:
+        raise refuse("has no global value to start from (a session's own)")
+    low, high = _whole(spec.minimum, math.ceil), _whole(spec.maximum, math.floor)
+    if spec.type == "DOUBLE" and (high - low < WHOLE_STEPS or not _is_whole(startup)):
+        raise refuse(f"takes decimals from {spec.minimum} to {spec.maximum} and starts at "
+                     f"{startup}: perflab searches a decimal on its whole numbers, which needs "
+                     f"{WHOLE_STEPS} or more of them and a whole startup value")
+    start = _whole(startup)
+    if start >= NO_LIMIT:
+        raise refuse("starts at its type's maximum, no limit: lower, it makes statements fail "
+                     "or return less, not run faster")
+    return low, high, start
+
+
+def _whole(text: str | None, rounding: Callable[[Decimal], int] = int) -> int:
+    """A number as the server prints it ("90.000000" for a DOUBLE's 90, 2^64 - 1 exactly) as a
+    whole number, `rounding` what lies between two."""
+    return rounding(Decimal(text or 0))
+
+
+def _is_whole(text: str) -> bool:
+    return Decimal(text) == int(Decimal(text))
 
 
 def uncurated_range(low: int, high: int, start: int | None) -> tuple[int, int, bool, bool]:
@@ -402,8 +433,14 @@ def memory_budget(share: float = 0.5) -> int:
 
 def startup_values(knobs: list[Knob], catalog: Catalog) -> dict:
     """Each knob at the server's startup value, clamped into its search range."""
-    return {knob.name: knob.within(catalog.variables[knob.name].startup_value, knob.choices[0]
-                                   if knob.kind == "choice" else None) for knob in knobs}
+    return {knob.name: knob.within(knob_value(knob, catalog.variables[knob.name].startup_value),
+                                   knob.choices[0] if knob.kind == "choice" else None)
+            for knob in knobs}
+
+
+def knob_value(knob: Knob, text: str | None):
+    """A value the server printed as this knob holds its values: a number's whole number."""
+    return text if knob.kind == "choice" or text is None else _whole(text)
 
 
 def setting_key(params: dict) -> tuple:
