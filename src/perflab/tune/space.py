@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, replace
-from decimal import Decimal
+from decimal import Decimal, InvalidOperation
 
 from optuna.distributions import BaseDistribution, CategoricalDistribution, IntDistribution
 
@@ -375,9 +375,10 @@ def _knob(name, spec, curated, allow_unsafe: bool, durability: bool) -> Knob:
 def _numeric_range(name: str, spec: VariableSpec) -> tuple[int, int, int]:
     """(low, high, startup value) of a number the server takes: an integer's, or a DOUBLE's
     whole numbers (innodb_max_dirty_pages_pct: 0 to 99, starting at 90), or why not, refused:
-    another type, no global value, a limit left off, or a DOUBLE with fewer than WHOLE_STEPS
-    whole numbers in its range or starting between two (innodb_defragment_fill_factor, 0.7 to
-    1 from 0.9), where a search on whole numbers would move it off its default and back."""
+    another type, no global value or one that is not a number, a limit left off, or a DOUBLE
+    with fewer than WHOLE_STEPS whole numbers in its range or starting between two
+    (innodb_defragment_fill_factor, 0.7 to 1 from 0.9), where a search on whole numbers would
+    move it off its default and back."""
     def refuse(why: str) -> PerflabError:
         return PerflabError(f"tune.knobs: {name} {why}", hint=f"remove {name} from tune.knobs")
 
@@ -387,12 +388,18 @@ def _numeric_range(name: str, spec: VariableSpec) -> tuple[int, int, int]:
     startup = spec.startup_value
     if startup is None:
         raise refuse("has no global value to start from (a session's own)")
+    try:
+        exact = Decimal(startup)
+    except InvalidOperation:
+        exact = Decimal("NaN")
+    if not exact.is_finite():
+        raise refuse(f"starts at {startup!r}, which is not a number")
     low, high = _whole(spec.minimum, math.ceil), _whole(spec.maximum, math.floor)
-    if spec.type == "DOUBLE" and (high - low < WHOLE_STEPS or not _is_whole(startup)):
+    start = int(exact)
+    if spec.type == "DOUBLE" and (high - low < WHOLE_STEPS or exact != start):
         raise refuse(f"takes decimals from {spec.minimum} to {spec.maximum} and starts at "
                      f"{startup}: perflab searches a decimal on its whole numbers, which needs "
                      f"{WHOLE_STEPS} or more of them and a whole startup value")
-    start = _whole(startup)
     if start >= NO_LIMIT:
         raise refuse("starts at its type's maximum, no limit: lower, it makes statements fail "
                      "or return less, not run faster")
@@ -403,10 +410,6 @@ def _whole(text: str | None, rounding: Callable[[Decimal], int] = int) -> int:
     """A number as the server prints it ("90.000000" for a DOUBLE's 90, 2^64 - 1 exactly) as a
     whole number, `rounding` what lies between two."""
     return rounding(Decimal(text or 0))
-
-
-def _is_whole(text: str) -> bool:
-    return Decimal(text) == int(Decimal(text))
 
 
 def uncurated_range(low: int, high: int, start: int | None) -> tuple[int, int, bool, bool]:
@@ -433,12 +436,13 @@ def memory_budget(share: float = 0.5) -> int:
 
 def startup_values(knobs: list[Knob], catalog: Catalog) -> dict:
     """Each knob at the server's startup value, clamped into its search range."""
-    return {knob.name: knob.within(knob_value(knob, catalog.variables[knob.name].startup_value),
+    printed = {knob.name: catalog.variables[knob.name].startup_value for knob in knobs}
+    return {knob.name: knob.within(_startup_number(knob, printed[knob.name]),
                                    knob.choices[0] if knob.kind == "choice" else None)
             for knob in knobs}
 
 
-def knob_value(knob: Knob, text: str | None):
+def _startup_number(knob: Knob, text: str | None):
     """A value the server printed as this knob holds its values: a number's whole number."""
     return text if knob.kind == "choice" or text is None else _whole(text)
 
