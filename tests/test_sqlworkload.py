@@ -36,8 +36,9 @@ def test_a_workload_file_parses_and_writes_its_statements(tmp_path):
     assert [w for w, _ in workload.statements] == [3, 1]
     assert [part for part in workload.entries[0].parts if not isinstance(part, str)] == \
         [Placeholder("int", 1, 10)]
-    assert workload.entries[1].example() == "UPDATE t\n         SET v = 1 WHERE id = 1"
-    assert workload.statements_file().startswith("20:perflab-statements/1,1:2,1:3,1:2,")
+    assert workload.entries[1].text == "UPDATE t\n         SET v = ? WHERE id = ?"
+    assert workload.statements_file().startswith(
+        "20:perflab-statements/2,1:2,1:3,28:SELECT v FROM t WHERE id = ?,1:1,1:I,1:1,2:10,1:0,")
     resolved = resolve(Workload("sql", (("file", str(path)),)))
     assert resolved.name == "sql" and resolved.writes  # the UPDATE
     resolved.family.write_files(tmp_path / "lab")
@@ -78,8 +79,10 @@ def test_the_data_is_named_and_described_by_the_file_not_the_plans_rows(tmp_path
     (("[schema]", "[schemas]"), "unknown key schemas"),
     (("WHERE id = {int:1:10}\"", "WHERE id = {int:1:10}; DELETE FROM t\""),
      "more than one statement"),
-    (("WHERE id = {int:1:10}\"", "WHERE id = {pick:p}\"\npicks = { p = [\"'it\\\\'s'\"] }"),
-     "NO_BACKSLASH_ESCAPES"),
+    (("WHERE id = {int:1:10}\"", "WHERE id = {pick:p}\"\npicks = { p = [\"'it\\\\0s'\"] }"),
+     "picks.p holds a control character (U+0000)"),  # \0 stands for a NUL
+    (("WHERE id = {int:1:10}\"", "WHERE id = ? AND 1 = {int:1:2}\""), "holds a '?'"),
+    (("WHERE id = {int:1:10}\"", "WHERE id = '{int:1:10}'\""), "inside a string"),
 ])
 def test_mistakes_in_a_workload_file_are_one_line(tmp_path, edit, message):
     path = tmp_path / "w.toml"

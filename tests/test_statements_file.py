@@ -1,8 +1,9 @@
-"""What perflab classifies is what the Lua driver sends, byte for byte: the statements file is
-framed by lengths, so no byte of a statement (NUL, a line break, a quote) can end a record or
-join two, and the driver fills the placeholders perflab parsed, not a parse of its own. sysbench
-reads the file here as a Lua interpreter: no server, no load (tests/test_existing.py sends the
-same kinds of statements to a real server and reads its general log)."""
+"""What perflab classifies is what the Lua driver prepares, byte for byte: the statements file
+is framed by lengths, so no byte of a statement or a value (NUL, a line break, a quote) can end
+a record or join two, and the driver prepares the text perflab checked, with a `?` per
+placeholder, and binds the values as data. sysbench reads the file here as a Lua interpreter:
+no server, no load (tests/test_existing.py prepares the same kinds of statements on a real
+server and reads its general log)."""
 
 from __future__ import annotations
 
@@ -53,9 +54,9 @@ def workload_file(path: Path, statements: list[tuple[str, list[str]]]) -> Path:
     return path
 
 
-def read_by_lua(statements_file: str, directory: Path) -> tuple[str, list[str]]:
-    """What the driver's reader makes of a statements file: the file again, in its own framing,
-    and each statement with the first value of every placeholder."""
+def read_by_lua(statements_file: str, directory: Path) -> str:
+    """What the driver's reader makes of a statements file: the file again, in its own
+    framing."""
     path = directory / "statements"
     path.write_bytes(statements_file.encode())
     env = {**os.environ, "LUA_PATH": f"{DUMP.parent}/?.lua;{LUA_PATH}",
@@ -65,17 +66,14 @@ def read_by_lua(statements_file: str, directory: Path) -> tuple[str, list[str]]:
     return _fields(out.split("\nPERFLAB-DUMP\n", 1)[1])
 
 
-def _fields(framed: str) -> tuple[str, list[str]]:
+def _fields(framed: str) -> str:
     data, fields, at = framed.encode(), [], 0
     while at < len(data):
         colon = data.index(b":", at)
         length = int(data[at:colon])
         fields.append(data[colon + 1:colon + 1 + length].decode())
         at = colon + length + 2
-    count = int(fields[1])
-    rendered = fields[-count:]
-    again = "".join(f"{len(f.encode())}:{f}," for f in fields[:-count])
-    return again, rendered
+    return "".join(f"{len(f.encode())}:{f}," for f in fields)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow,
@@ -86,7 +84,7 @@ def _fields(framed: str) -> tuple[str, list[str]]:
                               lambda pieces: "SELECT " + "".join(pieces)),
                           st.lists(st.sampled_from(VALUES), min_size=1, max_size=3)),
                 min_size=1, max_size=4))
-def test_what_perflab_classifies_is_what_the_driver_sends(tmp_path, statements):
+def test_what_perflab_classifies_is_what_the_driver_prepares(tmp_path, statements):
     try:
         workload = load_sql_workload(workload_file(tmp_path / "w.toml", statements))
     except PerflabError as refused:
@@ -97,12 +95,12 @@ def test_what_perflab_classifies_is_what_the_driver_sends(tmp_path, statements):
     for entry in workload.entries:
         for text in (entry.sql, *[v for _, values in entry.picks for v in values]):
             assert not any(c in text for c in CONTROLS), "a control character was accepted"
-    again, rendered = read_by_lua(workload.statements_file(), tmp_path)
-    assert again == workload.statements_file()  # every field read back as written
-    assert rendered == [entry.example() for entry in workload.entries]
+    written = workload.statements_file()
+    assert read_by_lua(written, tmp_path) == written  # every field read back as written
     for entry, kind in zip(workload.entries, workload.kinds, strict=True):
-        if kind.kind is Kind.READ:
-            assert classify(entry.example()).kind is Kind.READ
+        assert entry.text.count("?") >= len(entry.parameters)
+        assert f"{len(entry.text.encode())}:{entry.text}," in written  # the text, whole
+        assert classify(entry.text) == kind  # what was judged is what the server prepares
 
 
 @pytest.mark.parametrize("bad", ["\x00", "\r", "\x1b", "\x7f", "\x85"])
@@ -133,12 +131,16 @@ def test_a_placeholder_the_driver_would_not_fill_is_refused(tmp_path, placeholde
         load_sql_workload(path)
 
 
-def test_line_breaks_and_tabs_travel_inside_a_statement(tmp_path):
-    """A comment to the end of a line ends there: the driver sends the line break, and what
-    follows is SQL, as perflab classified it."""
-    path = workload_file(tmp_path / "w.toml", [("SELECT 1 -- note\n, 'a\tb', {pick:p}",
-                                                 ["'x\ny'"])])
+def test_line_breaks_and_tabs_travel_inside_a_statement_and_a_value(tmp_path):
+    """A line break and a tab reach the driver as they are: in the text it prepares, and in
+    a value it binds (never in the text)."""
+    path = workload_file(tmp_path / "w.toml", [("SELECT 1,\n 'a\tb', {pick:p}",
+                                                 ["'x\ny'", "'it''s'", "NULL", "'a\\\\b'"])])
     workload = load_sql_workload(path)
-    again, rendered = read_by_lua(workload.statements_file(), tmp_path)
-    assert rendered == ["SELECT 1 -- note\n, 'a\tb', 'x\ny'"]
+    entry = workload.entries[0]
+    assert entry.text == "SELECT 1,\n 'a\tb', ?"
+    assert entry.values("p") == ("x\ny", "it's", None, "a\\b")
+    written = workload.statements_file()
+    assert read_by_lua(written, tmp_path) == written
+    assert "4:vx\ny," in written and ",1:n," in written
     assert workload.kinds[0].kind is Kind.READ

@@ -1,17 +1,6 @@
 -- For tests/test_statements_file.py: read a statements file as perflab_sql.lua does, and write
--- back to stdout what it read, in the file's own framing (so that the test can compare bytes),
--- then each statement rendered with the first value of every placeholder (what perflab
--- classifies).
+-- back to stdout what it read, in the file's own framing (so that the test can compare bytes).
 local statements_file = require("perflab_statements")
-
-local function first(part, picks)
-   if part.kind == "I" then
-      return string.format("%.0f", part.low)
-   elseif part.kind == "S" then
-      return "'a'"
-   end
-   return picks[part.name][1]
-end
 
 sysbench.cmdline.commands = {dump = {function()
    local out = {}
@@ -20,30 +9,31 @@ sysbench.cmdline.commands = {dump = {function()
       out[#out + 1] = #value .. ":" .. value .. ","
    end
    local statements = statements_file.load(os.getenv("PERFLAB_SQL_STATEMENTS"))
-   put("perflab-statements/1")
+   put("perflab-statements/2")
    put(#statements)
-   local names = {}
    for _, statement in ipairs(statements) do
       put(statement.weight)
-      put(#statement.parts)
-      for _, part in ipairs(statement.parts) do
-         put(part.kind)
-         if part.kind == "T" then put(part.text)
-         elseif part.kind == "P" then put(part.name)
-         else put(string.format("%.0f", part.low)); put(string.format("%.0f", part.high)) end
+      put(statement.text)
+      put(#statement.params)
+      for _, param in ipairs(statement.params) do
+         put(param.kind)
+         if param.kind == "P" then put(param.name)
+         else put(string.format("%.0f", param.low)); put(string.format("%.0f", param.high)) end
       end
-      names = {}
+      local names = {}
       for name in pairs(statement.picks) do names[#names + 1] = name end
       table.sort(names)
       put(#names)
       for _, name in ipairs(names) do
+         local list = statement.picks[name]
          put(name)
-         put(#statement.picks[name])
-         for _, literal in ipairs(statement.picks[name]) do put(literal) end
+         put(list.type)
+         put(list.widest)
+         put(#list)
+         for _, value in ipairs(list) do
+            if value.null then put("n") else put("v" .. value.value) end
+         end
       end
-   end
-   for _, statement in ipairs(statements) do
-      put(statements_file.render(statement, first))
    end
    io.stdout:write("\nPERFLAB-DUMP\n" .. table.concat(out))
 end}}

@@ -1,15 +1,16 @@
 """What one SQL statement of a workload does to a server: reads, locks, writes, or cannot be
-told, read by sqlglot's MySQL tokenizer and parser rather than by its first word.
+told, read by sqlglot's MySQL parser rather than by its first word, over text that
+load/lexer.py has proven the server reads as perflab does.
 
-A statement that starts with SELECT can still write (`SELECT 1; DELETE ...` when the driver
-runs several statements per call, `SELECT ... INTO OUTFILE`, `SELECT NEXTVAL(s)`, a stored
-function that writes), lock (`FOR UPDATE`, `LOCK IN SHARE MODE`, `GET_LOCK()`) or hide SQL in
-an executable comment (`/*! ... */`, which MariaDB runs). The parse decides what is a plain
-read; what the parse cannot read is never taken for one. On a server perflab did not start the
-sessions are also read-only at the server (`SET SESSION TRANSACTION READ ONLY`), which stops a
-write whatever its text looked like; this module is what refuses, before anything runs, what a
-read-only session lets through (locks, files, several statements, SET GLOBAL, KILL) and what is
-not a read.
+A statement that starts with SELECT can still write (`SELECT ... INTO OUTFILE`, `SELECT
+NEXTVAL(s)`, a stored function that writes), lock (`FOR UPDATE`, `LOCK IN SHARE MODE`,
+`GET_LOCK()`) or hide SQL where perflab's reading and the server's differ (a comment one reads
+as code, a character one reads as a space): the lexer refuses the latter with the position, the
+parse decides what is a plain read, and what the parse cannot read is never taken for one. On
+a server perflab did not start the sessions are also read-only at the server (`SET SESSION
+TRANSACTION READ ONLY`) and every statement is prepared there, one per call, its values bound:
+this module is what refuses, before anything runs, what a read-only session lets through
+(locks, files, SET GLOBAL, KILL) and what is not a read.
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ from typing import TypedDict
 
 import sqlglot
 from sqlglot import exp
-from sqlglot.dialects.mysql import MySQL
-from sqlglot.tokens import TokenType
+
+from perflab.load.lexer import LexicalRefusal, lex
 
 READ_ROOTS = (exp.Select, exp.SetOperation, exp.Subquery, exp.Show, exp.Describe)
 NOT_READS = (exp.DML, exp.DDL, exp.Drop, exp.Alter, exp.TruncateTable, exp.LoadData,
@@ -59,9 +60,11 @@ class Classified:
     data_write: bool = False  # a write of rows or tables only (what --allow-writes may run)
     tables: tuple[tuple[str, str], ...] = ()  # (schema, or "" for the default one; table)
     schemas: tuple[str, ...] = ()  # schemas it creates, drops or alters
-    # (schema or "", NAME) of every name written before a "(": the functions it may call
-    # (and keywords; load/reach.py asks the server which names are its built-ins)
+    # (schema or "", NAME) of every name written before a "(", however the parse reads it:
+    # the functions it may call (load/reach.py looks each up on the server)
     calls: tuple[tuple[str, str], ...] = ()
+    # (schema or "", name) of every word and quoted name: each may be a view (load/reach.py)
+    names: tuple[tuple[str, str], ...] = ()
 
     @property
     def writes(self) -> bool:
@@ -76,66 +79,41 @@ class _Names(TypedDict):
     tables: tuple[tuple[str, str], ...]
     schemas: tuple[str, ...]
     calls: tuple[tuple[str, str], ...]
+    names: tuple[tuple[str, str], ...]
 
 
-def several_statements(sql: str) -> bool:
-    """Whether `sql` holds more than one statement (a `;` with more than comments after)."""
+def classify(sql: str, strict: bool = True) -> Classified:
+    """The kind of one statement, as the server would run it. `strict`: text a user wrote
+    (ASCII inside its quotes too), not text the server stored (load/lexer.py)."""
     try:
-        return _one_statement(sql, MySQL().tokenize(sql)) is None
-    except sqlglot.errors.TokenError:
-        return False  # classify() says what is wrong with it
-
-
-def classify(sql: str) -> Classified:
-    """The kind of one statement, as the server would run it."""
-    try:
-        tokens = MySQL().tokenize(sql)
-    except sqlglot.errors.TokenError as exc:
-        return Classified(Kind.UNKNOWN, f"cannot be read as SQL ({_first_line(exc)})")
-    statement = _one_statement(sql, tokens)
-    if statement is None:
-        return Classified(Kind.NEVER, "holds more than one statement")
-    if any(c.lstrip().startswith(("!", "M!")) for t in tokens for c in t.comments):
-        return Classified(Kind.NEVER, "holds an executable comment (/*! ... */), which the "
-                                      "server runs as SQL")
-    if _ambiguous_escapes(sql, tokens):
-        return Classified(Kind.NEVER, "has a backslash in a quoted string, read otherwise by a "
-                                      "server with sql_mode NO_BACKSLASH_ESCAPES")
-    words = {t.text.upper() for t in tokens if t.token_type != TokenType.STRING}
+        lexed = lex(sql, strict)
+    except LexicalRefusal as exc:
+        return Classified(Kind.NEVER, f"cannot be read as every server reads it: {exc}")
+    if not lexed.tokens:
+        return Classified(Kind.UNKNOWN, "holds no statement")
+    calls = {(schema, name.upper()) for schema, name in lexed.calls}
+    named: dict = {"calls": tuple(sorted(calls)), "names": lexed.names}
+    words = {t.text.upper() for t in lexed.tokens if t.kind == "word"}
     if "INTO" in words and words & {"OUTFILE", "DUMPFILE"}:
-        return Classified(Kind.NEVER, "writes a file on the database host (INTO OUTFILE)")
+        return Classified(Kind.NEVER, "writes a file on the database host (INTO OUTFILE)",
+                          **named)
     try:
-        tree = _parse(statement)
-    except sqlglot.errors.ParseError as exc:
+        tree = _parse(sql)
+    except (sqlglot.errors.ParseError, sqlglot.errors.TokenError) as exc:
         return Classified(Kind.UNKNOWN, f"cannot be parsed as one statement "
-                                        f"({_first_line(exc)})")
-    return _kind(tree, tokens[0].text.upper(), _called_names(tree, tokens))
+                                        f"({_first_line(exc)})", **named)
+    return _kind(tree, lexed.tokens[0].text.upper(), calls, lexed.names)
 
 
-def _called_names(tree: exp.Expr, tokens) -> set[tuple[str, str]]:
-    """(schema or "", NAME) of every word followed by "(" (a quoted name too: the server calls
-    `f`() as f()), but the names of the statement's own CTEs: every call is written so, by
-    the name the server resolves (sqlglot's own names for functions may differ)."""
-    ctes = {cte.alias.upper() for cte in tree.find_all(exp.CTE)}
-    found = set()
-    for n, token in enumerate(tokens[:-1]):
-        if tokens[n + 1].token_type != TokenType.L_PAREN or not re.fullmatch(r"\w+", token.text):
-            continue
-        qualified = n >= 2 and tokens[n - 1].token_type == TokenType.DOT
-        schema = tokens[n - 2].text.lower() if qualified else ""
-        if schema or token.text.upper() not in ctes:
-            found.add((schema, token.text.upper()))
-    return found
-
-
-def _kind(tree: exp.Expr, verb: str, calls: set[tuple[str, str]]) -> Classified:
+def _kind(tree: exp.Expr, verb: str, calls: set[tuple[str, str]],
+          names_used: tuple[tuple[str, str], ...]) -> Classified:
     """A parsed statement's kind: the rules in the order they matter (what is never run, then
     what the root says, then the functions and lock clauses inside)."""
     names = {name for schema, name in calls if not schema}
     locks = bool(names & LOCK_FUNCTIONS) or any(tree.find_all(exp.Lock))
     objects, schemas = _objects(tree)
     made: _Names = {"locks": locks, "tables": objects, "schemas": schemas,
-                    "calls": tuple(sorted(calls))}
+                    "calls": tuple(sorted(calls)), "names": names_used}
     if names & FILE_FUNCTIONS:
         return Classified(Kind.NEVER, "reads a file on the database host (LOAD_FILE)", **made)
     if isinstance(tree, exp.Command) and verb == "SHOW":
@@ -161,16 +139,17 @@ def _kind(tree: exp.Expr, verb: str, calls: set[tuple[str, str]]) -> Classified:
 
 def _objects(tree: exp.Expr) -> tuple[tuple[tuple[str, str], ...], tuple[str, ...]]:
     """The tables a statement names (sequences moved count as tables) and the schemas it
-    creates, drops or alters."""
+    creates, drops or alters, spelled as written (whether `App` is `app` is the server's
+    lower_case_table_names to say: a name is compared with perflab_ as it stands)."""
     if isinstance(tree, OBJECT_WRITES) and str(tree.args.get("kind", "")).upper() in \
             SCHEMA_OBJECTS:
-        return (), tuple(sorted({(t.name or t.db).lower() for t in tree.find_all(exp.Table)}))
-    tables = {(t.db.lower(), t.name) for t in tree.find_all(exp.Table) if t.name}
+        return (), tuple(sorted({t.name or t.db for t in tree.find_all(exp.Table)}))
+    tables = {(t.db, t.name) for t in tree.find_all(exp.Table) if t.name}
     for function in tree.find_all(exp.Anonymous):
         if function.name.upper() in SEQUENCE_FUNCTIONS and function.expressions:
             target = function.expressions[0]
             schema = target.table if isinstance(target, exp.Column) else ""
-            tables.add((schema.lower(), target.name))
+            tables.add((schema, target.name))
     return tuple(sorted(tables)), ()
 
 
@@ -181,15 +160,6 @@ def _data_write(tree: exp.Expr) -> bool:
         return True
     return isinstance(tree, OBJECT_WRITES) and \
         str(tree.args.get("kind", "")).upper() in WRITABLE_OBJECTS
-
-
-def _one_statement(sql: str, tokens) -> str | None:
-    """The text of the one statement in `sql` (without a final `;`), or None when a `;` has
-    more than comments after it."""
-    ends = [n for n, token in enumerate(tokens) if token.token_type == TokenType.SEMICOLON]
-    if any(n < len(tokens) - 1 for n in ends):
-        return None
-    return sql[:tokens[ends[0]].start] if ends else sql
 
 
 def _parse(sql: str) -> exp.Expr:
@@ -204,22 +174,6 @@ def _parse(sql: str) -> exp.Expr:
     if len(trees) != 1:
         raise sqlglot.errors.ParseError("no statement" if not trees else "several statements")
     return trees[0]
-
-
-class _NoBackslashTokenizer(MySQL.Tokenizer):
-    STRING_ESCAPES = ["'", '"']
-
-
-def _ambiguous_escapes(sql: str, tokens) -> bool:
-    """Whether a backslash in a string would split the statement otherwise under
-    NO_BACKSLASH_ESCAPES (`'a\\' ; DELETE ...'` is one string, or a string and a DELETE)."""
-    if "\\" not in sql:
-        return False
-    try:
-        plain = _NoBackslashTokenizer().tokenize(sql)
-    except sqlglot.errors.TokenError:
-        return True
-    return [t.token_type for t in plain] != [t.token_type for t in tokens]
 
 
 def _first_line(exc: Exception) -> str:

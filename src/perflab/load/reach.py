@@ -1,27 +1,32 @@
-"""What a statement reaches on a server, not only what it names.
+"""What a statement reaches on a server, not only what it names, by every name the server may
+resolve.
 
 `SELECT x FROM v` names a view; the view may call a stored function, and the function may run
 `SET GLOBAL`, take a named lock or write, and a read-only session stops none of that but the
-write. So every table a statement names is looked up on the server: a view is classified
-through its definition (information_schema.VIEWS), recursively; every function it calls that is
-not one of the server's built-ins (information_schema.SQL_FUNCTIONS and KEYWORDS) is looked up
-among its stored functions (information_schema.ROUTINES) and classified through its body, by
-the same classifier (load/classify.py) statement by statement. What cannot be read (a view or
-function this account cannot see into, a loadable function, a body with flow control) is never
-taken for a read.
+write. So every word and quoted name of a statement (load/lexer.py: however a parse would read
+it) is looked up among the server's views, and every one followed by `(` among its stored
+functions, in the schema it is qualified with or else the default one. Names are compared
+without regard to letter case, whatever lower_case_table_names says (both `App`.`v` and
+`app`.`v` are then taken as reached: a lookup too many, never one too few), a catalog name
+outside ASCII (which the server's collations may fold onto an ASCII one) matches every name,
+and the statement's own names hide nothing (a CTE named like a function does not stop the
+server calling the function). A view is classified through its definition, a stored function
+through its body statement by statement (only the forms perflab reads whole: RETURN, DECLARE
+of plain variables, SET of declared variables, reads), recursively. A call that is none of the
+server's stored functions must be one of its built-ins (information_schema.SQL_FUNCTIONS and
+KEYWORDS) or, where the server lists its loadable functions, not one of those. What cannot be
+read (a view or function this account cannot see into, a loadable function, a body with flow
+control or a form perflab does not read whole) is never taken for a read.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, replace
 
 import pymysql
-import sqlglot
-from sqlglot.dialects.mysql import MySQL
-from sqlglot.tokens import TokenType
 
 from perflab.load.classify import Classified, Kind, classify
+from perflab.load.lexer import LexicalRefusal, Token, lex
 from perflab.server.connection import query
 
 # Spatial functions: built into MariaDB but not listed in SQL_FUNCTIONS (10.11). Each also
@@ -65,11 +70,9 @@ class Reached:
 
 
 class ServerObjects:
-    """The views, stored functions and built-in names of one server, read as they are asked
-    for, through one session."""
+    """The views, stored functions and function names of one server, read once."""
 
     def __init__(self, conn: pymysql.Connection):
-        self.conn = conn
         try:
             names = query(conn, "SELECT FUNCTION FROM information_schema.SQL_FUNCTIONS UNION "
                                 "SELECT WORD FROM information_schema.KEYWORDS")
@@ -79,70 +82,108 @@ class ServerObjects:
             self.listed = True
         self.builtins = {name.upper() for (name,) in names} | SPATIAL | \
             {f"ST_{name}" for name in SPATIAL} if self.listed else set()
+        self.loadable = _loadable_functions(conn)
+        self.views = [(schema, name, definition or "") for schema, name, definition in query(
+            conn, "SELECT TABLE_SCHEMA, TABLE_NAME, VIEW_DEFINITION FROM "
+                  "information_schema.VIEWS")]
+        self.functions = [(schema, name, access, body or "") for schema, name, access, body in
+                          query(conn, "SELECT ROUTINE_SCHEMA, ROUTINE_NAME, SQL_DATA_ACCESS, "
+                                      "ROUTINE_DEFINITION FROM information_schema.ROUTINES "
+                                      "WHERE ROUTINE_TYPE = 'FUNCTION'")]
 
-    def view(self, schema: str, name: str) -> str | None:
-        """A view's definition, "" when this account cannot read it, None when `name` is not
-        a view."""
-        rows = query(self.conn, "SELECT t.TABLE_TYPE, v.VIEW_DEFINITION FROM "
-                                "information_schema.TABLES t LEFT JOIN information_schema.VIEWS "
-                                "v USING (TABLE_SCHEMA, TABLE_NAME) WHERE t.TABLE_SCHEMA = %s "
-                                "AND t.TABLE_NAME = %s", (schema, name))
-        if not rows or rows[0][0] != "VIEW":
-            return None
-        return rows[0][1] or ""
+    def views_named(self, schema: str, name: str) -> list[tuple[str, str, str]]:
+        """(schema, name, definition: "" when this account cannot read it) of every view the
+        server may take `schema`.`name` for."""
+        return [view for view in self.views if _may_be(view[0], schema) and
+                _may_be(view[1], name)]
 
-    def function(self, schema: str, name: str) -> tuple[str, str] | None:
-        """A stored function's declared data access and body ("" when this account cannot
-        read it), or None when this account sees no such function."""
-        rows = query(self.conn, "SELECT SQL_DATA_ACCESS, ROUTINE_DEFINITION FROM "
-                                "information_schema.ROUTINES WHERE ROUTINE_TYPE = 'FUNCTION' AND "
-                                "ROUTINE_SCHEMA = %s AND ROUTINE_NAME = %s", (schema, name))
-        return (rows[0][0], rows[0][1] or "") if rows else None
+    def functions_named(self, schema: str, name: str) -> list[tuple[str, str, str, str]]:
+        """(schema, name, declared data access, body: "" when unreadable) of every stored
+        function the server may take `schema`.`name`() for."""
+        return [found for found in self.functions if _may_be(found[0], schema) and
+                _may_be(found[1], name)]
+
+    def unknown_call(self, name: str) -> Classified | None:
+        """Why an unqualified call of `name`, which is no stored function here, is not known
+        to be one of the server's built-ins (None when it is)."""
+        if self.loadable is not None and name in self.loadable:
+            return Classified(Kind.NEVER, "is a loadable function, whose code perflab cannot "
+                                          "read")
+        if name in self.builtins or self.loadable is not None:
+            return None  # listed as built-in, or no other kind of function by that name
+        if not self.listed:
+            return Classified(Kind.NEVER, "may be a loadable function: this server does not "
+                                          "list its built-in ones (information_schema."
+                                          "SQL_FUNCTIONS, MariaDB 10.6 and later) and this "
+                                          "account cannot read its loadable ones")
+        return Classified(Kind.NEVER, "is neither a built-in function of this server nor a "
+                                      "stored function this account can read, and this "
+                                      "account cannot read the server's loadable functions "
+                                      "(mysql.func) to rule out one")
+
+
+def _loadable_functions(conn: pymysql.Connection) -> set[str] | None:
+    """The names of the server's loadable functions (UDFs), None when this account cannot
+    read them."""
+    for sql in ("SELECT UDF_NAME FROM performance_schema.user_defined_functions",  # MySQL 8+
+                "SELECT name FROM mysql.func"):
+        try:
+            return {str(name).upper() for (name,) in query(conn, sql)}
+        except pymysql.MySQLError:
+            continue
+    return None
+
+
+def _folded(name: str) -> str | None:
+    """A name as compared here: ASCII without letter case; None for one outside ASCII, which
+    a server's collation may fold onto others."""
+    return name.lower() if name.isascii() else None
+
+
+def _may_be(catalog: str, written: str) -> bool:
+    """Whether the server may take the name `written` for the catalog's name `catalog`."""
+    a, b = _folded(catalog), _folded(written)
+    return a is None or b is None or a == b
 
 
 def reached(statement: Classified, schema: str, objects: ServerObjects) -> list[Reached]:
-    """Every view and stored function `statement` reaches, run in default schema `schema`,
+    """Every view and stored function `statement` may reach, run in default schema `schema`,
     each with what it does; nothing is run."""
     out: list[Reached] = []
     seen: set[tuple[str, str, str]] = set()
     todo = [(statement, schema, "")]
     while todo:
         current, default, via = todo.pop(0)
-        for table_schema, table in current.tables:
-            key = ("view", table_schema or default, table)
-            if key in seen:
-                continue
-            seen.add(key)
-            definition = objects.view(key[1], table)
-            if definition is None:
-                continue
-            path = f"{via}view {key[1]}.{table}"
-            kind = classify(definition) if definition else Classified(
-                Kind.NEVER, "is a view whose definition this account cannot read (it needs "
-                            "SHOW VIEW)")
-            out.append(Reached(path, key[1], kind))
-            todo.append((kind, key[1], path + " -> "))
+        for written_schema, written in current.names:
+            for view_schema, view, definition in objects.views_named(written_schema or default,
+                                                                    written):
+                key = ("view", view_schema, view)
+                if key in seen:
+                    continue
+                seen.add(key)
+                path = f"{via}view {view_schema}.{view}"
+                kind = classify(definition, strict=False) if definition else Classified(
+                    Kind.NEVER, "is a view whose definition this account cannot read (it "
+                                "needs SHOW VIEW)")
+                out.append(Reached(path, view_schema, kind))
+                todo.append((kind, view_schema, path + " -> "))
         for call_schema, name in current.calls:
-            if not call_schema and name in objects.builtins:
-                continue  # a built-in: a stored function of that name is called qualified
-            key = ("function", call_schema or default, name)
-            if key in seen:
-                continue
-            seen.add(key)
-            path = f"{via}function {key[1]}.{name}"
-            found = objects.function(key[1], name)
-            if found is None and not objects.listed:
-                kind = Classified(Kind.NEVER, "may be a loadable function: this server does "
-                                              "not list its built-in ones (information_schema."
-                                              "SQL_FUNCTIONS, MariaDB 10.6 and later)")
-            elif found is None:
-                kind = Classified(Kind.NEVER, "is neither a built-in function of this server "
-                                              "nor a stored function this account can read (a "
-                                              "loadable function?)")
-            else:
-                kind = function_kind(*found)
-            out.append(Reached(path, key[1], kind))
-            todo.append((kind, key[1], path + " -> "))
+            found = objects.functions_named(call_schema or default, name)
+            if not found and not call_schema:
+                unknown = objects.unknown_call(name)
+                key = ("call", "", name)
+                if unknown is not None and key not in seen:
+                    seen.add(key)
+                    out.append(Reached(f"{via}function {default}.{name}", default, unknown))
+            for function_schema, function, access, body in found:
+                key = ("function", function_schema, function.upper())
+                if key in seen:
+                    continue
+                seen.add(key)
+                path = f"{via}function {function_schema}.{function}"
+                kind = function_kind(access, body)
+                out.append(Reached(path, function_schema, kind))
+                todo.append((kind, function_schema, path + " -> "))
         if len(seen) > DEEPEST:
             out.append(Reached(via.rstrip(" ->") or "the statement", default, Classified(
                 Kind.UNKNOWN, f"reaches more than {DEEPEST} views and functions")))
@@ -150,68 +191,130 @@ def reached(statement: Classified, schema: str, objects: ServerObjects) -> list[
     return out
 
 
+def prepare_refusal(conn: pymysql.Connection, text: str) -> str | None:
+    """What the server says when asked to prepare `text` (None when it prepares it): one
+    statement, parsed by the server's own parser; nothing is run. The text travels as a hex
+    literal, so no quoting of perflab's own can change it."""
+    try:
+        query(conn, f"SET @perflab_check = CONVERT(X'{text.encode().hex()}' USING utf8mb4)")
+        query(conn, "PREPARE perflab_check FROM @perflab_check")
+        query(conn, "DEALLOCATE PREPARE perflab_check")
+    except pymysql.MySQLError as exc:
+        return f"is refused by the server when prepared ({exc.args[-1]})"
+    finally:
+        query(conn, "SET @perflab_check = NULL")
+    return None
+
+
 def function_kind(data_access: str, body: str) -> Classified:
-    """What a stored function does, from its body: each statement classified (RETURN, a
-    DECLARE's DEFAULT and a SET of a declared variable as the SELECT of their expression),
-    the worst one's kind, with every table and call of them all (to follow further)."""
+    """What a stored function does, from its body: each statement read whole (RETURN, a
+    DECLARE's DEFAULT and each SET of a declared variable as the SELECT of their expression,
+    any other statement classified as it stands), the worst one's kind, with every table,
+    name and call of them all (to follow further)."""
     if not body:
         return Classified(Kind.NEVER, "is a function whose body this account cannot read")
     if data_access == "MODIFIES SQL DATA":
         return Classified(Kind.WRITES, "is declared MODIFIES SQL DATA")
-    statements = _body_statements(body)
+    try:
+        statements = _body_statements(body)
+    except LexicalRefusal as exc:
+        return Classified(Kind.NEVER, f"has a body perflab cannot read as every server reads "
+                                      f"it: {exc}")
     if statements is None:
-        return Classified(Kind.UNKNOWN, "has flow control, handlers or cursors, which perflab "
-                                        "does not follow")
+        return Classified(Kind.UNKNOWN, "has flow control, handlers, cursors or labels, which "
+                                        "perflab does not follow")
     declared: set[str] = set()
-    kinds = [_body_statement_kind(text, declared) for text in statements]
+    kinds = [_body_statement_kind(body, tokens, declared) for tokens in statements]
     worst = max(kinds, key=lambda k: SEVERITY[k.kind])
     return replace(worst, locks=any(k.locks for k in kinds),
                    tables=tuple(sorted({t for k in kinds for t in k.tables})),
+                   names=tuple(sorted({n for k in kinds for n in k.names})),
                    calls=tuple(sorted({c for k in kinds for c in k.calls})))
 
 
-def _body_statements(body: str) -> list[str] | None:
-    """A function body's statements (the one statement of a body without BEGIN), or None when
-    it has flow control, labels or nested blocks."""
-    text = body.strip()
-    try:
-        tokens = MySQL().tokenize(text)
-    except sqlglot.errors.TokenError:
-        return None
+def _body_statements(body: str) -> list[list[Token]] | None:
+    """A function body's statements as tokens (the one statement of a body without BEGIN), or
+    None when it has flow control, labels or nested blocks."""
+    tokens = list(lex(body, strict=False, several=True).tokens)
     if tokens and tokens[0].text.upper() == "BEGIN":
         if len(tokens) < 2 or tokens[-1].text.upper() != "END":
             return None
         tokens = tokens[1:-1]
-    statements, start = [], 0
-    for n in range(len(tokens) + 1):
-        if n < len(tokens) and tokens[n].token_type != TokenType.SEMICOLON:
-            continue
-        piece, start = tokens[start:n], n + 1
-        if not piece:
-            continue
-        if piece[0].text.upper() in FLOW or (len(piece) > 1 and
-                                            piece[1].token_type == TokenType.COLON):
+    statements: list[list[Token]] = [[]]
+    for token in tokens:
+        if token.kind == "punct" and token.text == ";":
+            statements.append([])
+        else:
+            statements[-1].append(token)
+    statements = [piece for piece in statements if piece]
+    for piece in statements:
+        if piece[0].text.upper() in FLOW or (len(piece) > 1 and piece[1].text == ":" and
+                                            piece[1].kind == "punct"):
             return None
-        statements.append(text[piece[0].start:piece[-1].end + 1])
     return statements
 
 
-def _body_statement_kind(statement: str, declared: set[str]) -> Classified:
-    words = statement.split(None, 1)
-    verb, rest = words[0].upper(), (words[1] if len(words) > 1 else "")
+def _text(body: str, tokens: list[Token]) -> str:
+    return body[tokens[0].start:tokens[-1].end] if tokens else ""
+
+
+def _body_statement_kind(body: str, tokens: list[Token], declared: set[str]) -> Classified:
+    """One body statement's kind; a DECLARE adds its variables to `declared`."""
+    verb, rest = tokens[0].text.upper(), tokens[1:]
     if verb == "RETURN":
-        return classify(f"SELECT {rest}")
+        return classify(f"SELECT {_text(body, rest)}", strict=False)
     if verb == "DECLARE":
-        match = re.match(r"^((?:`?\w+`?\s*,\s*)*`?\w+`?)\s+(.*?)(?:\s+DEFAULT\s+(.*))?$", rest,
-                         re.S | re.I)
-        if not match or re.match(r"^(CURSOR|CONDITION)\b", match.group(2), re.I) or \
-                re.match(r"^(CONTINUE|EXIT|UNDO)\b", rest, re.I):  # a handler
-            return Classified(Kind.UNKNOWN, "declares a handler, cursor or condition, which "
-                                            "perflab does not follow")
-        declared.update(n.strip(" `").lower() for n in match.group(1).split(","))
-        return classify(f"SELECT {match.group(3)}") if match.group(3) else Classified(Kind.READ)
+        return _declare_kind(body, rest, declared)
     if verb == "SET":
-        local = re.match(r"^`?(\w+)`?\s*:?=\s*(.*)$", rest, re.S)
-        if local and local.group(1).lower() in declared:
-            return classify(f"SELECT {local.group(2)}")
-    return classify(statement)
+        return _set_kind(body, rest, declared)
+    return classify(_text(body, tokens), strict=False)
+
+
+def _declare_kind(body: str, tokens: list[Token], declared: set[str]) -> Classified:
+    """DECLARE a[, b] TYPE [DEFAULT expression]: a handler, cursor or condition is refused."""
+    names: list[str] = []
+    n = 0
+    while n < len(tokens) and tokens[n].kind in ("word", "name"):
+        names.append(tokens[n].text)
+        if n + 1 < len(tokens) and tokens[n + 1].text == ",":
+            n += 2
+            continue
+        n += 1
+        break
+    following = tokens[n].text.upper() if n < len(tokens) else ""
+    if not names or names[0].upper() in ("CONTINUE", "EXIT", "UNDO") or \
+            following in ("CURSOR", "CONDITION"):
+        return Classified(Kind.UNKNOWN, "declares a handler, cursor or condition, which perflab "
+                                        "does not follow")
+    declared.update(name.lower() for name in names)
+    default = next((k for k in range(n, len(tokens)) if tokens[k].kind == "word" and
+                    tokens[k].text.upper() == "DEFAULT"), None)
+    if default is None:
+        return Classified(Kind.READ)
+    return classify(f"SELECT {_text(body, tokens[default + 1:])}", strict=False)
+
+
+def _set_kind(body: str, tokens: list[Token], declared: set[str]) -> Classified:
+    """SET a = x[, b = y ...]: every target must be a variable the function declared (a
+    global, a session or user variable, NAMES, PASSWORD, TRANSACTION... is refused)."""
+    assignments: list[list[Token]] = [[]]
+    depth = 0
+    for token in tokens:
+        if token.kind == "punct" and token.text in "()":
+            depth += 1 if token.text == "(" else -1
+        if depth == 0 and token.kind == "punct" and token.text == ",":
+            assignments.append([])
+        else:
+            assignments[-1].append(token)
+    kinds = []
+    for assignment in assignments:
+        target = assignment[0].text if assignment else ""
+        operator = "".join(t.text for t in assignment[1:3] if t.kind == "punct")
+        width = 2 if operator.startswith(":=") else 1
+        if not assignment or assignment[0].kind not in ("word", "name") or \
+                target.lower() not in declared or len(assignment) <= width or \
+                "".join(t.text for t in assignment[1:1 + width]) not in ("=", ":="):
+            return Classified(Kind.UNKNOWN, f"sets {_text(body, assignment[:3]) or 'nothing'}"
+                                            ", which is not a variable the function declared")
+        kinds.append(classify(f"SELECT {_text(body, assignment[1 + width:])}", strict=False))
+    return max(kinds, key=lambda k: SEVERITY[k.kind])

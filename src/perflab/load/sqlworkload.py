@@ -12,16 +12,19 @@
     sql = "SELECT name FROM items WHERE id = {int:1:100000}"
     weight = 10
 
-Placeholders in statements: {int:LO:HI} (a uniform integer), {str:MIN:MAX} (a quoted random
-string of MIN to MAX letters) and {pick:NAME} (one of the statement's own values, e.g. those a
-log used: `picks = { NAME = [42, "'Alice'"] }`, each an SQL literal: a number, or a string
-written with its quotes). Column generators: seq (1, 2, 3, ...), int:LO:HI, str:MIN:MAX.
+Placeholders in statements: {int:LO:HI} (a uniform integer), {str:MIN:MAX} (a random string
+of MIN to MAX letters) and {pick:NAME} (one of the statement's own values, e.g. those a log
+used: `picks = { NAME = [42, "'Alice'"] }`, each written as an SQL literal: a number, NULL, or
+a string with its quotes). Column generators: seq (1, 2, 3, ...), int:LO:HI, str:MIN:MAX.
 
-Statements travel to the Lua driver (lua/perflab_sql.lua, lua/perflab_statements.lua) exactly:
-each template is parsed here, once, into text and placeholders (`parts`), and the file the
-driver reads holds those parts as length-prefixed fields, so no byte of a statement can end a
-record or join two. NUL and the other control characters but tab and newline are refused in
-statements and pick values: a server, a log or a terminal may each read them otherwise.
+The server decides what runs: the Lua driver (lua/perflab_sql.lua) prepares each statement on
+the server once per session, its text fixed when perflab checked it, each placeholder a `?`
+parameter, and binds the values per execution: a value is data, never SQL, whatever it holds,
+and the server prepares exactly one statement per text. The statements file the driver reads
+(lua/perflab_statements.lua) holds the texts and values as length-prefixed fields, so no byte
+can end a record or join two. NUL and the other control characters but tab and newline are
+refused in statements and pick values: a server, a log or a terminal may each read them
+otherwise.
 """
 
 from __future__ import annotations
@@ -37,9 +40,10 @@ from pathlib import Path
 
 import sqlglot
 from sqlglot.dialects.mysql import MySQL
+from sqlglot.tokens import TokenType
 
 from perflab.errors import PerflabError
-from perflab.load.classify import Classified, Kind, classify, several_statements
+from perflab.load.classify import Classified, classify
 from perflab.load.family import Family, LoadReport
 from perflab.plan import Dataset, Scalar, canonical_engine
 from perflab.server.connection import Endpoint, query
@@ -52,12 +56,18 @@ STR_BOUNDS = re.compile(r"^(\d+):(\d+)$")
 LARGEST_INTEGER = 2**53 - 1  # exact in Lua's numbers
 WIDEST_INT_RANGE = 2**32 - 1  # sysbench.rand.uniform draws an unsigned 32-bit integer
 LONGEST_STRING = 4096  # letters of a {str:} value
-FRAME_MAGIC = "perflab-statements/1"
+FRAME_MAGIC = "perflab-statements/2"
+LARGEST_BOUND_INTEGER = 2**53 - 1  # a pick bound as BIGINT travels as a Lua number: exact here
 GENERATOR = re.compile(r"^(seq|int:(-?\d+):(-?\d+)|str:(\d+):(\d+))$")
 # the control characters (Unicode Cc) but tab and newline: refused in statements and values
 CONTROL_CHARACTER = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 SQL_LITERAL = re.compile(  # a number, NULL, or one quoted string (either quote, SQL escapes)
     r"^(?:'(?:[^'\\]|\\.|'')*'|\"(?:[^\"\\]|\\.|\"\")*\"|-?\d+(?:\.\d+)?|NULL)$", re.S)
+INTEGER = re.compile(r"^-?\d+$")
+# what a backslash escape in a quoted literal stands for, under the servers' default sql_mode
+# (MySQL's and MariaDB's table; \% and \_ keep their backslash, any other letter stands for itself)
+ESCAPES = {"0": "\x00", "b": "\b", "n": "\n", "r": "\r", "t": "\t", "Z": "\x1a", "%": "\\%",
+           "_": "\\_"}
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # what table_engine reads of a schema statement: quoted text and comments set aside, a quoted
 # name and an executable comment (/*! ... */, which the server runs) kept; scanned left to
@@ -94,24 +104,60 @@ Part = str | Placeholder  # a template is text and placeholders, in order
 
 @dataclass(frozen=True)
 class Statement:
-    """One [[statements]] entry, checked: its template as written, parsed once into parts
-    (what both classify() and the Lua driver use), and its pick lists."""
+    """One [[statements]] entry, checked: its template as written, parsed once into parts, and
+    its pick lists (the literals as written)."""
 
     weight: int
     sql: str
     parts: tuple[Part, ...]
     picks: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (name, SQL literals)
 
-    def render(self, choose) -> str:
-        """The statement with each placeholder filled by `choose(slot, picks)`."""
-        lists = dict(self.picks)
-        return "".join(part if isinstance(part, str) else choose(part, lists)
-                       for part in self.parts)
+    @property
+    def text(self) -> str:
+        """What the server prepares: the template with a `?` parameter for each placeholder,
+        without a final `;` (a prepared statement has none)."""
+        text = "".join(part if isinstance(part, str) else "?" for part in self.parts).rstrip()
+        return text[:-1].rstrip() if text.endswith(";") else text
 
-    def example(self) -> str:
-        """The statement as sent, each placeholder filled with one value of its kind: what
-        classify() reads (every value a placeholder takes is one literal of the same kind)."""
-        return self.render(_first_value)
+    @property
+    def parameters(self) -> tuple[Placeholder, ...]:
+        """The placeholders, in the order of the text's `?` parameters."""
+        return tuple(part for part in self.parts if isinstance(part, Placeholder))
+
+    def values(self, name: str) -> tuple[str | None, ...]:
+        """The values pick list `name` binds (None for NULL): each literal as the server reads
+        it under its default sql_mode."""
+        return tuple(literal_value(literal) for literal in dict(self.picks)[name])
+
+
+def literal_value(literal: str) -> str | None:
+    """The value an SQL literal of a pick list stands for: a number's text, None for NULL, a
+    quoted string without its quotes, a doubled quote as one, backslash escapes read as the
+    servers' default sql_mode reads them."""
+    if literal.upper() == "NULL":
+        return None
+    if literal[0] not in "'\"":
+        return literal
+    body, quote, out, n = literal[1:-1], literal[0], [], 0
+    while n < len(body):
+        char = body[n]
+        if char == "\\":
+            out.append(ESCAPES.get(body[n + 1], body[n + 1]))
+            n += 2
+        elif char == quote:  # doubled (SQL_LITERAL admits no other)
+            out.append(quote)
+            n += 2
+        else:
+            out.append(char)
+            n += 1
+    return "".join(out)
+
+
+def bound_as_integer(values: tuple[str | None, ...]) -> bool:
+    """Whether a pick list is bound as BIGINT (every value a whole number Lua holds exactly,
+    or NULL), else as VARCHAR (its numbers as their text, which the server converts)."""
+    return all(v is None or (INTEGER.match(v) and abs(int(v)) <= LARGEST_BOUND_INTEGER)
+               for v in values)
 
 
 @dataclass(frozen=True)
@@ -129,22 +175,25 @@ class SqlWorkload:
         return tuple((entry.weight, entry.sql) for entry in self.entries)
 
     def statements_file(self) -> str:
-        """What lua/perflab_statements.lua reads: every statement's weight, parts and pick
-        lists as `LENGTH:BYTES,` fields (lengths in UTF-8 bytes), so that no byte of a
-        statement can end or join a record."""
+        """What lua/perflab_statements.lua reads, as `LENGTH:BYTES,` fields (lengths in UTF-8
+        bytes), so that no byte of a statement or a value can end or join a record: per
+        statement its weight, the text the server prepares, its parameters ("I" low high, "S"
+        low high, "P" name) and its pick lists (name, "I" or "S" and the widest value in
+        bytes, the values: "n" for NULL, else "v" and the value)."""
         fields: list[str | int] = [FRAME_MAGIC, len(self.entries)]
         for entry in self.entries:
-            fields += [entry.weight, len(entry.parts)]
-            for part in entry.parts:
-                if isinstance(part, str):
-                    fields += ["T", part]
-                elif part.kind == "pick":
+            fields += [entry.weight, entry.text, len(entry.parameters)]
+            for part in entry.parameters:
+                if part.kind == "pick":
                     fields += ["P", part.name]
                 else:
                     fields += ["I" if part.kind == "int" else "S", part.low, part.high]
             fields.append(len(entry.picks))
-            for name, literals in entry.picks:
-                fields += [name, len(literals), *literals]
+            for name, _ in entry.picks:
+                values = entry.values(name)
+                widest = max((len(v.encode()) for v in values if v is not None), default=0)
+                fields += [name, "I" if bound_as_integer(values) else "S", widest, len(values),
+                           *("n" if v is None else f"v{v}" for v in values)]
         return "".join(f"{len(text.encode())}:{text}," for text in map(str, fields))
 
 
@@ -199,9 +248,10 @@ class SqlFamily(Family):
         return any(kind.writes for kind in self.sql_file.kinds)
 
     def statements(self) -> tuple[tuple[str, Classified], ...]:
-        return tuple((entry.example(), kind) for entry, kind in zip(self.sql_file.entries,
-                                                                    self.sql_file.kinds,
-                                                                    strict=True))
+        """Each statement's text as the server prepares it (values are bound: no value is
+        in it), and what it does."""
+        return tuple((entry.text, kind) for entry, kind in zip(self.sql_file.entries,
+                                                               self.sql_file.kinds, strict=True))
 
     def setup_statements(self) -> tuple[str, ...]:
         return self.sql_file.schema
@@ -221,6 +271,13 @@ class SqlFamily(Family):
         started = time.monotonic()
         rows = load_sql_dataset(endpoint, self.sql_file, dataset.engine)
         return LoadReport(rows, len(self.sql_file.data), time.monotonic() - started)
+
+    def sysbench_args(self, dataset: Dataset, writes: bool) -> list[str]:
+        """Server-side prepared statements, always: sysbench's "disable" mode (and its fallback
+        for a statement the server will not prepare) would put the values into the text
+        unescaped. perflab asks the server to prepare each text before a run on a server it
+        did not start, so the fallback never comes."""
+        return ["--db-ps-mode=auto"]
 
     def sysbench_environment(self) -> dict[str, str]:
         if self.statements_path is None:
@@ -285,18 +342,12 @@ def load_sql_workload(path: str | Path, where: str = "workload.options.file") ->
         raise PerflabError(f"{path}: no [[statements]]: a workload needs at least one")
     digest = hashlib.sha256(text.encode()).hexdigest()[:12]
     return SqlWorkload(path.resolve(), digest, tuple(schema), specs, entries,
-                       tuple(classify(entry.example()) for entry in entries))
+                       tuple(classify(entry.text) for entry in entries))
 
 
 def shown(sql: str, width: int = 60) -> str:
     """A statement on one line, cut to `width` characters, for a message."""
     return " ".join(sql.split())[:width]
-
-
-def _first_value(slot: Placeholder, picks: dict[str, tuple[str, ...]]) -> str:
-    if slot.kind == "int":
-        return str(slot.low)
-    return "'a'" if slot.kind == "str" else picks[slot.name][0]
 
 
 def load_sql_dataset(endpoint: Endpoint, workload: SqlWorkload, engine: str) -> int:
@@ -387,10 +438,7 @@ def checked_statement(item, n: int, path: Path) -> Statement:
         raise PerflabError(f"{where}.weight must be a positive integer")
     refuse_controls(sql, f"{where}.sql")
     parts = template_parts(sql, where)
-    if several_statements(_marked(parts, where)):
-        raise PerflabError(f"{where}.sql holds more than one statement",
-                           hint="one statement per [[statements]] entry, without a ';' between "
-                                "two")
+    _check_marks(parts, where)
     used = {part.name for part in parts if isinstance(part, Placeholder) and part.kind == "pick"}
     return Statement(weight, sql, parts, _picks(item.get("picks", {}), used, where))
 
@@ -445,11 +493,12 @@ def _slot(kind: str, arguments: str, where: str) -> Placeholder:
     return Placeholder(kind, low, high)
 
 
-def _marked(parts: tuple[Part, ...], where: str) -> str:
-    """The template with each placeholder replaced by a mark, checked that every mark stands
-    where a value goes, as a token of its own: inside a string, a comment or a name, the value
-    a placeholder takes could end the string or comment and turn what follows into SQL (a pick
-    of `'*/ ; DELETE ...'` in `/* {pick:p} */`)."""
+def _check_marks(parts: tuple[Part, ...], where: str) -> None:
+    """A PerflabError unless the template, each placeholder replaced by a mark, is one
+    statement whose every mark stands where a value goes, as a token of its own, and whose
+    only parameters are its placeholders: inside a string, a comment or a name, a placeholder
+    would be no parameter, and a `?` of the user's own would be one no value is bound to.
+    (The server prepares the text; this says so before a server is asked.)"""
     marks: list[str] = []
     pieces: list[str] = []
     for part in parts:
@@ -458,16 +507,24 @@ def _marked(parts: tuple[Part, ...], where: str) -> str:
         else:
             marks.append(f"perflab_placeholder_{len(marks)}")
             pieces.append(marks[-1])
-    marked = "".join(pieces)
     try:
-        tokens = MySQL().tokenize(marked)
+        tokens = MySQL().tokenize("".join(pieces))
     except sqlglot.errors.TokenError:
-        return marked  # not SQL at all: classify() says so
-    if sorted(t.text for t in tokens if t.text in marks) != sorted(marks):
+        return  # not SQL at all: classify() says so, and the server refuses to prepare it
+    if sorted(t.text for t in tokens if t.token_type == TokenType.VAR and t.text in marks) \
+            != sorted(marks):  # a string or quoted name of the mark's text is no mark
         raise PerflabError(f"{where}: a placeholder stands inside a string, a comment or a "
                            "name", hint="write it where a value goes: WHERE id = {int:1:100}, "
-                                        "name = {str:3:8} (it brings its own quotes)")
-    return marked
+                                        "name = {str:3:8} (a bound value, without quotes)")
+    if any(t.token_type == TokenType.PLACEHOLDER for t in tokens):
+        raise PerflabError(f"{where}.sql holds a '?', a parameter marker to the server that no "
+                           "value would be bound to", hint="write a placeholder where a value "
+                                                           "goes: {int:1:100}, {pick:NAME}")
+    ends = [n for n, t in enumerate(tokens) if t.token_type == TokenType.SEMICOLON]
+    if any(n < len(tokens) - 1 for n in ends):
+        raise PerflabError(f"{where}.sql holds more than one statement",
+                           hint="one statement per [[statements]] entry, without a ';' between "
+                                "two")
 
 
 def _picks(table, used: set[str], where: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
@@ -494,11 +551,9 @@ def _picks(table, used: set[str], where: str) -> tuple[tuple[str, tuple[str, ...
             if not isinstance(literal, str) or not SQL_LITERAL.match(literal):
                 raise PerflabError(f"{where}.picks.{name}: {value!r} is not an SQL literal",
                                    hint="a number, or a string with its quotes: \"'Alice'\"")
-            if classify(f"SELECT {literal}").kind is not Kind.READ:
-                raise PerflabError(f"{where}.picks.{name}: {value!r} reads as another literal "
-                                   "when the server has sql_mode NO_BACKSLASH_ESCAPES",
-                                   hint="write a quote inside a string doubled ('it''s'), "
-                                        "not after a backslash")
+            decoded = literal_value(literal)
+            if decoded is not None:
+                refuse_controls(decoded, f"{where}.picks.{name}")  # an escape stands for one
             literals.append(literal)
         out.append((name, tuple(literals)))
     return tuple(out)

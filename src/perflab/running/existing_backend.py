@@ -31,7 +31,8 @@ from dataclasses import replace
 
 from perflab.errors import PerflabError
 from perflab.load.classify import Classified, Kind, classify
-from perflab.load.reach import Reached, ServerObjects, reached
+from perflab.load.family import Family
+from perflab.load.reach import Reached, ServerObjects, prepare_refusal, reached
 from perflab.load.sqlworkload import shown
 from perflab.load.workloads import ResolvedWorkload
 from perflab.plan import Environment, Plan, Schedule, ServerConfig
@@ -98,6 +99,8 @@ class ExistingBackend:
                                   max_statement_seconds=max(run.run_seconds, run.warmup_seconds)
                                   + STATEMENT_SLACK_SECONDS, sessions_file=self.sessions)
         watch_sessions(self.sessions, server.endpoint)  # ended on the server if perflab dies
+        with server.connect() as conn:  # the tripwire's reference, checked before each point
+            server.tripwire.reset(conn)
         self.server = server
         self.active: str | None = None
         self.loaded: set[str] = set()  # datasets loaded into perflab's schema by this run
@@ -141,10 +144,12 @@ class ExistingBackend:
                 hint="on someone else's server, run read-only workloads on existing data, or "
                      "the sql workload, whose schema is perflab_sql")
         if not self.workload.writes:
-            self._check_sessions_stay_read_only()
+            check_sessions_stay_read_only(plan)
         for config in plan.configs:
             self._check_config(config)
         self._check_schema(plan)
+        if plan.dataset.existing:  # what perflab refuses is refused before the server is asked
+            check_prepared(self.existing, self.workload.family, plan.dataset.existing)
 
     def _check_statements(self, plan: Plan, schema: str) -> None:
         """Each of the user's statements against what was allowed (one line: the statement,
@@ -166,17 +171,6 @@ class ExistingBackend:
                 if refusal:
                     reason, hint = refusal
                     raise PerflabError(f"{what} ({shown(sql)}) {reason}", hint=hint)
-
-    def _check_sessions_stay_read_only(self) -> None:
-        """sysbench opens a new session after an error it ignores or on `reconnect`, and that
-        one is not read-only: neither is allowed on a read-only run."""
-        options = dict(self.plan.workload.options)
-        for name in ("mysql_ignore_errors", "reconnect"):
-            if options.get(name) not in (None, "", 0, "none", False):
-                raise PerflabError(
-                    f"workload.options.{name}: sysbench would open sessions that are not "
-                    "read-only, on a server perflab did not start",
-                    hint=f"remove {name}, or add --allow-writes if the workload may write")
 
     def _check_config(self, config: ServerConfig) -> None:
         where = f"configs.{config.name}"
@@ -240,9 +234,13 @@ class ExistingBackend:
         report = self.workload.family.load(writable, dataset)
         self.say(f"loaded {report.rows} rows in {report.seconds:.1f} s")
         self.loaded.add(key)
+        check_prepared(self.existing, self.workload.family, self.workload.family.schema)
 
     def activate(self, config: ServerConfig) -> str | None:
-        """Variables of the configuration set, and those of the one before put back."""
+        """Before every point: the tripwire (no global variable changed since perflab last
+        left them, server/existing.py), then the configuration's variables set and those of
+        the one before put back."""
+        self.existing.check_unchanged()
         if self.active == config.name:
             return None
         wanted = self.options[config.name]
@@ -270,8 +268,36 @@ class ExistingBackend:
         forget_sessions(self.sessions)
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.sessions)
-        self.existing.stop()
-        self.active = None
+        try:
+            self.existing.check_unchanged()  # after the last point
+        finally:
+            self.existing.stop()
+            self.active = None
+
+
+def check_sessions_stay_read_only(plan: Plan) -> None:
+    """sysbench opens a new session after an error it ignores or on `reconnect`, and that
+    one is not read-only: neither is allowed on a read-only run."""
+    options = dict(plan.workload.options)
+    for name in ("mysql_ignore_errors", "reconnect"):
+        if options.get(name) not in (None, "", 0, "none", False):
+            raise PerflabError(
+                f"workload.options.{name}: sysbench would open sessions that are not "
+                "read-only, on a server perflab did not start",
+                hint=f"remove {name}, or add --allow-writes if the workload may write")
+
+
+def check_prepared(server: ExistingServer, family: Family, schema: str) -> None:
+    """Each of the user's statements prepared by the server in `schema` (its tables must be
+    there), nothing run: the server's parser has the last word on what is one statement."""
+    with server.connect(schema) as conn:
+        for n, (sql, _) in enumerate(family.statements(), 1):
+            refused = prepare_refusal(conn, sql)
+            if refused:
+                raise PerflabError(f"statement {n} ({shown(sql)}) {refused}",
+                                   hint="perflab runs each statement as the one statement the "
+                                        "server prepares; fix it, or measure it on a managed "
+                                        "server")
 
 
 def account_powers(grants: list[str]) -> list[str]:

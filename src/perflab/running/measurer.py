@@ -35,6 +35,7 @@ from perflab.server import environment as env
 from perflab.server.existing import ExistingServer
 from perflab.server.managed import ManagedServer
 from perflab.server.protocol import Server
+from perflab.server.tripwire import Tripped
 from perflab.store import PointRecord, ResultStore, StoredPoint
 
 
@@ -101,9 +102,8 @@ class Measurer:
         self.plan_id: int | None = None  # saved with the first session (open_session)
         self.server_state_id: int | None = None
         self.profiler = Profiler(say)
-        # load from several client machines: the scheduler reached before anything runs
-        self.clients = (connect_clients(plan.run.clients, existing, say) if plan.run.clients
-                        else None)
+        self.clients = (connect_clients(plan.run.clients, existing, say)  # other machines' load:
+                        if plan.run.clients else None)  # their scheduler reached before any run
         self.schedule: Schedule | None = None  # decided by run(), or on first need (noise)
         self.sizing_seconds = 0.0  # spent sizing the fleet's slices (_size_slices)
 
@@ -234,6 +234,8 @@ class Measurer:
         started = time.time()
         try:
             self._activate(session, point.config)
+        except Tripped:
+            raise  # a promise to someone else's server failed: the run stops at once
         except (PerflabError, pymysql.MySQLError) as exc:  # LoadFailed is a PerflabError
             # the setting's own failure when its server did not start or died (not when the
             # warm-up's load failed on a live server)

@@ -15,6 +15,7 @@ perflab runs never change one server at once.
 from __future__ import annotations
 
 import configparser
+import contextlib
 import hashlib
 import json
 import os
@@ -34,6 +35,7 @@ from perflab.server.connection import (
     set_globals,
     variable_name,
 )
+from perflab.server.tripwire import Tripwire, differences, global_variables, listed
 from perflab.server.variables import check_value, read_catalog
 
 JOURNAL = "journal.json"
@@ -54,6 +56,9 @@ UNRESTORABLE = (
     (re.compile(r"_now$|^innodb_buffer_pool_(dump|load)_|^innodb_(log_checkpoint|"
                 r"fil_make_page_dirty|trx_rseg|disallow_writes)"),
      "acts at once instead of holding a value"),
+    (re.compile(r"^(server_id|hostname|port|socket|datadir)$"),
+     "is part of the server's identity, which the journal is bound to (changed, the journal "
+     "would refuse to play back on its own server)"),
 )
 # Dynamic variables for which SYSTEM_VARIABLES names no command-line option and that hold a
 # value, the defaults of the sessions that connect next: SET GLOBAL sets them and the same SET
@@ -71,11 +76,6 @@ SET_BY_VALUE = ("character_set_client", "character_set_filesystem", "character_s
 WITH_COLLATION = {"character_set_connection": "collation_connection",
                   "character_set_database": "collation_database",
                   "character_set_server": "collation_server"}
-# Global variables that move on their own while a server runs: not compared after a put-back.
-MOVING = re.compile(r"^(gtid_(binlog_pos|binlog_state|current_pos|slave_pos)|"
-                    r"innodb_buffer_pool_size_auto|timestamp|last_insert_id)$")
-
-
 def unrestorable(name: str) -> str | None:
     """Why --allow-set may not change variable `name` (None when it may)."""
     return next((why for pattern, why in UNRESTORABLE if pattern.search(name)), None)
@@ -378,6 +378,9 @@ class ExistingServer:
     options: dict[str, str] = field(default_factory=dict)  # what perflab has SET on it
     # every global variable before perflab's first change, to compare after the put-back
     before: dict[str, str] | None = field(default=None, repr=False)
+    tripwire: Tripwire = field(default_factory=Tripwire)
+    touched: set[str] = field(default_factory=set)  # set by perflab, or moved by its changes
+    moved_by: dict[str, list[str]] = field(default_factory=dict)  # variable -> others it moved
     _lock: pymysql.Connection | None = field(default=None, repr=False)  # holds LOCK_NAME
 
     def connect(self, database: str | None = None) -> pymysql.Connection:
@@ -406,21 +409,68 @@ class ExistingServer:
                                         "prove")
         self.claim()
         with self.connect() as conn:
+            now = global_variables(conn)
             if self.before is None:
-                self.before = global_variables(conn)
+                self.before = now
             originals = {name: _global_value(conn, name) for name in variables}
-            self.journal.record(self.endpoint, identity(conn), originals)
+            server = identity(conn)
+            self.journal.record(self.endpoint, server, originals)
+            self.tripwire.disarm()  # perflab's own change, until the reference is taken again
             set_globals(conn, variables)
+            after = global_variables(conn)
+            moved: dict[str, str | None] = {
+                name: now[name] for name in sorted(now)
+                if name not in variables and after.get(name) != now[name]}
+            self._refuse_unrestorable(conn, variables, moved, now)
+            if moved:  # journalled after the ones set, so put back after them
+                self.journal.record(self.endpoint, server, moved)
+            self.touched.update(variables, moved)
+            for name in variables:
+                self.moved_by.setdefault(name, []).extend(moved)
+            self.tripwire.reset(conn)
         self.options.update(variables)
+
+    def _refuse_unrestorable(self, conn: pymysql.Connection, variables: dict[str, str],
+                             moved: dict[str, str | None], before: dict[str, str]) -> None:
+        """A variable the server moved with `variables` that perflab may not set back (not
+        dynamic, or one --allow-set refuses) refuses them: they are put back at once, and
+        what they moved where that did not restore it; the run stops naming it."""
+        specs = read_catalog(conn).variables
+        stuck = [name for name in moved if name not in specs or not specs[name].dynamic or
+                 unrestorable(name)]
+        if not stuck:
+            return
+        self.journal.play_back(conn)  # the variables set: their originals only
+        for name in differences(before, global_variables(conn)):
+            if name in moved and name in before:
+                with contextlib.suppress(pymysql.MySQLError):
+                    set_global(conn, name, before[name])
+        still = [name for name in differences(before, global_variables(conn)) if name in moved]
+        self.tripwire.reset(conn)
+        raise PerflabError(
+            f"--allow-set of {', '.join(variables)} also moved {', '.join(stuck)}, which "
+            "perflab may not set back: refused, and put back"
+            + (f" but for {', '.join(still)}" if still else ""),
+            hint="remove it from the plan, or measure it on a managed server")
+
+    def check_unchanged(self) -> None:
+        """The tripwire, between points (server/tripwire.py)."""
+        with self.connect() as conn:
+            self.tripwire.check(conn)
 
     def put_back(self, names: list[str]) -> None:
         """Return `names` to the values they had before perflab (a configuration that does not
         set them follows one that did)."""
         entry = self.journal.pending() or {"variables": {}}
+        if names:
+            self.tripwire.disarm()
         with self.connect() as conn:
-            for name in names:
+            followers = [moved for name in names for moved in self.moved_by.get(name, [])]
+            for name in [*names, *followers]:  # what a variable moved, after it
                 if name in entry["variables"]:
                     set_global(conn, name, entry["variables"][name])
+            if names:
+                self.tripwire.reset(conn)
         for name in names:
             self.options.pop(name, None)
 
@@ -433,6 +483,7 @@ class ExistingServer:
                 with self.connect() as conn:
                     self.journal.play_back(conn)
                     if self.before is not None:
+                        self._set_back_what_moved(conn)
                         _prove_put_back(self.before, global_variables(conn))
         except Restarted:
             pass  # restarted under the run: its globals are its configuration's already
@@ -443,7 +494,17 @@ class ExistingServer:
                                     f"{self.journal.path.parent}") from None
         finally:
             self.release()
+            self.tripwire.disarm()  # what follows the put-back is the server's own again
         self.options = {}
+
+    def _set_back_what_moved(self, conn: pymysql.Connection) -> None:
+        """After the journal's put-back: each global perflab set or moved that still differs
+        from before the run (one put back before another that moves it) set to that value."""
+        assert self.before is not None
+        for name in differences(self.before, global_variables(conn)):
+            if name in self.touched and name in self.before:
+                set_global(conn, name, self.before[name])
+        self.touched = set()
 
     def refuse_another_journal(self) -> None:
         """Before a run may change this server: no other lab's journal pending on it."""
@@ -494,21 +555,13 @@ class ExistingServer:
                 "connection": self.endpoint.describe()["where"], "started_by": "someone else"}
 
 
-def global_variables(conn: pymysql.Connection) -> dict[str, str]:
-    """Every global variable of the server but those that move on their own."""
-    return {name.lower(): value for name, value in query(conn, "SHOW GLOBAL VARIABLES")
-            if not MOVING.match(name.lower())}
-
-
 def _prove_put_back(before: dict[str, str], after: dict[str, str]) -> None:
     """A PerflabError naming every global variable that differs from before the run."""
-    changed = sorted(name for name in before.keys() | after.keys()
-                     if before.get(name) != after.get(name))
+    changed = differences(before, after)
     if changed:
         raise PerflabError(
             "after the put-back, global variables differ from before the run: "
-            + "; ".join(f"{n} was {before.get(n)!r}, is {after.get(n)!r}" for n in changed[:10])
-            + (f" and {len(changed) - 10} more" if len(changed) > 10 else ""),
+            + listed(changed, before, after),
             hint="set them back by hand; perflab put back every variable it changed, so "
                  "something else changed these during the run")
 

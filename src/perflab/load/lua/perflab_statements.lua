@@ -1,16 +1,17 @@
 -- The statements file of perflab's `sql` workload, read exactly as perflab wrote it
 -- (load/sqlworkload.py, SqlWorkload.statements_file): a sequence of `LENGTH:BYTES,` fields, the
--- length in bytes, so that no byte of a statement (a NUL, a line break) can end a record or
--- join two. perflab parsed every template once into text and placeholders; this module takes
--- those parts as they are and parses nothing of the SQL.
+-- length in bytes, so that no byte of a statement or a value (a NUL, a line break) can end a
+-- record or join two. perflab parsed every template once; this module takes the text the
+-- server prepares and the values it binds as they are, and parses nothing of the SQL.
 --
--- Fields: "perflab-statements/1", the number of statements; per statement its weight, its
--- number of parts, each part ("T" text | "I" low high | "S" low high | "P" name), its number
--- of pick lists, each a name, a count and that many SQL literals.
+-- Fields: "perflab-statements/2", the number of statements; per statement its weight, its
+-- text (a `?` per parameter), its number of parameters, each ("I" low high | "S" low high |
+-- "P" name), its number of pick lists, each a name, its bind type ("I" BIGINT | "S" VARCHAR),
+-- its widest value in bytes, a count and that many values ("n" NULL | "v" and the value).
 
 local M = {}
 
-local MAGIC = "perflab-statements/1"
+local MAGIC = "perflab-statements/2"
 
 function M.load(path)
    local handle = assert(io.open(path, "rb"))
@@ -40,54 +41,50 @@ function M.load(path)
       return value
    end
 
-   if field() ~= MAGIC then damaged("not a perflab statements file") end
+   if field() ~= MAGIC then damaged("not a perflab statements file of this version") end
    local statements, total = {}, 0
    for _ = 1, number() do
       local weight = number()
       if weight < 1 then damaged("a weight below 1") end
       total = total + weight
-      local parts = {}
+      local text, params = field(), {}
       for _ = 1, number() do
          local kind = field()
-         if kind == "T" then
-            parts[#parts + 1] = {kind = "T", text = field()}
-         elseif kind == "I" or kind == "S" then
-            parts[#parts + 1] = {kind = kind, low = number(), high = number()}
+         if kind == "I" or kind == "S" then
+            params[#params + 1] = {kind = kind, low = number(), high = number()}
          elseif kind == "P" then
-            parts[#parts + 1] = {kind = "P", name = field()}
+            params[#params + 1] = {kind = "P", name = field()}
          else
-            damaged("an unknown part")
+            damaged("an unknown parameter")
          end
       end
       local picks = {}
       for _ = 1, number() do
          local name, list = field(), {}
+         list.type = field()
+         if list.type ~= "I" and list.type ~= "S" then damaged("an unknown bind type") end
+         list.widest = number()
          for _ = 1, number() do
-            list[#list + 1] = field()
+            local value = field()
+            if value == "n" then
+               list[#list + 1] = {null = true}
+            elseif value:sub(1, 1) == "v" then
+               list[#list + 1] = {value = value:sub(2)}
+            else
+               damaged("a value neither NULL nor given")
+            end
          end
          if #list == 0 then damaged("an empty pick list") end
          picks[name] = list
       end
-      for _, part in ipairs(parts) do
-         if part.kind == "P" and picks[part.name] == nil then damaged("a pick without a list") end
+      for _, param in ipairs(params) do
+         if param.kind == "P" and picks[param.name] == nil then damaged("a pick without a list") end
       end
-      statements[#statements + 1] = {weight = weight, upto = total, parts = parts, picks = picks}
+      statements[#statements + 1] = {weight = weight, upto = total, text = text,
+                                     params = params, picks = picks}
    end
    if pos ~= #data + 1 then damaged("bytes after the last statement") end
    return statements, total
-end
-
--- The statement with each placeholder filled by choose(part, picks).
-function M.render(statement, choose)
-   local out = {}
-   for i, part in ipairs(statement.parts) do
-      if part.kind == "T" then
-         out[i] = part.text
-      else
-         out[i] = choose(part, statement.picks)
-      end
-   end
-   return table.concat(out)
 end
 
 return M
