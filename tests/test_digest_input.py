@@ -212,3 +212,55 @@ def test_a_logged_value_with_a_nul_is_left_out_of_the_workload_with_the_reason(t
     values = dict(entry.picks)["p1"]
     assert sorted(values) == sorted(["'; SET GLOBAL max_connections=78; #'", "'Smith'",
                                      "'tab\there'"])
+
+
+MYSQL_SLOW = """/usr/sbin/mysqld, Version: 9.7.4 (MySQL Community Server - GPL). started with:
+Tcp port: 3306  Unix socket: /run/mysqld/mysqld.sock
+Time                 Id Command    Argument
+# Time: 2026-12-01T14:35:01.000100Z
+# User@Host: app[app] @ localhost []  Id:     8
+# Query_time: 0.000200  Lock_time: 0.000002 Rows_sent: 1  Rows_examined: 1
+use shop;
+SET timestamp=1764599701;
+SELECT name FROM items WHERE id = 5;
+# Time: 2026-12-01T14:35:01.000200Z
+# User@Host: app[app] @ localhost []  Id:    12
+# Query_time: 0.000100  Lock_time: 0.000001 Rows_sent: 1  Rows_examined: 1
+SET timestamp=1764599701;
+SELECT name FROM items WHERE id = 5;
+# Time: 2026-12-01T14:35:01.000300Z
+# User@Host: app[app] @ localhost []  Id:     8
+# Query_time: 0.000150  Lock_time: 0.000001 Rows_sent: 1  Rows_examined: 1 Thread_id: 8 \
+Errno: 0 Killed: 0 Bytes_received: 0 Bytes_sent: 60 Read_first: 0 Read_last: 0 Read_key: 1
+SET timestamp=1764599701;
+SELECT name FROM items WHERE id = 5;
+/usr/sbin/mysqld, Version: 9.7.4 (MySQL Community Server - GPL). started with:
+Tcp port: 3306  Unix socket: /run/mysqld/mysqld.sock
+Time                 Id Command    Argument
+# Time: 2026-12-01T14:36:00.000000Z
+# User@Host: app[app] @ localhost []  Id:    12
+# Query_time: 0.000100  Lock_time: 0.000001 Rows_sent: 1  Rows_examined: 1
+SET timestamp=1764599760;
+SELECT name FROM items WHERE id = 7;
+"""
+
+
+def test_a_mysql_slow_log_gives_every_event_its_connection(tmp_path):
+    """MySQL writes the connection as `Id:` on the User@Host line, padded to a column. By hand:
+    connection 8 reads id 5 twice (separated only by connection 12's read), 12 reads id 5
+    then id 7 after a restart's banner: one repeated read back to back on one connection."""
+    from perflab.digest.digest import digest_logs
+    from perflab.digest.parse import ParseStats, Part, read_events
+
+    log = tmp_path / "mysql-slow.log"
+    log.write_text(MYSQL_SLOW.replace(" \\\n", " "))
+    stats = ParseStats()
+    events = list(read_events(Part(log, "slow"), stats))
+    assert [e.thread for e in events] == [8, 12, 8, 12] and stats.malformed == 0
+    assert events[0].db == "shop" and events[0].time == pytest.approx(1764599701)
+    assert [e.text for e in events][-1] == "SELECT name FROM items WHERE id = 7"
+    found = digest_logs([log])
+    (select,) = [c for c in found.classes if "from items" in c.fingerprint]
+    assert select.calls == 4
+    (repeat,) = found.findings.items["repeats"].values()
+    assert repeat.connections == {8} and repeat.longest == 2 and repeat.removable == 1

@@ -1,4 +1,4 @@
-"""Streaming readers for MariaDB's general query log and slow query log.
+"""Streaming readers for MariaDB's and MySQL's general query log and slow query log.
 
 Both yield Event objects one at a time, holding only the statement being assembled, so memory
 does not grow with the log. A file may be gzip'd (detected by its magic bytes). Statements that
@@ -13,7 +13,7 @@ written only when the second changes):
     ->->    5 Query->SELECT 1
     ->->    5 Init DB->shop
 
-Slow log (`slow_query_log_file`):
+Slow log (`slow_query_log_file`), MariaDB's:
 
     # Time: 261122 14:35:01
     # User@Host: root[root] @ localhost []
@@ -21,6 +21,16 @@ Slow log (`slow_query_log_file`):
     # Query_time: 0.000123  Lock_time: 0.000045  Rows_sent: 1  Rows_examined: 1
     use shop;
     SET timestamp=1763822101;
+    SELECT ...;
+
+and MySQL's (5.7 to 9.x: an ISO time stamp, the connection as `Id:` on the User@Host line,
+`log_slow_extra`'s fields after Rows_examined); each entry is read by its own header lines, so
+a file that holds both kinds, or a log restarted with a new banner, is read entry by entry:
+
+    # Time: 2026-12-01T14:35:01.123456Z
+    # User@Host: root[root] @ localhost []  Id:     8
+    # Query_time: 0.000123  Lock_time: 0.000002 Rows_sent: 1  Rows_examined: 1
+    SET timestamp=1764599701;
     SELECT ...;
 """
 
@@ -54,7 +64,8 @@ MARIADB_HEADER = re.compile(
     r"(?:# Time: ([^\n]*)\n)?# User@Host: [^\n]*\n# Thread_id: (\d+)[ \t]+Schema: (\S*)[^\n]*\n"
     r"# Query_time: ([\d.]+)[ \t]+Lock_time: [\d.]+[ \t]+Rows_sent: (\d+)[ \t]+"
     r"Rows_examined: (\d+)")
-SLOW_ATTRIBUTE = re.compile(r"(\w+): (\S+)")
+# `Name: value` in a header line; MySQL pads a value to a column (`@ localhost []  Id:     8`)
+SLOW_ATTRIBUTE = re.compile(r"(\w+):[ \t]+(\S+)")
 # Lines a server writes when it (re)opens a log file.
 BANNER = re.compile(r"^(?:\S+, Version: |Tcp port: |Time\s+Id\s+Command\s+Argument)", re.M)
 BLOCK = 1 << 20  # characters read at a time

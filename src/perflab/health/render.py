@@ -7,6 +7,7 @@ import html
 import json
 
 from perflab.output.table import Table
+from perflab.server.flavor import server_label
 from perflab.store.records import HealthReport, RuleResult
 
 MARK = {"ok": "ok", "fail": "FAIL", "info": "", "few": "(few)", "n/a": "n/a"}
@@ -61,7 +62,7 @@ def recommendations(report: HealthReport) -> list[str]:
 
 
 def render_text(report: HealthReport, explain: bool = False) -> str:
-    head = f"perflab health: {report.server} (MariaDB {report.version})"
+    head = f"perflab health: {report.server} ({server_label(report.version)})"
     parts = [head, ""] + [t.render() + "\n" for t in tables(report)]
     if explain:
         parts += ["Rules", *explanations(report), ""]
@@ -77,7 +78,7 @@ def render_json(report: HealthReport) -> str:
 
 def render_html_section(report: HealthReport, title: str = "Server health") -> str:
     parts = [f"<h2>{html.escape(title)}</h2>",
-             f"<p>{html.escape(report.server)}, MariaDB {html.escape(report.version)}</p>"]
+             f"<p>{html.escape(report.server)}, {html.escape(server_label(report.version))}</p>"]
     parts += [t.html() for t in tables(report, explain=True)]
     advice = recommendations(report)
     parts.append("<h3>Recommendations</h3>")

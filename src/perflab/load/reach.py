@@ -73,15 +73,11 @@ class ServerObjects:
     """The views, stored functions and function names of one server, read once."""
 
     def __init__(self, conn: pymysql.Connection):
-        try:
-            names = query(conn, "SELECT FUNCTION FROM information_schema.SQL_FUNCTIONS UNION "
-                                "SELECT WORD FROM information_schema.KEYWORDS")
-        except pymysql.MySQLError:  # before MariaDB 10.6, and MySQL: no list of built-ins
-            names, self.listed = [], False
-        else:
-            self.listed = True
-        self.builtins = {name.upper() for (name,) in names} | SPATIAL | \
-            {f"ST_{name}" for name in SPATIAL} if self.listed else set()
+        functions = _names(conn, "SELECT FUNCTION FROM information_schema.SQL_FUNCTIONS")
+        self.listed = functions is not None  # MariaDB 10.6 and later list their built-ins
+        self.builtins = (functions | SPATIAL | {f"ST_{name}" for name in SPATIAL}
+                         if functions is not None else set()) | \
+            (_names(conn, "SELECT WORD FROM information_schema.KEYWORDS") or set())
         self.loadable = _loadable_functions(conn)
         self.views = [(schema, name, definition or "") for schema, name, definition in query(
             conn, "SELECT TABLE_SCHEMA, TABLE_NAME, VIEW_DEFINITION FROM "
@@ -122,16 +118,20 @@ class ServerObjects:
                                       "(mysql.func) to rule out one")
 
 
+def _names(conn: pymysql.Connection, sql: str) -> set[str] | None:
+    """The names one query lists, upper-case; None when this server or account has no such
+    list."""
+    try:
+        return {str(name).upper() for (name,) in query(conn, sql)}
+    except pymysql.MySQLError:
+        return None
+
+
 def _loadable_functions(conn: pymysql.Connection) -> set[str] | None:
     """The names of the server's loadable functions (UDFs), None when this account cannot
     read them."""
-    for sql in ("SELECT UDF_NAME FROM performance_schema.user_defined_functions",  # MySQL 8+
-                "SELECT name FROM mysql.func"):
-        try:
-            return {str(name).upper() for (name,) in query(conn, sql)}
-        except pymysql.MySQLError:
-            continue
-    return None
+    listed = _names(conn, "SELECT UDF_NAME FROM performance_schema.user_defined_functions")
+    return listed if listed is not None else _names(conn, "SELECT name FROM mysql.func")
 
 
 def _folded(name: str) -> str | None:

@@ -25,6 +25,7 @@ from perflab.report.study import (
     study_flags,
     tables,
 )
+from perflab.server.flavor import server_label
 from perflab.store.records import Study
 
 
@@ -70,7 +71,7 @@ def _environment(study: Study) -> str:
     for state in study.server_states[-len(study.plan.configs):]:
         parts.append(
             f"<details><summary>Server of configuration {html.escape(state.config)} "
-            f"({html.escape(state.how)}, MariaDB {html.escape(state.version)}, "
+            f"({html.escape(state.how)}, {html.escape(server_label(state.version))}, "
             f"{len(state.variables)} variables)</summary><pre>"
             + html.escape(json.dumps({"process": state.process, "variables": state.variables},
                                      indent=1))

@@ -27,6 +27,7 @@ from perflab.analysis.verdicts import Judgement, judge
 from perflab.analysis.verdicts import headline as verdict_headline
 from perflab.errors import PerflabError
 from perflab.output.table import Table
+from perflab.server.flavor import server_label
 from perflab.stats.summary import summarize
 from perflab.store.records import Metrics, StoredPoint, Study
 
@@ -125,7 +126,7 @@ def environment_lines(study: Study) -> list[str]:
         state = study.server_states[-1]
         process = state.process
         lines.append(
-            f"Server MariaDB {state.version}, allocator {process.get('allocator', '?')}, "
+            f"Server {server_label(state.version)}, allocator {process.get('allocator', '?')}, "
             f"open files {process.get('open_files_limit', {}).get('soft', '?')}"
         )
     return lines + client_lines(study)
