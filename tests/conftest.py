@@ -75,7 +75,8 @@ def pytest_collection_modifyitems(config, items) -> None:
 
 
 def mariadbd_under(root: Path) -> list[int]:
-    """pids of running mariadbd processes whose command line mentions a path under root."""
+    """pids of running servers (mariadbd, or a build's mysqld) whose command line mentions a
+    path under root."""
     pids = []
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit():
@@ -84,7 +85,8 @@ def mariadbd_under(root: Path) -> list[int]:
             cmdline = (proc / "cmdline").read_bytes().decode(errors="replace")
         except OSError:
             continue
-        if "mariadbd" in cmdline.split("\0")[0] and str(root) in cmdline:
+        head = cmdline.split("\0")[:4]  # a build's server runs behind its root's loader
+        if any(part.endswith(("mariadbd", "mysqld")) for part in head) and str(root) in cmdline:
             pids.append(int(proc.name))
     return pids
 

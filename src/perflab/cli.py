@@ -82,7 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"perflab {__version__}")
     sub = parser.add_subparsers(required=True, metavar="COMMAND")
     for add in (_add_run, _add_restore, _add_report, _add_compare, _add_calibrate, _add_tune,
-                _add_health, _add_digest, _add_studies, _add_env):
+                _add_health, _add_digest, _add_studies, _add_servers, _add_env):
         add(sub)
     return parser
 
@@ -273,6 +273,15 @@ def _add_studies(sub) -> None:
     studies.set_defaults(func=cmd_studies)
 
 
+def _add_servers(sub) -> None:
+    servers = sub.add_parser("servers", help="server builds: installed, offered, add, remove",
+                             description="Server builds beside the host's own MariaDB, each "
+                             "installed once from Debian's archives into a per-user cache.")
+    servers.add_argument("action", nargs="?", choices=("list", "add", "remove"), default="list")
+    servers.add_argument("names", nargs="*", metavar="BUILD", help="e.g. mysql-9.7 mariadb-11.8")
+    servers.set_defaults(func=cmd_servers)
+
+
 def _add_env(sub) -> None:
     env = sub.add_parser("env", help="print the facts perflab records about this machine")
     env.add_argument("--path", type=Path, default=Path("."), help="where a datadir would live")
@@ -443,6 +452,29 @@ def cmd_studies(args: argparse.Namespace) -> int:
     for name in builtin_names():
         plan = load_plan(builtin_path(name))
         print(f"{name:24} {plan.description}")
+    return 0
+
+
+def cmd_servers(args: argparse.Namespace) -> int:
+    from perflab.server import builds
+
+    if args.action != "list" and not args.names:
+        raise PerflabError(f"perflab servers {args.action} needs the builds to {args.action}",
+                           hint=f"offered: {', '.join(builds.OFFERS)}")
+    for name in args.names:
+        builds.offer(name)  # every name checked before anything is installed
+        if args.action == "add":
+            build = builds.install(name, say=lambda line: print(line, flush=True))
+            print(f"{name}: {build.version()}")
+        elif args.action == "remove":
+            print(f"removed {name} ({builds.remove(name)})")
+    if args.action == "list":
+        have = {build.name: build for build in builds.installed()}
+        print(f"{'host':14} installed  Debian's mariadb-server (/usr/sbin/mariadbd)")
+        for name, offer in builds.OFFERS.items():
+            state = "installed" if name in have else "offered  "
+            print(f"{name:14} {state}  Debian {offer.suite}'s {offer.package}"
+                  + (f" ({have[name].root})" if name in have else ""))
     return 0
 
 

@@ -1,8 +1,8 @@
 """Taking a server's health: two status snapshots, its variables, and the rules over both views.
 
 Read-only by construction: the only statements sent are one SET SESSION (this connection's
-temporary table limits), SHOW GLOBAL STATUS, SHOW GLOBAL VARIABLES, SELECT VERSION() and a
-SELECT on information_schema.SYSTEM_VARIABLES for the defaults.
+temporary table limits), SHOW GLOBAL STATUS, SHOW GLOBAL VARIABLES, SELECT VERSION() and the
+server's catalog for the defaults (server/variables.py: MariaDB's or MySQL's).
 
 Order matters for honest figures. The first status snapshot is the first statement perflab sends,
 so the "since start" view holds nothing of perflab but that statement; the "hot" window holds
@@ -23,6 +23,7 @@ from perflab.health.rules import RULES, View, evaluate, human_bytes
 from perflab.probes.status import delta, global_status
 from perflab.probes.system import ram_bytes
 from perflab.server.connection import Endpoint, query
+from perflab.server.variables import read_catalog
 from perflab.store.records import HealthReport, HealthView, VariableRow
 
 # What one SHOW GLOBAL STATUS adds to the global counters (measured on MariaDB 10.11), and what
@@ -106,11 +107,11 @@ def _table_names() -> list[str]:
 
 
 def _defaults(conn: pymysql.Connection, names: list[str]) -> dict[str, str]:
-    marks = ", ".join(["%s"] * len(names))
-    rows = query(conn, "SELECT LOWER(VARIABLE_NAME), DEFAULT_VALUE FROM "
-                       f"information_schema.SYSTEM_VARIABLES WHERE VARIABLE_NAME IN ({marks})",
-                 [name.upper() for name in names])
-    return {name: value for name, value in rows}
+    """The variables' defaults, as the server's catalog gives them: MariaDB's does; MySQL's
+    names none (its table then shows "-")."""
+    catalog = read_catalog(conn)
+    return {name: spec.default for name in names
+            if (spec := catalog.variables.get(name)) is not None and spec.default is not None}
 
 
 def _variables(values: dict[str, str], defaults: dict[str, str]) -> tuple[VariableRow, ...]:

@@ -109,13 +109,14 @@ class Endpoint:
 
 
 def _limit_statements(conn: pymysql.Connection, seconds: float) -> None:
-    """MariaDB's max_statement_time for the session; a server without it (MySQL) keeps its
-    own limits."""
+    """The session's statements bounded in time: MariaDB's max_statement_time, else MySQL's
+    max_execution_time (milliseconds, SELECTs: what a read-only run sends)."""
     try:
         query(conn, "SET SESSION max_statement_time = %s", (seconds,))
     except pymysql.MySQLError as exc:
         if exc.args[0] != UNKNOWN_SYSTEM_VARIABLE:
             raise
+        query(conn, "SET SESSION max_execution_time = %s", (int(seconds * 1000),))
 
 
 def _client_group(option_file: str) -> dict[str, str]:

@@ -25,6 +25,7 @@ import pymysql
 
 from perflab.errors import PerflabError
 from perflab.procs import die_with_parent, start_sentinel, tell_sentinel
+from perflab.server.builds import Build
 from perflab.server.connection import Endpoint, set_globals
 from perflab.server.process import process_facts
 
@@ -120,7 +121,8 @@ def _run_install(datadir: Path) -> subprocess.CompletedProcess:
 
 
 class ManagedServer:
-    """One mariadbd process on one datadir. Use as a context manager so it always stops."""
+    """One server process on one datadir: the host's mariadbd, or an installed build's
+    server (`build`). Use as a context manager so it always stops."""
 
     def __init__(
         self,
@@ -128,7 +130,9 @@ class ManagedServer:
         rundir: Path,
         options: dict[str, str] | None = None,
         environment: ServerEnvironment = ServerEnvironment(),
+        build: Build | None = None,
     ):
+        self.build = build  # None: the host's own mariadbd (server/builds.py for the others)
         self.datadir = datadir.resolve()
         self.rundir = rundir.resolve()
         self.options = dict(options or {})
@@ -145,7 +149,8 @@ class ManagedServer:
     # -- lifecycle ---------------------------------------------------------------------------
 
     def start(self, timeout: float = 300) -> None:
-        require_binaries()
+        if self.build is None:
+            require_binaries()
         self.tmpdir.mkdir(parents=True, exist_ok=True)
         stop_stale(self.pid_file, self.datadir)
         self._log_offset = self.error_log.stat().st_size if self.error_log.exists() else 0
@@ -182,8 +187,9 @@ class ManagedServer:
 
     def argv(self) -> list[str]:
         argv = [
-            MARIADBD,
+            *(self.build.command() if self.build else [MARIADBD]),
             "--no-defaults",
+            *(self.build.base_options() if self.build else []),
             f"--datadir={self.datadir}",
             f"--socket={self.socket}",
             f"--pid-file={self.pid_file}",

@@ -1,4 +1,8 @@
-"""The installed server's variable catalog (information_schema.SYSTEM_VARIABLES) and value checks.
+"""The installed server's variable catalog and value checks, whatever the flavor: MariaDB's
+information_schema.SYSTEM_VARIABLES, or MySQL's performance_schema.variables_metadata (types,
+scopes, ranges) with its global_variables (values). MySQL's catalog names no default, no
+command-line form and no read-only flag: its variables are taken as settable, and the server's
+own refusal (error 1238) is what says otherwise.
 
 Plans are validated against the catalog before any point runs, so that a misspelt variable or an
 out-of-range value costs one line of error, not a failed sweep.
@@ -10,9 +14,12 @@ import difflib
 import re
 from dataclasses import asdict, dataclass
 
+import pymysql
+
 from perflab.errors import PerflabError
 from perflab.plan import Scalar
 from perflab.server.connection import query
+from perflab.server.flavor import server_label
 
 INTEGER_TYPES = ("INT", "INT UNSIGNED", "BIGINT", "BIGINT UNSIGNED")
 SIZE_SUFFIXES = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40, "P": 1 << 50}
@@ -23,6 +30,16 @@ SELECT VARIABLE_NAME, VARIABLE_TYPE, VARIABLE_SCOPE, NUMERIC_MIN_VALUE, NUMERIC_
        GLOBAL_VALUE
 FROM information_schema.SYSTEM_VARIABLES
 """
+MYSQL_CATALOG_QUERY = """
+SELECT m.VARIABLE_NAME, m.DATA_TYPE, m.VARIABLE_SCOPE, m.MIN_VALUE, m.MAX_VALUE, g.VARIABLE_VALUE
+FROM performance_schema.variables_metadata m
+LEFT JOIN performance_schema.global_variables g USING (VARIABLE_NAME)
+"""
+# MySQL's DATA_TYPE and VARIABLE_SCOPE as MariaDB's catalog words them
+MYSQL_TYPES = {"Numeric": "DOUBLE", "Boolean": "BOOLEAN", "Enumeration": "ENUM", "Set": "SET",
+               "String": "VARCHAR"}
+MYSQL_SCOPES = {"GLOBAL": "GLOBAL", "SESSION": "SESSION", "SESSION_ONLY": "SESSION ONLY"}
+NO_SUCH_TABLE = (1109, 1146)  # unknown table in information_schema; table doesn't exist
 
 
 @dataclass(frozen=True)
@@ -93,7 +110,7 @@ class Catalog:
                 "remove it, or check its name in SHOW GLOBAL VARIABLES of this server")
             raise PerflabError(
                 f"{where}: unknown server variable {name!r} "
-                f"(not in information_schema.SYSTEM_VARIABLES of MariaDB {self.version})",
+                f"(not in the catalog of {server_label(self.version)})",
                 hint=hint,
             )
         return spec
@@ -228,12 +245,28 @@ def read_catalog(conn, start_options: dict[str, str] | None = None) -> Catalog:
     default_storage_engine, autocommit), which a plan may then set (`_start_option`). On a
     server perflab did not start, the variables SET GLOBAL sets by value instead
     (existing.SET_BY_VALUE)."""
-    rows = query(conn, CATALOG_QUERY)
+    try:
+        rows = query(conn, CATALOG_QUERY)
+    except pymysql.MySQLError as exc:
+        if exc.args[0] not in NO_SUCH_TABLE:
+            raise
+        rows = [_mysql_row(*row) for row in query(conn, MYSQL_CATALOG_QUERY)]
     if start_options:
         rows = [(*row[:8], _start_option(row[0].lower(), row[1], start_options), *row[9:])
                 if row[8] is None else row for row in rows]
     engines = [row[0] for row in query(conn, "SHOW ENGINES") if row[1] in ("YES", "DEFAULT")]
     return Catalog.from_rows(query(conn, "SELECT VERSION()")[0][0], rows, engines)
+
+
+def _mysql_row(name: str, data_type: str, scope: str, low: str | None, high: str | None,
+               value: str | None) -> tuple:
+    """One of MySQL's variables as a row of CATALOG_QUERY: an Integer is signed when its
+    minimum is; no block size, listed values, read-only flag, option form or default."""
+    vtype = MYSQL_TYPES.get(data_type) or (
+        "BIGINT" if low and low.startswith("-") else "BIGINT UNSIGNED")
+    numeric = data_type in ("Integer", "Numeric")
+    return (name, vtype, MYSQL_SCOPES.get(scope, scope), low if numeric else None,
+            high if numeric else None, None, None, "NO", "REQUIRED", None, value)
 
 
 def _start_option(name: str, vtype: str, start_options: dict[str, str]) -> str | None:

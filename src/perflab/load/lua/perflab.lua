@@ -33,7 +33,7 @@ end
 -- session settings before its first statement: PERFLAB_READ_ONLY=1 makes it read-only at the
 -- server, so a write fails there (error 1792) whatever its text looked like;
 -- PERFLAB_MAX_STATEMENT_SECONDS=N lets the server abort any statement that outlives the run
--- (MariaDB's max_statement_time; a server without it is left as it is);
+-- (MariaDB's max_statement_time, MySQL's max_execution_time);
 -- PERFLAB_SESSIONS_FILE=PATH appends each connection's id to PATH, so that perflab's sentinel
 -- can end these sessions on the server if perflab dies (a killed sysbench leaves its running
 -- statement running there). The script's driver is wrapped; nothing else changes.
@@ -42,8 +42,9 @@ if os.getenv("PERFLAB_READ_ONLY") == "1" then
    session[#session + 1] = {"SET SESSION TRANSACTION READ ONLY", true}
 end
 local limit = tonumber(os.getenv("PERFLAB_MAX_STATEMENT_SECONDS") or "")
-if limit then
-   session[#session + 1] = {"SET SESSION max_statement_time = " .. limit, false}
+if limit then  -- MariaDB's, else MySQL's (milliseconds, SELECTs): one of the two is there
+   session[#session + 1] = {"SET SESSION max_statement_time = " .. limit, false,
+                            string.format("SET SESSION max_execution_time = %d", limit * 1000)}
 end
 local sessions_file = os.getenv("PERFLAB_SESSIONS_FILE")
 if sessions_file == "" then sessions_file = nil end
@@ -55,8 +56,11 @@ if #session > 0 or sessions_file then
       function wrapped.connect(_)
          local con = driver:connect()
          for _, setting in ipairs(session) do
-            local sql, required = setting[1], setting[2]
+            local sql, required, otherwise = setting[1], setting[2], setting[3]
             local ok, err = pcall(con.query, con, sql)
+            if not ok and otherwise then
+               ok, err = pcall(con.query, con, otherwise)
+            end
             if not ok and required then
                error(err)
             end

@@ -1,0 +1,181 @@
+"""Server builds beside the host's own: MySQL and other MariaDB releases, each installed once from
+Debian's archives into a private root of its own, and run in place through that root's loader.
+
+A build is a Debian suite's server package unpacked by `mmdebstrap --variant=essential` (apt
+verifies the archive's signatures as for any install) into the per-user cache
+($PERFLAB_BUILDS_DIR, else $XDG_CACHE_HOME/perflab/builds, else ~/.cache/perflab/builds); once
+there it is used offline. Its server binary runs on this machine without chroot: the root's own
+dynamic loader starts it with the root's libraries (`ld-linux-x86-64.so.2 --library-path ...`),
+and its base, message and plugin directories are the root's. The host's own server (Debian's
+mariadb-server, /usr/sbin/mariadbd) is the build named "host".
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from perflab.errors import PerflabError
+
+LOADER = "usr/lib64/ld-linux-x86-64.so.2"
+LIBRARIES = ("usr/lib/x86_64-linux-gnu", "lib/x86_64-linux-gnu")
+# The suite whose Release file is past its Valid-Until date (sid's, on a machine whose archive
+# copy is not refreshed) is still signed: apt is told not to hold the date against it.
+APT_OPTIONS = ('Acquire::Check-Valid-Until "false"',)
+
+
+@dataclass(frozen=True)
+class Offer:
+    """A build the archives serve: its name, the Debian suite and package, the server binary
+    inside, and its flavor."""
+
+    name: str
+    suite: str
+    package: str
+    binary: str  # the server, relative to the root
+    flavor: str  # "MySQL" or "MariaDB"
+
+
+OFFERS = {offer.name: offer for offer in (
+    Offer("mysql-9.7", "sid", "mysql-server-core", "usr/sbin/mysqld", "MySQL"),
+    Offer("mariadb-11.8", "trixie", "mariadb-server-core", "usr/sbin/mariadbd", "MariaDB"),
+    Offer("mariadb-10.5", "bullseye", "mariadb-server-core-10.5", "usr/sbin/mariadbd",
+          "MariaDB"),
+)}
+
+
+def builds_directory() -> Path:
+    if os.environ.get("PERFLAB_BUILDS_DIR"):
+        return Path(os.environ["PERFLAB_BUILDS_DIR"])
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "perflab" / "builds"
+
+
+@dataclass(frozen=True)
+class Build:
+    """An installed build: its offer and the root it was unpacked into."""
+
+    offer: Offer
+    root: Path
+
+    @property
+    def name(self) -> str:
+        return self.offer.name
+
+    @property
+    def binary(self) -> Path:
+        return self.root / self.offer.binary
+
+    def command(self) -> list[str]:
+        """The server binary as this machine runs it: through the root's loader, with the
+        root's libraries."""
+        libraries = ":".join(str(self.root / path) for path in LIBRARIES)
+        return [str(self.root / LOADER), "--library-path", libraries, str(self.binary)]
+
+    def base_options(self) -> list[str]:
+        """The options that point the server at its root (after --no-defaults)."""
+        share = "mysql" if self.offer.flavor == "MySQL" else "mariadb"
+        options = [f"--basedir={self.root / 'usr'}",
+                   f"--lc-messages-dir={self.root / 'usr' / 'share' / share}",
+                   f"--plugin-dir={self.root / 'usr' / 'lib' / share / 'plugin'}"]
+        if self.offer.flavor == "MySQL":  # no file import/export directory, no X protocol
+            options += ["--secure-file-priv=NULL", "--mysqlx=OFF"]
+        return options
+
+    def version(self) -> str:
+        """What the binary says of itself (`--version`)."""
+        out = subprocess.run([*self.command(), "--version"], capture_output=True, text=True,
+                             check=False, timeout=60)
+        if out.returncode != 0:
+            raise PerflabError(f"the build {self.name} does not run on this machine "
+                               f"(exit code {out.returncode})", detail=out.stderr[-2000:],
+                               hint=f"perflab servers remove {self.name}, then add it again")
+        return out.stdout.strip()
+
+    def initialize(self, datadir: Path) -> None:
+        """A new datadir for this build (MySQL: --initialize-insecure, root without a
+        password on the socket)."""
+        if self.offer.flavor != "MySQL":
+            raise PerflabError(f"perflab does not yet initialize datadirs of {self.name}",
+                               hint="MySQL builds and the host's MariaDB are managed today")
+        datadir.parent.mkdir(parents=True, exist_ok=True)
+        argv = [*self.command(), "--no-defaults", *self.base_options(),
+                f"--datadir={datadir}", "--initialize-insecure"]
+        if os.geteuid() == 0:
+            argv.append("--user=root")
+        out = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=600)
+        if out.returncode != 0:
+            raise PerflabError(f"{self.name} could not initialize {datadir}",
+                               detail=out.stderr[-2000:])
+
+
+def offer(name: str) -> Offer:
+    if name not in OFFERS:
+        raise PerflabError(f"no server build named {name!r}",
+                           hint=f"the archives serve: {', '.join(OFFERS)}")
+    return OFFERS[name]
+
+
+def installed() -> list[Build]:
+    """The builds in the cache, by name (a partial install is not one)."""
+    directory = builds_directory()
+    return [Build(OFFERS[name], directory / name) for name in OFFERS
+            if (directory / name / OFFERS[name].binary).exists()]
+
+
+def find(name: str) -> Build:
+    """An installed build, or a PerflabError saying how to install it."""
+    wanted = offer(name)
+    build = Build(wanted, builds_directory() / name)
+    if not build.binary.exists():
+        raise PerflabError(f"the server build {name} is not installed",
+                           hint=f"perflab servers add {name}")
+    return build
+
+
+def install(name: str, say: Callable[[str], None] = print) -> Build:
+    """Install one build into the cache (nothing when it is there), its progress said line by
+    line; a build the archives do not serve, or that cannot start here, is one error."""
+    wanted = offer(name)
+    root = builds_directory() / name
+    if (root / wanted.binary).exists():
+        return Build(wanted, root)
+    if shutil.which("mmdebstrap") is None:
+        raise PerflabError("installing a server build needs mmdebstrap",
+                           hint="apt-get install mmdebstrap (scripts/setup --for-tests does)")
+    partial = root.with_name(name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    partial.parent.mkdir(parents=True, exist_ok=True)
+    argv = ["mmdebstrap", "--variant=essential", f"--include={wanted.package}",
+            *(f"--aptopt={option}" for option in APT_OPTIONS), wanted.suite, str(partial)]
+    say(f"installing {name}: Debian {wanted.suite}'s {wanted.package} into {root}")
+    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert process.stdout is not None
+    said = []
+    for line in process.stdout:
+        said.append(line.rstrip())
+        if line.startswith("I: "):
+            say(f"  {line[3:].rstrip()}")
+    if process.wait() != 0:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise PerflabError(f"the archives did not give {name} ({wanted.package} from "
+                           f"{wanted.suite}): mmdebstrap exited {process.returncode}",
+                           detail="\n".join(said[-20:]))
+    build = Build(wanted, partial)
+    if not build.binary.exists():
+        shutil.rmtree(partial, ignore_errors=True)
+        raise PerflabError(f"{wanted.package} from {wanted.suite} holds no {wanted.binary}")
+    build.version()  # it starts here, or the error says why
+    partial.rename(root)
+    return Build(wanted, root)
+
+
+def remove(name: str) -> Path:
+    """Free a build's space; the directory it was in."""
+    root = find(name).root
+    shutil.rmtree(root)
+    return root

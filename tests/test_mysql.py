@@ -1,0 +1,191 @@
+"""perflab on a real MySQL 9.7 (the mysql-9.7 build, installed once per machine with `perflab
+servers add`, started by the test): health, a read-only run, the safety battery, digest of its
+slow log. Skipped, with the reason, where the build cannot be installed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import run_cli
+from perflab.errors import PerflabError
+from perflab.lab import Lab
+from perflab.server import builds
+from perflab.server.connection import query
+from perflab.server.existing import Journal
+from perflab.server.managed import ManagedServer
+from perflab.server.tripwire import global_variables
+
+STATEMENTS = """
+[[statements]]
+sql = "SELECT name FROM items WHERE id = {int:1:3000}"
+weight = 3
+[[statements]]
+sql = "SELECT COUNT(*) FROM items WHERE price BETWEEN {int:1:500} AND {pick:top}"
+picks = { top = [600, 700, "'800'"] }
+"""
+
+
+@pytest.fixture(scope="module")
+def mysql(tmp_path_factory):
+    """A MySQL 9.7 server of the test's own, with an application schema of 3,000 items."""
+    try:
+        build = builds.install("mysql-9.7", say=lambda _: None)
+    except PerflabError as exc:
+        pytest.skip(f"the mysql-9.7 build cannot be installed here: {exc.message}")
+    root = tmp_path_factory.mktemp("mysql")
+    build.initialize(root / "data")
+    server = ManagedServer(root / "data", root, build=build)
+    server.start()
+    try:
+        with server.connect() as conn:
+            query(conn, "CREATE DATABASE appdb")
+            query(conn, "CREATE TABLE appdb.items (id INT PRIMARY KEY, name VARCHAR(40), "
+                        "price INT, KEY (price)) ENGINE=InnoDB")
+            query(conn, "SET SESSION cte_max_recursion_depth = 10000")
+            query(conn, "INSERT INTO appdb.items WITH RECURSIVE s (n) AS (SELECT 1 UNION ALL "
+                        "SELECT n + 1 FROM s WHERE n < 3000) SELECT n, CONCAT('item', n), "
+                        "n % 1000 FROM s")
+        yield server, root
+    finally:
+        server.stop()
+
+
+def snapshot(server: ManagedServer) -> dict:
+    """What a read-only run must leave as it was."""
+    with server.connect() as conn:
+        variables = global_variables(conn)
+        checksums = query(conn, "CHECKSUM TABLE appdb.items EXTENDED")
+        locks = query(conn, "SELECT COUNT(*) FROM performance_schema.metadata_locks WHERE "
+                            "OBJECT_TYPE = 'USER LEVEL LOCK'")
+    files = sorted(str(p.relative_to(server.datadir)) for p in server.datadir.rglob("*")
+                   if "#innodb_temp" not in str(p))
+    return {"variables": variables, "checksums": checksums, "locks": locks, "files": files}
+
+
+def plan_file(directory: Path, name: str, statements: str = STATEMENTS) -> Path:
+    (directory / f"{name}-statements.toml").write_text(statements)
+    plan = directory / f"{name}.toml"
+    plan.write_text(f"""
+[study]
+name = "{name}"
+[dataset]
+existing = "appdb"
+[workload]
+name = "sql"
+options = {{ file = "{directory / f'{name}-statements.toml'}" }}
+[run]
+threads = [1, 2]
+warmup_seconds = 1
+run_seconds = 1
+repeats = 1
+[configs.asis]
+""")
+    return plan
+
+
+def test_health_on_mysql_judges_what_it_has_and_names_the_server(mysql):
+    server, _ = mysql
+    out = run_cli("health", "--socket", str(server.socket), "--user", "root", "--interval",
+                  "1", "--format", "json")
+    assert out.returncode in (0, 1), out.stderr
+    assert "Traceback" not in out.stderr
+    report = json.loads(out.stdout)
+    text = run_cli("health", "--socket", str(server.socket), "--user", "root").stdout
+    assert "(MySQL 9.7" in text and "MariaDB" not in text.splitlines()[0]
+    results = {r["id"]: r["status"] for view in report["views"] for r in view["rules"]}
+    assert results["qcache_efficiency"] == "n/a"  # no query cache in MySQL 8 and later
+    assert results["innodb_dirty"] != "n/a"
+
+
+def test_a_read_only_run_on_mysql_measures_and_changes_nothing(mysql, tmp_path):
+    server, _ = mysql
+    before = snapshot(server)
+    out = run_cli("run", str(plan_file(tmp_path, "my-read")), "--lab", str(tmp_path / "lab"),
+                  "--socket", str(server.socket), "--user", "root")
+    assert out.returncode == 0, out.stderr
+    assert "Server MySQL 9.7" in out.stdout
+    with Lab(tmp_path / "lab").store() as store:
+        points = [p for study in store.studies() for p in store.points(study)]
+    assert len(points) == 2 and all(p.ok and p.metrics and p.metrics.qps > 100 for p in points)
+    assert snapshot(server) == before
+
+
+HIDDEN = [
+    "CREATE FUNCTION appdb.setg() RETURNS INT DETERMINISTIC BEGIN SET GLOBAL "
+    "max_connections = 123; RETURN 1; END",
+    "CREATE VIEW appdb.v_setg AS SELECT appdb.setg() AS x",
+    "CREATE FUNCTION appdb.local_then_global() RETURNS INT DETERMINISTIC BEGIN DECLARE x INT; "
+    "SET x = 1, GLOBAL max_connections = 124; RETURN x; END",
+]
+BATTERY = [
+    ("SELECT 1; SET GLOBAL max_connections = 7", "more than one statement"),
+    ("SELECT 1 /*!80000 , GET_LOCK('b', 0) */", "'/*' starts a comment"),
+    ("SELECT name FROM items WHERE id = 1 FOR UPDATE", "--allow-locks"),
+    ("SELECT GET_LOCK('battery', 0)", "--allow-locks"),
+    ("SELECT x FROM v_setg", "view appdb.v_setg -> function appdb.setg"),
+    ("WITH setg AS (SELECT 1 AS a) SELECT setg() FROM setg", "function appdb.setg"),
+    ("SELECT local_then_global()", "sets GLOBAL max_connections"),
+    ("SELECT name FROM items INTO OUTFILE '/tmp/perflab-mysql.txt'", "INTO OUTFILE"),
+    ("SET PERSIST max_connections = 9", "with any flag"),
+    ("SELECT\u00a0name FROM items", "U+00A0"),
+]
+
+
+def test_the_safety_battery_on_mysql_is_refused_and_changes_nothing(mysql, tmp_path):
+    """As root (every privilege, the binary log on, MySQL's default): each form is refused
+    before anything runs, and the server ends as it began."""
+    from perflab.running.runner import run_study
+    from perflab.server.existing import ExistingServer, Permissions
+    from perflab.studies import resolve_plan
+
+    server, _ = mysql
+    with server.connect() as conn:
+        assert query(conn, "SELECT @@log_bin")[0][0] == 1
+        for statement in HIDDEN:
+            query(conn, statement)
+    before = snapshot(server)
+    lab = Lab(tmp_path / "lab")
+    for n, (sql, refusal) in enumerate(BATTERY):
+        plan = plan_file(tmp_path, f"battery-{n}", f"[[statements]]\nsql = {json.dumps(sql)}\n")
+        try:
+            run_study(resolve_plan(str(plan)), lab, lambda _: None, ExistingServer(
+                server.endpoint, Journal(lab.root), Permissions()))
+        except PerflabError as exc:
+            assert refusal in f"{exc.message} {exc.hint}", (sql, exc.message)
+        else:
+            pytest.fail(f"{sql!r} ran")
+    assert snapshot(server) == before
+    assert not Path("/tmp/perflab-mysql.txt").exists()
+
+
+def test_digest_of_a_mysql_slow_log_shows_every_events_connection(mysql, tmp_path):
+    """MySQL's slow log of a run perflab drove (long_query_time 0): every statement event has
+    its connection, and the classes and counts are pt-query-digest's."""
+    from perflab.digest.digest import digest_logs
+    from perflab.digest.parse import ParseStats, Part, read_events
+
+    server, root = mysql
+    log = root / "slow.log"
+    with server.connect() as conn:
+        query(conn, "SET GLOBAL slow_query_log_file = %s", (str(log),))
+        query(conn, "SET GLOBAL long_query_time = 0, slow_query_log = ON")
+    try:
+        out = run_cli("run", str(plan_file(tmp_path, "my-slow")), "--lab", str(tmp_path / "l"),
+                      "--socket", str(server.socket), "--user", "root")
+    finally:
+        with server.connect() as conn:
+            query(conn, "SET GLOBAL slow_query_log = OFF, long_query_time = 10")
+    assert out.returncode == 0, out.stderr
+    events = [e for e in read_events(Part(log, "slow"), ParseStats()) if "items" in e.text]
+    assert len(events) > 100 and all(e.thread is not None for e in events)
+    assert len({e.thread for e in events}) >= 2  # the sessions of 1 and of 2 threads
+    ours = {c.fingerprint: c.calls for c in digest_logs([log]).classes}
+    import subprocess
+    pt = subprocess.run(["pt-query-digest", "--limit", "100%", "--output", "json", str(log)],
+                        capture_output=True, text=True, check=True, timeout=300)
+    theirs = {c["fingerprint"]: c["query_count"] for c in json.loads(pt.stdout)["classes"]}
+    assert {fp: n for fp, n in ours.items() if "items" in fp} == \
+        {fp: n for fp, n in theirs.items() if "items" in fp}
