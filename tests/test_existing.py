@@ -29,6 +29,7 @@ from perflab.probes import busy
 from perflab.server.connection import Endpoint, query
 from perflab.server.existing import Journal, Restarted, identity
 from perflab.server.managed import ManagedServer, ServerEnvironment
+from perflab.server.tripwire import global_variables
 
 PASSWORD = "Site-s3cret-pw"
 SITE_KEY_BUFFER = 8 << 20
@@ -54,11 +55,12 @@ def make_appdb(conn) -> None:
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory, pristine_datadir):
-    """The site's server: its own datadir, listening on TCP and a socket, a password user."""
+    """The site's server: its own datadir, the binary log on, listening on TCP and a socket,
+    a password user."""
     root = tmp_path_factory.mktemp("site")
     copy_datadir(pristine_datadir, root / "data")
     server = ManagedServer(root / "data", root, {"key_buffer_size": str(SITE_KEY_BUFFER),
-                                                 "max_connections": "400"},
+                                                 "max_connections": "400", "log_bin": "binlog"},
                            ServerEnvironment(tcp=True))
     server.start()
     try:
@@ -123,7 +125,7 @@ def snapshot(server: ManagedServer) -> dict:
     """What a run that only reads must leave as it was: every global variable, the data, the
     InnoDB monitors enabled, the files in the datadir and the server's temporary directory."""
     with server.connect() as conn:
-        variables = dict(query(conn, "SHOW GLOBAL VARIABLES"))
+        variables = global_variables(conn)  # but the binary log's positions, which writes move
         checksums = query(conn, "CHECKSUM TABLE appdb.items EXTENDED")
         monitors = query(conn, "SELECT NAME FROM information_schema.INNODB_METRICS "
                                "WHERE ENABLED = 1 ORDER BY NAME")
@@ -460,34 +462,38 @@ def test_a_logged_application_replays_with_its_fingerprints_and_shares(site, tmp
         assert shares[fingerprint] == pytest.approx(share, abs=0.03), fingerprint
 
 
-# Objects a read may reach: stored functions that set, lock, write or branch, views of them.
+# Objects a read may reach: stored functions that set, lock, write or branch, views of them
+# (each DETERMINISTIC: with the binary log on, the server creates no other function unless a
+# global trusts function creators).
 HIDDEN = [
-    "CREATE FUNCTION IF NOT EXISTS appdb.writes_a_row() RETURNS INT MODIFIES SQL DATA BEGIN "
-    "UPDATE appdb.items SET price = price + 1 WHERE id = 1; RETURN 1; END",
-    "CREATE FUNCTION IF NOT EXISTS appdb.setg() RETURNS INT BEGIN SET GLOBAL max_connections "
-    "= 123; RETURN 1; END",
-    "CREATE FUNCTION IF NOT EXISTS appdb.takes_lock() RETURNS INT RETURN GET_LOCK('battery', 0)",
+    "CREATE FUNCTION IF NOT EXISTS appdb.writes_a_row() RETURNS INT DETERMINISTIC "
+    "MODIFIES SQL DATA BEGIN UPDATE appdb.items SET price = price + 1 WHERE id = 1; RETURN 1; "
+    "END",
+    "CREATE FUNCTION IF NOT EXISTS appdb.setg() RETURNS INT DETERMINISTIC BEGIN SET GLOBAL "
+    "max_connections = 123; RETURN 1; END",
+    "CREATE FUNCTION IF NOT EXISTS appdb.takes_lock() RETURNS INT DETERMINISTIC "
+    "RETURN GET_LOCK('battery', 0)",
     "CREATE FUNCTION IF NOT EXISTS appdb.double_it(x INT) RETURNS INT DETERMINISTIC BEGIN "
     "DECLARE y INT DEFAULT 2; SET y = y * x; RETURN y; END",
-    "CREATE FUNCTION IF NOT EXISTS appdb.branches(x INT) RETURNS INT BEGIN IF x > 0 THEN "
-    "SET GLOBAL max_connections = 124; END IF; RETURN x; END",
+    "CREATE FUNCTION IF NOT EXISTS appdb.branches(x INT) RETURNS INT DETERMINISTIC BEGIN "
+    "IF x > 0 THEN SET GLOBAL max_connections = 124; END IF; RETURN x; END",
     "CREATE OR REPLACE VIEW appdb.v_setg AS SELECT appdb.setg() AS x",
     "CREATE OR REPLACE VIEW appdb.v_of_v AS SELECT x FROM appdb.v_setg",
     "CREATE OR REPLACE VIEW appdb.v_lock AS SELECT appdb.takes_lock() AS l",
     "CREATE OR REPLACE VIEW appdb.v_writes AS SELECT appdb.writes_a_row() AS w",
     "CREATE OR REPLACE VIEW appdb.v_double AS SELECT appdb.double_it(id) AS d FROM appdb.items",
     # names the server resolves otherwise than a reading of perflab's own would (issue 64)
-    "CREATE FUNCTION IF NOT EXISTS appdb.status() RETURNS INT BEGIN SET GLOBAL "
+    "CREATE FUNCTION IF NOT EXISTS appdb.status() RETURNS INT DETERMINISTIC BEGIN SET GLOBAL "
     "max_connections = 126; RETURN 1; END",
-    "CREATE FUNCTION IF NOT EXISTS appdb.`set-g`() RETURNS INT BEGIN SET GLOBAL "
+    "CREATE FUNCTION IF NOT EXISTS appdb.`set-g`() RETURNS INT DETERMINISTIC BEGIN SET GLOBAL "
     "max_connections = 127; RETURN 1; END",
     "CREATE DATABASE IF NOT EXISTS AppCase",
     "CREATE OR REPLACE VIEW AppCase.v AS SELECT appdb.setg() AS x",
     # a body statement whose first target is local and a later one global
-    "CREATE FUNCTION IF NOT EXISTS appdb.local_then_global() RETURNS INT BEGIN DECLARE x INT; "
-    "SET x = 1, GLOBAL max_connections = 128; RETURN x; END",
-    "CREATE FUNCTION IF NOT EXISTS appdb.sets_init() RETURNS INT BEGIN DECLARE x INT; SET x = 0"
-    ", @@GLOBAL.init_connect = 'DELETE FROM appdb.items'; RETURN x; END",
+    "CREATE FUNCTION IF NOT EXISTS appdb.local_then_global() RETURNS INT DETERMINISTIC BEGIN "
+    "DECLARE x INT; SET x = 1, GLOBAL max_connections = 128; RETURN x; END",
+    "CREATE FUNCTION IF NOT EXISTS appdb.sets_init() RETURNS INT DETERMINISTIC BEGIN "
+    "DECLARE x INT; SET x = 0, @@GLOBAL.init_connect = 'DELETE FROM appdb.items'; RETURN x; END",
 ]
 
 # Each statement: what a read-only run does with it, as (the flags given, the words of the

@@ -5,6 +5,7 @@ slow log. Skipped, with the reason, where the build cannot be installed."""
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -100,17 +101,41 @@ def test_health_on_mysql_judges_what_it_has_and_names_the_server(mysql):
     assert results["innodb_dirty"] != "n/a"
 
 
-def test_a_read_only_run_on_mysql_measures_and_changes_nothing(mysql, tmp_path):
-    server, _ = mysql
+def test_a_read_only_run_on_mysql_changes_nothing_and_its_slow_log_digests(mysql, tmp_path):
+    """The run measures and leaves the server as it was; in the slow log the test switched on
+    for it (long_query_time 0) every statement event has its connection, and the classes and
+    counts are pt-query-digest's."""
+    from perflab.digest.digest import digest_logs
+    from perflab.digest.parse import ParseStats, Part, read_events
+
+    server, root = mysql
+    log = root / "slow.log"
+    with server.connect() as conn:
+        query(conn, "SET GLOBAL slow_query_log_file = %s", (str(log),))
+        query(conn, "SET GLOBAL long_query_time = 0, slow_query_log = ON")
     before = snapshot(server)
-    out = run_cli("run", str(plan_file(tmp_path, "my-read")), "--lab", str(tmp_path / "lab"),
-                  "--socket", str(server.socket), "--user", "root")
+    try:
+        out = run_cli("run", str(plan_file(tmp_path, "my-read")), "--lab",
+                      str(tmp_path / "lab"), "--socket", str(server.socket), "--user", "root")
+        after = snapshot(server)
+    finally:
+        with server.connect() as conn:
+            query(conn, "SET GLOBAL slow_query_log = OFF, long_query_time = 10")
     assert out.returncode == 0, out.stderr
     assert "Server MySQL 9.7" in out.stdout
     with Lab(tmp_path / "lab").store() as store:
         points = [p for study in store.studies() for p in store.points(study)]
     assert len(points) == 2 and all(p.ok and p.metrics and p.metrics.qps > 100 for p in points)
-    assert snapshot(server) == before
+    assert after == before
+    events = [e for e in read_events(Part(log, "slow"), ParseStats()) if "items" in e.text]
+    assert len(events) > 100 and all(e.thread is not None for e in events)
+    assert len({e.thread for e in events}) >= 2  # the sessions of 1 and of 2 threads
+    ours = {c.fingerprint: c.calls for c in digest_logs([log]).classes}
+    pt = subprocess.run(["pt-query-digest", "--limit", "100%", "--output", "json", str(log)],
+                        capture_output=True, text=True, check=True, timeout=300)
+    theirs = {c["fingerprint"]: c["query_count"] for c in json.loads(pt.stdout)["classes"]}
+    assert {fp: n for fp, n in ours.items() if "items" in fp} == \
+        {fp: n for fp, n in theirs.items() if "items" in fp}
 
 
 HIDDEN = [
@@ -159,33 +184,3 @@ def test_the_safety_battery_on_mysql_is_refused_and_changes_nothing(mysql, tmp_p
             pytest.fail(f"{sql!r} ran")
     assert snapshot(server) == before
     assert not Path("/tmp/perflab-mysql.txt").exists()
-
-
-def test_digest_of_a_mysql_slow_log_shows_every_events_connection(mysql, tmp_path):
-    """MySQL's slow log of a run perflab drove (long_query_time 0): every statement event has
-    its connection, and the classes and counts are pt-query-digest's."""
-    from perflab.digest.digest import digest_logs
-    from perflab.digest.parse import ParseStats, Part, read_events
-
-    server, root = mysql
-    log = root / "slow.log"
-    with server.connect() as conn:
-        query(conn, "SET GLOBAL slow_query_log_file = %s", (str(log),))
-        query(conn, "SET GLOBAL long_query_time = 0, slow_query_log = ON")
-    try:
-        out = run_cli("run", str(plan_file(tmp_path, "my-slow")), "--lab", str(tmp_path / "l"),
-                      "--socket", str(server.socket), "--user", "root")
-    finally:
-        with server.connect() as conn:
-            query(conn, "SET GLOBAL slow_query_log = OFF, long_query_time = 10")
-    assert out.returncode == 0, out.stderr
-    events = [e for e in read_events(Part(log, "slow"), ParseStats()) if "items" in e.text]
-    assert len(events) > 100 and all(e.thread is not None for e in events)
-    assert len({e.thread for e in events}) >= 2  # the sessions of 1 and of 2 threads
-    ours = {c.fingerprint: c.calls for c in digest_logs([log]).classes}
-    import subprocess
-    pt = subprocess.run(["pt-query-digest", "--limit", "100%", "--output", "json", str(log)],
-                        capture_output=True, text=True, check=True, timeout=300)
-    theirs = {c["fingerprint"]: c["query_count"] for c in json.loads(pt.stdout)["classes"]}
-    assert {fp: n for fp, n in ours.items() if "items" in fp} == \
-        {fp: n for fp, n in theirs.items() if "items" in fp}

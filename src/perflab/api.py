@@ -189,7 +189,7 @@ def restore(lab: str | Path | Lab, server: Endpoint | None = None, say: Say = si
 def digest_logs(paths: Sequence[str | Path], kind: str | None = None, burst: int = 10,
                 window: float = 1.0, jobs: int = 1, redact: bool = False,
                 say: Say | None = None) -> Digest:
-    """Fingerprints, costs and findings of MariaDB general or slow query logs (plain or
+    """Fingerprints, costs and findings of MariaDB or MySQL general or slow query logs (plain or
     gzip'd; `kind` "general" or "slow", detected when None): `burst` identical statements
     within `window` seconds are a burst; `jobs` processes share a large file; `redact` drops
     every literal (sample statements and values) from the result."""

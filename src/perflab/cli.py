@@ -243,7 +243,7 @@ def _add_health(sub) -> None:
 
 def _add_digest(sub) -> None:
     digest = sub.add_parser(
-        "digest", help="fingerprints, costs and waste findings from MariaDB query logs",
+        "digest", help="fingerprints, costs and waste findings from MariaDB and MySQL query logs",
         description="Reads general and slow query logs (plain or gzip), streaming. Groups "
         "statements by pt-query-digest's fingerprints and flags repeated reads, needless "
         "schema switches, constant-only SELECTs and N+1 bursts.")
@@ -461,20 +461,13 @@ def cmd_servers(args: argparse.Namespace) -> int:
     if args.action != "list" and not args.names:
         raise PerflabError(f"perflab servers {args.action} needs the builds to {args.action}",
                            hint=f"offered: {', '.join(builds.OFFERS)}")
-    for name in args.names:
-        builds.offer(name)  # every name checked before anything is installed
+    for name in [builds.offer(name).name for name in args.names]:  # all checked first
         if args.action == "add":
-            build = builds.install(name, say=lambda line: print(line, flush=True))
-            print(f"{name}: {build.version()}")
+            print(f"{name}: {builds.install(name, lambda line: print(line, flush=True)).version()}")
         elif args.action == "remove":
             print(f"removed {name} ({builds.remove(name)})")
     if args.action == "list":
-        have = {build.name: build for build in builds.installed()}
-        print(f"{'host':14} installed  Debian's mariadb-server (/usr/sbin/mariadbd)")
-        for name, offer in builds.OFFERS.items():
-            state = "installed" if name in have else "offered  "
-            print(f"{name:14} {state}  Debian {offer.suite}'s {offer.package}"
-                  + (f" ({have[name].root})" if name in have else ""))
+        print("\n".join(builds.listing()))
     return 0
 
 

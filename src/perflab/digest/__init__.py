@@ -1,1 +1,1 @@
-"""perflab digest: fingerprints, costs and waste findings from MariaDB query logs."""
+"""perflab digest: fingerprints, costs and waste findings from MariaDB and MySQL query logs."""

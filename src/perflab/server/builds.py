@@ -127,6 +127,17 @@ def installed() -> list[Build]:
             if (directory / name / OFFERS[name].binary).exists()]
 
 
+def listing() -> list[str]:
+    """A line per build: the host's, then each offered one, installed or not."""
+    have = {build.name: build for build in installed()}
+    lines = [f"{'host':14} installed  Debian's mariadb-server (/usr/sbin/mariadbd)"]
+    for name, wanted in OFFERS.items():
+        state = "installed" if name in have else "offered  "
+        lines.append(f"{name:14} {state}  Debian {wanted.suite}'s {wanted.package}"
+                     + (f" ({have[name].root})" if name in have else ""))
+    return lines
+
+
 def find(name: str) -> Build:
     """An installed build, or a PerflabError saying how to install it."""
     wanted = offer(name)

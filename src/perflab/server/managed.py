@@ -121,19 +121,12 @@ def _run_install(datadir: Path) -> subprocess.CompletedProcess:
 
 
 class ManagedServer:
-    """One server process on one datadir: the host's mariadbd, or an installed build's
-    server (`build`). Use as a context manager so it always stops."""
+    """One server (the host's mariadbd, or a `build`'s) on one datadir; a context manager."""
 
-    def __init__(
-        self,
-        datadir: Path,
-        rundir: Path,
-        options: dict[str, str] | None = None,
-        environment: ServerEnvironment = ServerEnvironment(),
-        build: Build | None = None,
-    ):
-        self.build = build  # None: the host's own mariadbd (server/builds.py for the others)
-        self.datadir = datadir.resolve()
+    def __init__(self, datadir: Path, rundir: Path, options: dict[str, str] | None = None,
+                 environment: ServerEnvironment = ServerEnvironment(),
+                 build: Build | None = None):
+        self.datadir, self.build = datadir.resolve(), build  # build None: the host's own
         self.rundir = rundir.resolve()
         self.options = dict(options or {})
         self.environment = environment
