@@ -95,15 +95,18 @@ def test_health_on_mysql_judges_what_it_has_and_names_the_server(mysql):
     assert out.returncode in (0, 1) and "Traceback" not in out.stderr, out.stderr
     assert out.stdout.splitlines()[0].endswith("(MySQL 9.7.4)")
     report = perflab.check_health(server.endpoint, interval=0.5)
-    results = {r.id: r.status for view in report.views for r in view.rules}
-    assert results["qcache_efficiency"] == "n/a"  # no query cache in MySQL 8 and later
-    assert results["innodb_dirty"] != "n/a"  # InnoDB's figures are there
+    results = {r.id: r for r in report.views[0].rules}
+    assert results["qcache_efficiency"].status == "n/a"  # no query cache in MySQL 8 and later
+    assert results["qcache_efficiency"].detail == "this server has no query_cache_type"
+    for rule in ("innodb_dirty", "redo_checkpoint_age", "buffer_pool_wait_free"):
+        assert results[rule].status in ("ok", "fail", "few"), rule  # MySQL's own figures
+    assert "of redo not checkpointed" in results["redo_checkpoint_age"].detail
 
 
 def test_a_read_only_run_on_mysql_changes_nothing_and_its_slow_log_digests(mysql, tmp_path):
     """The run measures and leaves the server as it was; in the slow log the test switched on
-    for it (long_query_time 0) every statement event has its connection, and the classes and
-    counts are pt-query-digest's."""
+    for it (long_query_time 0) every statement event has its connection, the classes and
+    counts are pt-query-digest's, and the workload digest makes of it replays read-only."""
     from perflab.digest.digest import digest_logs
     from perflab.digest.parse import ParseStats, Part, read_events
 
@@ -135,6 +138,16 @@ def test_a_read_only_run_on_mysql_changes_nothing_and_its_slow_log_digests(mysql
     theirs = {c["fingerprint"]: c["query_count"] for c in json.loads(pt.stdout)["classes"]}
     assert {fp: n for fp, n in ours.items() if "items" in fp} == \
         {fp: n for fp, n in theirs.items() if "items" in fp}
+    # the log made a workload again, replayed read-only on the same server
+    captured = tmp_path / "captured.toml"
+    out = run_cli("digest", str(log), "--workload", str(captured), "--top", "5")
+    assert out.returncode == 0 and "items" in captured.read_text(), out.stderr
+    plan = plan_file(tmp_path, "my-replay", captured.read_text())
+    before = snapshot(server)
+    out = run_cli("run", str(plan), "--lab", str(tmp_path / "lab"), "--socket",
+                  str(server.socket), "--user", "root")
+    assert out.returncode == 0 and "0 failed" in out.stdout, out.stdout + out.stderr
+    assert snapshot(server) == before
 
 
 HIDDEN = [
@@ -183,3 +196,20 @@ def test_the_safety_battery_on_mysql_is_refused_and_changes_nothing(mysql, tmp_p
             pytest.fail(f"{sql!r} ran")
     assert snapshot(server) == before
     assert not Path("/tmp/perflab-mysql.txt").exists()
+
+
+def test_allow_set_on_mysql_sets_with_set_global_and_puts_back(mysql, tmp_path):
+    """MySQL's variables through the journal: set for the configuration, put back after, never
+    persisted (no mysqld-auto.cnf appears in the datadir)."""
+    server, _ = mysql
+    before = snapshot(server)
+    plan = plan_file(tmp_path, "my-set")
+    plan.write_text(plan.read_text().replace("threads = [1, 2]", "threads = [1]")
+                    .replace("[configs.asis]", "[configs.asis]\n[configs.more]\n"
+                                               "max_connections = 321\n"))
+    out = run_cli("run", str(plan), "--lab", str(tmp_path / "lab"), "--socket",
+                  str(server.socket), "--user", "root", "--allow-set")
+    assert out.returncode == 0, out.stderr
+    assert "SET GLOBAL max_connections=321" in out.stderr + out.stdout
+    assert snapshot(server) == before
+    assert not (server.datadir / "mysqld-auto.cnf").exists()

@@ -45,6 +45,8 @@ def explanations(report: HealthReport) -> list[str]:
     for rule in report.views[0].rules:
         lines.append(f"- {rule.title} = {rule.formula}; acceptable {rule.range}")
         lines.append(f"    governed by {', '.join(rule.governs) or '-'}; threshold: {rule.source}")
+        if rule.status == "n/a" and rule.detail:
+            lines.append(f"    not applicable since start: {rule.detail}")
     return lines
 
 

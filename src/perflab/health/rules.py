@@ -10,6 +10,7 @@ otherwise; `source` says which, so a reader can disagree with a number knowingly
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -22,6 +23,8 @@ STAR_NOTES = "the STAR experiment's MySQL tuning notes (BNL)"
 
 # Commands whose rate the STAR notes report one by one.
 COMMANDS = ("select", "insert", "update", "delete", "replace")
+STATUS_NAME = re.compile(r"\b[A-Z][a-z]+(?:_[A-Za-z0-9]+)+\b")  # Innodb_row_lock_waits
+SOME_COUNTERS = {"redo_checkpoint_age"}  # MySQL's counters, or MariaDB's: either is enough
 
 
 @dataclass(frozen=True)
@@ -114,10 +117,25 @@ def evaluate(view: View, rules: tuple[Rule, ...] | None = None) -> list[Verdict]
     for rule in rules or RULES:
         figure = rule.compute(view)
         if figure is None:
-            verdicts.append(Verdict(rule, "n/a"))
+            verdicts.append(Verdict(rule, "n/a", detail=not_applicable(rule, view)))
         else:
             verdicts.append(Verdict(rule, rule.judge(figure), figure.value, figure.detail))
     return verdicts
+
+
+def not_applicable(rule: Rule, view: View) -> str:
+    """Why a rule has no figure: a variable or counter this server (its flavor, version or
+    engines) lacks, or nothing to measure in the window."""
+    missing = [name for name in rule.governs if name not in view.variables]
+    if missing:
+        return f"this server has no {missing[0]}"
+    if rule.id.startswith("qcache") and not _query_cache_enabled(view):
+        return "the query cache is off (query_cache_type, query_cache_size)"
+    uncounted = [name for name in STATUS_NAME.findall(rule.formula)
+                 if name not in view.counters and name not in view.gauges]
+    if uncounted and rule.id not in SOME_COUNTERS:
+        return f"this server does not count {uncounted[0]}"
+    return "nothing to measure in this window"
 
 
 # -- formulas ----------------------------------------------------------------------------------
@@ -169,6 +187,40 @@ def _log_waits(view: View) -> Figure | None:
         return None
     waits = view.c("Innodb_log_waits")
     return Figure(waits, f"{waits:,.0f} waits for {writes:,.0f} log write requests", writes)
+
+
+def _checkpoint_age(view: View) -> Figure | None:
+    """The redo log's checkpoint age against its capacity: MySQL 8.0.30 and later count the
+    LSNs and the capacity in force, MariaDB the age and its limit."""
+    if "Innodb_redo_log_current_lsn" in view.gauges:
+        age = view.g("Innodb_redo_log_current_lsn") - view.g("Innodb_redo_log_checkpoint_lsn")
+        capacity = view.g("Innodb_redo_log_capacity_resized")
+    elif "Innodb_checkpoint_age" in view.gauges:
+        age, capacity = view.g("Innodb_checkpoint_age"), view.g("Innodb_checkpoint_max_age")
+    else:
+        return None
+    if capacity <= 0:
+        return None
+    return Figure(100.0 * age / capacity,
+                  f"{human_bytes(age)} of redo not checkpointed, of {human_bytes(capacity)}")
+
+
+def _row_lock_waits(view: View) -> Figure | None:
+    if "Innodb_row_lock_waits" not in view.counters:
+        return None
+    waits = view.c("Innodb_row_lock_waits")
+    figure = _rate(waits, view, "row lock waits")
+    if figure is None or waits <= 0:
+        return figure
+    average = view.c("Innodb_row_lock_time") / waits
+    return Figure(figure.value, f"{figure.detail}, {average:,.1f} ms each on average")
+
+
+def _wait_free(view: View) -> Figure | None:
+    if "Innodb_buffer_pool_wait_free" not in view.counters:
+        return None
+    waits = view.c("Innodb_buffer_pool_wait_free")
+    return Figure(waits, f"{waits:,.0f} waits for a free page in the buffer pool")
 
 
 def _memory(view: View) -> Figure | None:
@@ -305,6 +357,27 @@ RULES: tuple[Rule, ...] = (
     Rule("innodb_log_waits", "InnoDB log waits", "Innodb_log_waits", "", 0, 0,
          ("innodb_log_buffer_size",), f"{MYSQLTUNER} (any wait is a warning)",
          _log_waits, "raise innodb_log_buffer_size"),
+    Rule("redo_checkpoint_age", "InnoDB redo checkpoint age",
+         "(Innodb_redo_log_current_lsn - Innodb_redo_log_checkpoint_lsn) / "
+         "Innodb_redo_log_capacity_resized (MariaDB: Innodb_checkpoint_age / "
+         "Innodb_checkpoint_max_age)", "%", None, 75,
+         ("innodb_redo_log_capacity", "innodb_log_file_size"),
+         "perflab: below the part of the redo capacity (about 7/8) where InnoDB flushes "
+         "ahead of its checkpoint, as the MySQL and MariaDB manuals describe it",
+         _checkpoint_age,
+         "raise innodb_redo_log_capacity (MySQL 8.0.30 and later) or innodb_log_file_size "
+         "(MariaDB), or innodb_io_capacity so that flushing keeps up"),
+    Rule("row_lock_waits", "InnoDB row lock waits", "Innodb_row_lock_waits / seconds", "/s",
+         None, None, (), "reported, not judged: MySQL's and MariaDB's Innodb_row_lock_* "
+         "counters (how much of the load waits on rows other sessions hold)",
+         _row_lock_waits),
+    Rule("buffer_pool_wait_free", "InnoDB waits for a free page",
+         "Innodb_buffer_pool_wait_free", "", 0, 0,
+         ("innodb_buffer_pool_size", "innodb_lru_scan_depth"),
+         "MySQL manual (Innodb_buffer_pool_wait_free: nonzero when a page read found no "
+         "clean page to reuse)", _wait_free,
+         "raise innodb_buffer_pool_size, or innodb_lru_scan_depth so that cleaners free pages "
+         "ahead"),
     Rule("slow_queries", "Slow queries", "Slow_queries / Questions", "%", None, 5,
          ("long_query_time",), MYSQLTUNER,
          lambda view: _share(view.c("Slow_queries"), view.c("Questions"),
