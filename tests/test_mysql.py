@@ -143,6 +143,7 @@ def test_a_read_only_run_on_mysql_changes_nothing_and_its_slow_log_digests(mysql
     out = run_cli("digest", str(log), "--workload", str(captured), "--top", "5")
     assert out.returncode == 0 and "items" in captured.read_text(), out.stderr
     plan = plan_file(tmp_path, "my-replay", captured.read_text())
+    plan.write_text(plan.read_text().replace("threads = [1, 2]", "threads = [2]"))
     before = snapshot(server)
     out = run_cli("run", str(plan), "--lab", str(tmp_path / "lab"), "--socket",
                   str(server.socket), "--user", "root")
@@ -199,17 +200,21 @@ def test_the_safety_battery_on_mysql_is_refused_and_changes_nothing(mysql, tmp_p
 
 
 def test_allow_set_on_mysql_sets_with_set_global_and_puts_back(mysql, tmp_path):
-    """MySQL's variables through the journal: set for the configuration, put back after, never
-    persisted (no mysqld-auto.cnf appears in the datadir)."""
+    """MySQL's variables through the journal (in-process: a run's SET GLOBAL is the same call,
+    tested through runs on MariaDB): set, put back, proven, never persisted (no
+    mysqld-auto.cnf appears in the datadir); its identity variables are refused."""
+    from perflab.server.existing import ExistingServer, Permissions
+
     server, _ = mysql
     before = snapshot(server)
-    plan = plan_file(tmp_path, "my-set")
-    plan.write_text(plan.read_text().replace("threads = [1, 2]", "threads = [1]")
-                    .replace("[configs.asis]", "[configs.asis]\n[configs.more]\n"
-                                               "max_connections = 321\n"))
-    out = run_cli("run", str(plan), "--lab", str(tmp_path / "lab"), "--socket",
-                  str(server.socket), "--user", "root", "--allow-set")
-    assert out.returncode == 0, out.stderr
-    assert "SET GLOBAL max_connections=321" in out.stderr + out.stdout
+    existing = ExistingServer(server.endpoint, Journal(tmp_path), Permissions(set_variables=True))
+    try:
+        existing.set_global({"max_connections": "321", "innodb_io_capacity_max": "3000"})
+        with server.connect() as conn:
+            assert query(conn, "SELECT @@GLOBAL.max_connections")[0][0] == 321
+        with pytest.raises(PerflabError, match="part of the server's identity"):
+            existing.set_global({"server_id": "7"})
+    finally:
+        existing.stop()
     assert snapshot(server) == before
     assert not (server.datadir / "mysqld-auto.cnf").exists()
