@@ -639,8 +639,8 @@ def run_in_process(plan: Path, lab: Lab, server: ManagedServer, flags) -> str:
     from perflab.server.existing import ExistingServer, Permissions
     from perflab.studies import resolve_plan
 
-    permissions = Permissions(writes="--allow-writes" in flags,
-                              locks="--allow-locks" in flags)
+    permissions = Permissions(writes="--allow-writes" in flags, locks="--allow-locks" in flags,
+                              set_variables="--allow-set" in flags)
     try:
         summary = run_study(resolve_plan(str(plan)), lab, lambda _: None, ExistingServer(
             server.endpoint, Journal(lab.root), permissions))
@@ -778,14 +778,12 @@ def test_allow_set_puts_back_what_a_variable_moved_and_refuses_the_identity(site
     io_capacity_max back does not restore: perflab puts back both. server_id is part of the
     server's identity; log_queries_not_using_indexes moves log_slow_filter, a log switch: both
     are refused, and the server ends as it began."""
-    server, option_file, _ = site
-    target = tcp_args(server, option_file)
+    server, _, _ = site
     before = snapshot(server)
     assert int(before["variables"]["innodb_io_capacity"]) > 100
     plan = app_plan(tmp_path, "app-coupled", threads=(1,),
                     configs="[configs.low]\ninnodb_io_capacity_max = 100\n")
-    out = run_cli("run", str(plan), "--lab", str(tmp_path / "lab"), *target, "--allow-set")
-    assert out.returncode == 0, out.stderr
+    assert run_in_process(plan, Lab(tmp_path / "lab"), server, ("--allow-set",)) == "ran"
     assert snapshot(server) == before
     from perflab.running.existing_backend import not_settable
     from perflab.server.existing import ExistingServer, Permissions

@@ -109,6 +109,7 @@ def test_a_read_only_run_on_mysql_changes_nothing_and_its_slow_log_digests(mysql
     counts are pt-query-digest's, and the workload digest makes of it replays read-only."""
     from perflab.digest.digest import digest_logs
     from perflab.digest.parse import ParseStats, Part, read_events
+    from perflab.digest.workload import write_workload
 
     server, root = mysql
     log = root / "slow.log"
@@ -140,8 +141,7 @@ def test_a_read_only_run_on_mysql_changes_nothing_and_its_slow_log_digests(mysql
         {fp: n for fp, n in theirs.items() if "items" in fp}
     # the log made a workload again, replayed read-only on the same server
     captured = tmp_path / "captured.toml"
-    out = run_cli("digest", str(log), "--workload", str(captured), "--top", "5")
-    assert out.returncode == 0 and "items" in captured.read_text(), out.stderr
+    assert write_workload(digest_logs([log]), captured, top=5) >= 2
     plan = plan_file(tmp_path, "my-replay", captured.read_text())
     plan.write_text(plan.read_text().replace("threads = [1, 2]", "threads = [2]"))
     before = snapshot(server)
