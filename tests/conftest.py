@@ -199,6 +199,28 @@ repeats = {repeats}
     return path
 
 
+def existing_plan(path: Path, name: str, statements: Path, *, threads=(1, 4),
+                  configs: str = "[configs.asis]\n", workload_extra: str = "") -> Path:
+    """A plan at `path` for a server perflab did not start: the `sql` workload of the file
+    `statements` on its schema appdb as it is, 1-s points, one round."""
+    path.write_text(f"""
+[study]
+name = "{name}"
+[dataset]
+existing = "appdb"
+[workload]
+name = "sql"
+options = {{ file = "{statements}" {workload_extra}}}
+[run]
+threads = {list(threads)}
+warmup_seconds = 1
+run_seconds = 1
+repeats = 1
+{configs}
+""")
+    return path
+
+
 def run_cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
     return subprocess.run(
         [*PERFLAB, *args], capture_output=True, text=True, timeout=timeout, check=False

@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import PERFLAB, copy_datadir, run_cli, stored_points, wait_for
+from conftest import PERFLAB, copy_datadir, existing_plan, run_cli, stored_points, wait_for
 from perflab.digest.digest import digest_logs
 from perflab.errors import PerflabError
 from perflab.lab import Lab
@@ -82,23 +82,8 @@ def app_plan(tmp_path: Path, name: str, configs: str = "[configs.asis]\n", threa
              workload_extra: str = "") -> Path:
     statements = tmp_path / "app-statements.toml"
     statements.write_text(STATEMENTS)
-    plan = tmp_path / f"{name}.toml"
-    plan.write_text(f"""
-[study]
-name = "{name}"
-[dataset]
-existing = "appdb"
-[workload]
-name = "sql"
-options = {{ file = "{statements}" {workload_extra}}}
-[run]
-threads = {list(threads)}
-warmup_seconds = 1
-run_seconds = 1
-repeats = 1
-{configs}
-""")
-    return plan
+    return existing_plan(tmp_path / f"{name}.toml", name, statements, threads=threads,
+                         configs=configs, workload_extra=workload_extra)
 
 
 def test_a_read_only_run_from_two_client_workers_with_a_password(site, tmp_path):
@@ -811,9 +796,9 @@ def test_the_tripwire_names_a_change_perflab_did_not_make_and_sets_it_back(site,
     before = snapshot(server)
     existing = ExistingServer(server.endpoint, Journal(tmp_path), Permissions())
     existing.check_unchanged()  # no reference yet: nothing to compare
+    existing.watch()
+    existing.check_unchanged()
     with server.connect() as conn:
-        existing.tripwire.reset(conn)
-        existing.check_unchanged()
         query(conn, "SET GLOBAL max_connections = 321")
     with pytest.raises(Tripped) as tripped:
         existing.check_unchanged()

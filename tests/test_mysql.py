@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_cli
+from conftest import existing_plan, run_cli
 from perflab.errors import PerflabError
 from perflab.lab import Lab
 from perflab.server import builds
@@ -67,24 +67,9 @@ def snapshot(server: ManagedServer) -> dict:
 
 
 def plan_file(directory: Path, name: str, statements: str = STATEMENTS) -> Path:
-    (directory / f"{name}-statements.toml").write_text(statements)
-    plan = directory / f"{name}.toml"
-    plan.write_text(f"""
-[study]
-name = "{name}"
-[dataset]
-existing = "appdb"
-[workload]
-name = "sql"
-options = {{ file = "{directory / f'{name}-statements.toml'}" }}
-[run]
-threads = [1, 2]
-warmup_seconds = 1
-run_seconds = 1
-repeats = 1
-[configs.asis]
-""")
-    return plan
+    path = directory / f"{name}-statements.toml"
+    path.write_text(statements)
+    return existing_plan(directory / f"{name}.toml", name, path, threads=(1, 2))
 
 
 def test_health_on_mysql_judges_what_it_has_and_names_the_server(mysql):

@@ -72,10 +72,6 @@ class Lexed:
 
     tokens: tuple[Token, ...]
 
-    @property
-    def parameters(self) -> int:
-        return sum(1 for t in self.tokens if t.kind == "param")
-
     def _qualified(self, n: int) -> tuple[str, str]:
         """(schema or "", name) of the name token at `n`: `a.b` is schema a, name b."""
         tokens = self.tokens

@@ -240,18 +240,26 @@ def _body_statements(body: str) -> list[list[Token]] | None:
         if len(tokens) < 2 or tokens[-1].text.upper() != "END":
             return None
         tokens = tokens[1:-1]
-    statements: list[list[Token]] = [[]]
-    for token in tokens:
-        if token.kind == "punct" and token.text == ";":
-            statements.append([])
-        else:
-            statements[-1].append(token)
-    statements = [piece for piece in statements if piece]
+    statements = [piece for piece in _split(tokens, ";") if piece]
     for piece in statements:
         if piece[0].text.upper() in FLOW or (len(piece) > 1 and piece[1].text == ":" and
                                             piece[1].kind == "punct"):
             return None
     return statements
+
+
+def _split(tokens: list[Token], separator: str, top_level: bool = False) -> list[list[Token]]:
+    """`tokens` cut at each `separator` (with `top_level`, only those outside parentheses)."""
+    pieces: list[list[Token]] = [[]]
+    depth = 0
+    for token in tokens:
+        if token.kind == "punct":
+            depth += {"(": 1, ")": -1}.get(token.text, 0)
+            if token.text == separator and (depth == 0 or not top_level):
+                pieces.append([])
+                continue
+        pieces[-1].append(token)
+    return pieces
 
 
 def _text(body: str, tokens: list[Token]) -> str:
@@ -297,23 +305,13 @@ def _declare_kind(body: str, tokens: list[Token], declared: set[str]) -> Classif
 def _set_kind(body: str, tokens: list[Token], declared: set[str]) -> Classified:
     """SET a = x[, b = y ...]: every target must be a variable the function declared (a
     global, a session or user variable, NAMES, PASSWORD, TRANSACTION... is refused)."""
-    assignments: list[list[Token]] = [[]]
-    depth = 0
-    for token in tokens:
-        if token.kind == "punct" and token.text in "()":
-            depth += 1 if token.text == "(" else -1
-        if depth == 0 and token.kind == "punct" and token.text == ",":
-            assignments.append([])
-        else:
-            assignments[-1].append(token)
     kinds = []
-    for assignment in assignments:
-        target = assignment[0].text if assignment else ""
-        operator = "".join(t.text for t in assignment[1:3] if t.kind == "punct")
-        width = 2 if operator.startswith(":=") else 1
+    for assignment in _split(tokens, ",", top_level=True):
+        operator = [(t.kind, t.text) for t in assignment[1:3]]
+        width = 2 if operator == [("punct", ":"), ("punct", "=")] else 1
         if not assignment or assignment[0].kind not in ("word", "name") or \
-                target.lower() not in declared or len(assignment) <= width or \
-                "".join(t.text for t in assignment[1:1 + width]) not in ("=", ":="):
+                assignment[0].text.lower() not in declared or len(assignment) <= width or \
+                operator[:width] not in ([("punct", "=")], [("punct", ":"), ("punct", "=")]):
             return Classified(Kind.UNKNOWN, f"sets {_text(body, assignment[:3]) or 'nothing'}"
                                             ", which is not a variable the function declared")
         kinds.append(classify(f"SELECT {_text(body, assignment[1 + width:])}", strict=False))

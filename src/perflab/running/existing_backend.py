@@ -99,8 +99,7 @@ class ExistingBackend:
                                   max_statement_seconds=max(run.run_seconds, run.warmup_seconds)
                                   + STATEMENT_SLACK_SECONDS, sessions_file=self.sessions)
         watch_sessions(self.sessions, server.endpoint)  # ended on the server if perflab dies
-        with server.connect() as conn:  # the tripwire's reference, checked before each point
-            server.tripwire.reset(conn)
+        server.watch()  # the tripwire's reference, checked before each point
         self.server = server
         self.active: str | None = None
         self.loaded: set[str] = set()  # datasets loaded into perflab's schema by this run

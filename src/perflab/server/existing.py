@@ -427,7 +427,7 @@ class ExistingServer:
             self.touched.update(variables, moved)
             for name in variables:
                 self.moved_by.setdefault(name, []).extend(moved)
-            self.tripwire.reset(conn)
+            self.tripwire.reset(after)  # the server as this change left it
         self.options.update(variables)
 
     def _refuse_unrestorable(self, conn: pymysql.Connection, variables: dict[str, str],
@@ -445,13 +445,19 @@ class ExistingServer:
             if name in moved and name in before:
                 with contextlib.suppress(pymysql.MySQLError):
                     set_global(conn, name, before[name])
-        still = [name for name in differences(before, global_variables(conn)) if name in moved]
-        self.tripwire.reset(conn)
+        now = global_variables(conn)
+        still = [name for name in differences(before, now) if name in moved]
+        self.tripwire.reset(now)
         raise PerflabError(
             f"--allow-set of {', '.join(variables)} also moved {', '.join(stuck)}, which "
             "perflab may not set back: refused, and put back"
             + (f" but for {', '.join(still)}" if still else ""),
             hint="remove it from the plan, or measure it on a managed server")
+
+    def watch(self) -> None:
+        """The tripwire's reference: every global variable as the server has it now."""
+        with self.connect() as conn:
+            self.tripwire.reset(global_variables(conn))
 
     def check_unchanged(self) -> None:
         """The tripwire, between points (server/tripwire.py)."""
@@ -470,7 +476,7 @@ class ExistingServer:
                 if name in entry["variables"]:
                     set_global(conn, name, entry["variables"][name])
             if names:
-                self.tripwire.reset(conn)
+                self.tripwire.reset(global_variables(conn))
         for name in names:
             self.options.pop(name, None)
 

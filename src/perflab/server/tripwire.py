@@ -50,9 +50,10 @@ class Tripwire:
 
     expected: dict[str, str] | None = field(default=None, repr=False)
 
-    def reset(self, conn: pymysql.Connection) -> None:
-        """The reference is the server as it is now (perflab changed it, or starts)."""
-        self.expected = global_variables(conn)
+    def reset(self, variables: dict[str, str]) -> None:
+        """The reference: the server's global variables as they are now (`global_variables`,
+        read after perflab changed them, or as it starts)."""
+        self.expected = variables
 
     def disarm(self) -> None:
         """No reference while perflab itself changes the server (an interruption meanwhile
