@@ -17,7 +17,8 @@ from perflab.load.family import LOADER_OPTIONS
 from perflab.load.sbtest import load_sbtest
 from perflab.plan import Dataset
 from perflab.server.connection import query
-from perflab.server.managed import ManagedServer, install_datadir
+from perflab.server.datadir import install_datadir
+from perflab.server.managed import ManagedServer
 
 
 def sysbench_prepare(server: ManagedServer, dataset: Dataset) -> float:

@@ -27,7 +27,8 @@ for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 
 from perflab.lab import Lab  # noqa: E402
 from perflab.load.sysbench import SYSBENCH  # noqa: E402
-from perflab.server.managed import INSTALL_DB, MARIADBD, install_datadir  # noqa: E402
+from perflab.server.builds import HOST  # noqa: E402
+from perflab.server.datadir import INSTALL_DB, install_datadir  # noqa: E402
 
 PERFLAB = [sys.executable, "-m", "perflab.cli"]
 
@@ -35,7 +36,7 @@ PERFLAB = [sys.executable, "-m", "perflab.cli"]
 def missing_tools() -> list[str]:
     """What the tests outside the fast tier need and this machine lacks (scripts/test installs
     them: mariadb-server, sysbench)."""
-    wanted = {MARIADBD: "mariadbd (Debian package mariadb-server)",
+    wanted = {str(HOST.binary): "mariadbd (Debian package mariadb-server)",
               INSTALL_DB: "mariadb-install-db (Debian package mariadb-server)"}
     found = [what for path, what in wanted.items() if not os.access(path, os.X_OK)]
     if shutil.which(SYSBENCH) is None:

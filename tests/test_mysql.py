@@ -15,8 +15,9 @@ from perflab.errors import PerflabError
 from perflab.lab import Lab
 from perflab.server import builds
 from perflab.server.connection import query
+from perflab.server.datadir import initialize
 from perflab.server.existing import Journal
-from perflab.server.managed import ManagedServer
+from perflab.server.managed import ManagedServer, ServerEnvironment
 from perflab.server.tripwire import global_variables
 
 STATEMENTS = """
@@ -37,8 +38,8 @@ def mysql(tmp_path_factory):
     except PerflabError as exc:
         pytest.skip(f"the mysql-9.7 build cannot be installed here: {exc.message}")
     root = tmp_path_factory.mktemp("mysql")
-    build.initialize(root / "data")
-    server = ManagedServer(root / "data", root, build=build)
+    initialize(root / "data", build)
+    server = ManagedServer(root / "data", root, environment=ServerEnvironment(build=build))
     server.start()
     try:
         with server.connect() as conn:

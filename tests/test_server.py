@@ -11,7 +11,8 @@ import pytest
 from conftest import copy_datadir, mariadbd_under
 from perflab.errors import PerflabError
 from perflab.server.connection import query
-from perflab.server.managed import ManagedServer, ServerEnvironment, install_datadir
+from perflab.server.datadir import install_datadir
+from perflab.server.managed import ManagedServer, ServerEnvironment
 from perflab.server.variables import overridden
 
 

@@ -28,6 +28,7 @@ from optuna.trial import TrialState, create_trial
 from perflab.lab import Lab
 from perflab.load.workloads import resolve
 from perflab.plan import parse_plan
+from perflab.server.builds import Build
 from perflab.server.variables import Catalog
 from perflab.tune.methods import OneFactorAtATime, Step
 from perflab.tune.result import REFERENCE
@@ -181,7 +182,8 @@ class SimulatedStore:
 
 
 class SimulatedLab(Lab):
-    def catalog(self) -> Catalog:
+    def catalog(self, build: Build) -> Catalog:
+        assert build.is_host, "the stored trials are the host's"
         return catalog()
 
     def store(self) -> SimulatedStore:

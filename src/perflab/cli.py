@@ -106,6 +106,9 @@ def _add_run(sub) -> None:
                      help="a Dask scheduler's address (tcp://HOST:8786): each point's threads "
                      "are spread over its workers, one per client machine (overrides "
                      "run.clients)")
+    run.add_argument("--build", metavar="BUILD",
+                     help="run every configuration on this server build (perflab servers "
+                     "lists them; default: each configuration's, else host)")
     run.add_argument("--quiet", action="store_true", help="no progress lines")
     target = run.add_argument_group(
         "a server perflab did not start (read-only unless allowed; default: the lab's "
@@ -348,7 +351,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 # the flags of `run` that override the plan's own values (Plan.with_overrides)
 RUN_OVERRIDES = ("scale", "repeats", "run_seconds", "warmup_seconds", "threads", "time",
-                 "margin", "clients")
+                 "margin", "clients", "build")
 
 
 def _permissions(args: argparse.Namespace) -> perflab.Permissions | None:

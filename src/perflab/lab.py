@@ -2,8 +2,9 @@
 
     LAB/perflab.sqlite           results (store/)
     LAB/lock                     held while a run uses the lab
-    LAB/catalog.json             the installed server's variables and engines, cached per version
-    LAB/datasets/KEY/data        a prepared, never-measured datadir (the snapshot)
+    LAB/catalog.json             the host server's variables and engines, cached per version
+    LAB/catalog-BUILD.json       a build's (server/builds.py), likewise
+    LAB/datasets/KEY/data        a prepared, never-measured datadir (the snapshot), of one build
     LAB/datasets/KEY/dataset.json
     LAB/server/data              slot 0: a working datadir, restored from a snapshot when needed
     LAB/server/state.json        which dataset the slot's datadir holds, and whether it is dirty
@@ -23,13 +24,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from perflab.errors import PerflabError
-from perflab.server.managed import (
-    ManagedServer,
-    ServerEnvironment,
-    install_datadir,
-    server_version,
-    start_help,
-)
+from perflab.server.builds import HOST, Build
+from perflab.server.datadir import initialize
+from perflab.server.managed import ManagedServer, ServerEnvironment, start_help
 from perflab.server.variables import Catalog, read_catalog, start_options_of
 from perflab.store import ResultStore, Study, load_study
 
@@ -146,19 +143,20 @@ class Lab:
 
     # -- catalog -------------------------------------------------------------------------------
 
-    def catalog(self) -> Catalog:
-        """The server's variables and engines, read once from a server started with no options."""
-        version = server_version()
-        path = self.root / "catalog.json"
+    def catalog(self, build: Build = HOST) -> Catalog:
+        """A build's variables and engines, read once from a server started with no options."""
+        version = build.version()
+        path = self.root / ("catalog.json" if build.is_host else f"catalog-{build.name}.json")
         if path.exists():
             cached = json.loads(path.read_text())
             if cached.get("binary") == version and cached.get("format") == CATALOG_FORMAT:
                 return Catalog.from_json(cached["catalog"])
         scratch = self.root / "catalog-server"
         shutil.rmtree(scratch, ignore_errors=True)
-        install_datadir(scratch / "data")
-        options = start_options_of(start_help())
-        with ManagedServer(scratch / "data", scratch) as server, server.connect() as conn:
+        initialize(scratch / "data", build)
+        options = start_options_of(start_help(build))
+        with ManagedServer(scratch / "data", scratch, environment=ServerEnvironment(build=build)
+                           ) as server, server.connect() as conn:
             catalog = read_catalog(conn, options)
         shutil.rmtree(scratch, ignore_errors=True)
         if not options:  # the binary's --help said nothing: read again next time, not cached
@@ -179,11 +177,13 @@ class Lab:
     def ensure_dataset(
         self,
         key: str,
-        build: Callable[[ManagedServer], dict],
+        fill: Callable[[ManagedServer], dict],
         loader_options: dict[str, str],
         say: Callable[[str], None],
+        build: Build = HOST,
     ) -> dict:
-        """Prepare the dataset once; later calls return its description without loading."""
+        """Prepare the dataset once, `fill`ing a new datadir of `build`'s; later calls return
+        its description without loading."""
         folder = self.datasets_dir / key
         meta_path = folder / "dataset.json"
         if meta_path.exists():
@@ -191,10 +191,11 @@ class Lab:
         partial = folder / "data.partial"
         shutil.rmtree(partial, ignore_errors=True)
         say(f"preparing dataset {key} (once; later runs reuse it)")
-        install_datadir(partial)
-        with ManagedServer(partial, folder, loader_options) as server:
-            meta = build(server)
+        initialize(partial, build)
+        with ManagedServer(partial, folder, loader_options,
+                           ServerEnvironment(build=build)) as server:
+            meta = fill(server)
         partial.rename(folder / "data")
-        meta = {"key": key, "prepared_at": time.time(), **meta}
+        meta = {"key": key, "prepared_at": time.time(), "build": build.name, **meta}
         meta_path.write_text(json.dumps(meta, indent=2))
         return meta

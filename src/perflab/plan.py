@@ -22,6 +22,9 @@ from typing import Any
 from perflab.errors import PerflabError
 from perflab.stats.design import FITTED_SHAPE, Design
 
+HOST_BUILD = "host"  # the installed mariadb-server, as server/builds.py names it
+BUILD_NAME = re.compile(r"[a-z][a-z0-9.-]*")
+
 ENGINES = ("InnoDB", "MyISAM", "Aria", "MEMORY", "RocksDB")
 
 SECTION_KEYS: dict[str, tuple[str, ...]] = {
@@ -42,10 +45,10 @@ REMOVED_HINT = ("give the study a budget, run.time (and max_rounds): rounds go o
                 "undecided comparisons, with looks that keep the error rate")
 TOP_KEYS = (*SECTION_KEYS, "server", "configs", "steps", "axes", "tune")
 # Keys of [server], [configs.NAME] and [[steps]] that are perflab's, not server variables.
-ENVIRONMENT_KEYS = ("engine", "allocator", "server_cpus", "client_cpus", "connection")
+ENVIRONMENT_KEYS = ("engine", "allocator", "server_cpus", "client_cpus", "connection", "server")
 ALLOCATORS = ("glibc", "jemalloc", "tcmalloc")
 CONNECTIONS = ("socket", "tcp")
-AXES = ("engine", "allocator", "connection", "pinning")
+AXES = ("engine", "allocator", "connection", "pinning", "server")
 
 
 class Schedule(StrEnum):
@@ -107,16 +110,20 @@ class Environment:
 
     allocator: malloc of mariadbd (glibc, or jemalloc/tcmalloc through LD_PRELOAD);
     server_cpus / client_cpus: taskset CPU lists for mariadbd and sysbench;
-    connection: Unix socket or TCP on 127.0.0.1.
+    connection: Unix socket or TCP on 127.0.0.1;
+    server: the server build (server/builds.py), "host" for the installed mariadb-server.
     """
 
     allocator: str = "glibc"
     server_cpus: str | None = None
     client_cpus: str | None = None
     connection: str = "socket"
+    server: str = HOST_BUILD
 
     def describe(self) -> dict[str, str | None]:
-        return vars(self)
+        """The fields; `server` only when not the host's, so that the definitions of plans
+        written before builds existed stay the same."""
+        return {k: v for k, v in vars(self).items() if k != "server" or v != HOST_BUILD}
 
 
 @dataclass(frozen=True)
@@ -316,6 +323,7 @@ class Plan:
         time: float | None = None,
         margin: float | None = None,
         clients: str | None = None,
+        build: str | None = None,
     ) -> Plan:
         """The plan with overrides of its keys applied, each checked like its TOML twin; an
         error names the plan key and the argument (the CLI shows its flag)."""
@@ -345,7 +353,12 @@ class Plan:
         if clients is not None:
             run = replace(run, clients=_overriding("clients", _clients, clients, "clients"))
             _overriding("clients", _check_clients, run, self.configs, "clients")
-        return replace(self, dataset=dataset, run=run)
+        configs = self.configs
+        if build is not None:  # every configuration on that server build
+            server = _overriding("build", _server_build, build, "build")
+            configs = tuple(replace(c, environment=replace(c.environment, server=server))
+                            for c in configs)
+        return replace(self, dataset=dataset, run=run, configs=configs)
 
 
 def _clients(value: Any, where: str) -> str:
@@ -569,7 +582,8 @@ def _config(name: str, settings: dict[str, Scalar], where: str, origin: str) -> 
         raise PerflabError(f"{origin}: {where}.connection = {connection!r} is not supported "
                            f"(allowed: {', '.join(CONNECTIONS)})")
     environment = Environment(allocator, env.get("server_cpus"), env.get("client_cpus"),
-                              connection)
+                              connection, _server_build(env.get("server", HOST_BUILD),
+                                                 f"{origin}: {where}.server"))
     return ServerConfig(name, tuple(sorted(variables.items())), environment, engine)
 
 
@@ -577,7 +591,8 @@ def _cross(configs: list[ServerConfig], axes: Any, origin: str) -> list[ServerCo
     """Every configuration crossed with every value of every [axes] entry.
 
     [axes] allocator = ["glibc", "jemalloc"], connection = ["socket", "tcp"],
-    pinning = ["none", "0/1"] (server CPUs / client CPUs), engine = ["MyISAM", "InnoDB"].
+    pinning = ["none", "0/1"] (server CPUs / client CPUs), engine = ["MyISAM", "InnoDB"],
+    server = ["host", "mysql-9.7"] (server builds).
     """
     if not isinstance(axes, dict):
         raise PerflabError(f"{origin}: [axes] must be a table of axis = [values]",
@@ -615,6 +630,8 @@ def _apply_axis(config: ServerConfig, axis: str, value: str, alone: bool, origin
             raise PerflabError(f"{where}: {value!r} is not a connection "
                                f"(allowed: {', '.join(CONNECTIONS)})")
         changed = replace(config, environment=replace(env, connection=value))
+    elif axis == "server":
+        changed = replace(config, environment=replace(env, server=_server_build(value, where)))
     else:  # pinning: "none" or "SERVER_CPUS/CLIENT_CPUS", either side may be empty
         if value == "none":
             server, client = None, None
@@ -631,6 +648,16 @@ def _apply_axis(config: ServerConfig, axis: str, value: str, alone: bool, origin
         label = value
     name = label if alone and config.name == "default" else f"{config.name} {label}"
     return replace(changed, name=name)
+
+
+def _server_build(value: str, where: str) -> str:
+    """A build's name as builds are named; whether it is one is the backend's to say, before
+    anything starts (server/environment.check)."""
+    if not isinstance(value, str) or not BUILD_NAME.fullmatch(value):
+        raise PerflabError(f"{where}: {value!r} is not a server build's name",
+                           hint=f"{HOST_BUILD} (the installed mariadb-server), or one that "
+                           "perflab servers lists, e.g. mysql-9.7")
+    return value
 
 
 def canonical_engine(name: str) -> str | None:

@@ -7,6 +7,7 @@ import time
 
 from perflab.errors import PerflabError
 from perflab.load.family import Family, LoadReport
+from perflab.load.numbers import numbers
 from perflab.plan import Dataset, Scalar
 from perflab.server.connection import Endpoint, query
 
@@ -64,12 +65,13 @@ def load_join_limit(endpoint: Endpoint, dataset: Dataset, t2_rows: int = T2_ROWS
                     "val int(11) UNSIGNED NOT NULL, name varchar(100) NOT NULL, "
                     "t1_id int(10) UNSIGNED NOT NULL, PRIMARY KEY (id), KEY val (val)) "
                     f"ENGINE={engine}")
-        query(conn, f"INSERT INTO t1 (id, stat) SELECT seq, 1 FROM seq_1_to_{dataset.rows}")
-        # distinct random t1 ids: the first t2_rows of a seeded shuffle of t1's ids
-        query(conn, "INSERT INTO t2 (val, name, t1_id) "
-                    "SELECT 5, CONCAT('name-', MD5(seq)), seq FROM "
-                    f"(SELECT seq FROM seq_1_to_{dataset.rows} ORDER BY RAND(1) "
-                    f"LIMIT {t2_rows}) AS picked")
+        with numbers(conn, dataset.rows) as seq:
+            query(conn, f"INSERT INTO t1 (id, stat) SELECT seq, 1 FROM {seq}")
+            # distinct random t1 ids: the first t2_rows of a seeded shuffle of t1's ids
+            query(conn, "INSERT INTO t2 (val, name, t1_id) "
+                        "SELECT 5, CONCAT('name-', MD5(seq)), seq FROM "
+                        f"(SELECT seq FROM {seq} ORDER BY RAND(1) "
+                        f"LIMIT {t2_rows}) AS picked")
         counts = query(conn, "SELECT (SELECT COUNT(*) FROM t1), (SELECT COUNT(*) FROM t2), "
                              "(SELECT COUNT(DISTINCT t1_id) FROM t2)")[0]
     if tuple(counts) != (dataset.rows, t2_rows, t2_rows):

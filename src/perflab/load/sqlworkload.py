@@ -45,6 +45,7 @@ from sqlglot.tokens import TokenType
 from perflab.errors import PerflabError
 from perflab.load.classify import Classified, classify
 from perflab.load.family import Family, LoadReport
+from perflab.load.numbers import numbers
 from perflab.plan import Dataset, Scalar, canonical_engine
 from perflab.server.connection import Endpoint, query
 
@@ -366,8 +367,9 @@ def load_sql_dataset(endpoint: Endpoint, workload: SqlWorkload, engine: str) -> 
             columns = ", ".join(name for name, _ in spec.columns)
             values = ", ".join(_expression(gen, seed=n * 100 + i)
                                for i, (_, gen) in enumerate(spec.columns))
-            _run(conn, f"INSERT INTO {spec.table} ({columns}) SELECT {values} "
-                       f"FROM seq_1_to_{spec.rows}", workload.path)
+            with numbers(conn, spec.rows) as seq:
+                _run(conn, f"INSERT INTO {spec.table} ({columns}) SELECT {values} FROM {seq}",
+                     workload.path)
             rows += spec.rows
     return rows
 

@@ -15,7 +15,7 @@ from perflab.load.family import Family
 from perflab.load.joinlimit import JoinLimitFamily
 from perflab.load.sbtest import SbtestFamily
 from perflab.load.sqlworkload import SqlFamily
-from perflab.plan import Dataset, Plan, Scalar, ServerConfig, Workload
+from perflab.plan import HOST_BUILD, Dataset, Plan, Scalar, ServerConfig, Workload
 
 # oltp_common.lua's options that a plan may set (tables, table_size and the engine come from the
 # dataset, so they are not workload options).
@@ -62,8 +62,11 @@ class ResolvedWorkload:
         return self.family.dataset_key(dataset)
 
     def config_dataset_key(self, plan: Plan, config: ServerConfig) -> str:
-        """The key of the dataset `config` of `plan` runs on (its own engine's, or the plan's)."""
-        return self.dataset_key(plan.dataset_for(config))
+        """The key of the dataset `config` of `plan` runs on (its own engine's, or the plan's),
+        on its own build: a datadir is one build's, and never moves to another."""
+        key = self.dataset_key(plan.dataset_for(config))
+        build = config.environment.server
+        return key if build == HOST_BUILD else f"{key}-{build}"
 
 
 WORKLOADS = {

@@ -125,11 +125,23 @@ def environment_lines(study: Study) -> list[str]:
     if study.server_states:
         state = study.server_states[-1]
         process = state.process
-        lines.append(
-            f"Server {server_label(state.version)}, allocator {process.get('allocator', '?')}, "
-            f"open files {process.get('open_files_limit', {}).get('soft', '?')}"
-        )
+        server = builds_line(study) or f"Server {server_label(state.version)}"
+        lines.append(f"{server}; allocator {process.get('allocator', '?')}, "
+                     f"open files {process.get('open_files_limit', {}).get('soft', '?')}")
     return lines + client_lines(study)
+
+
+def builds_line(study: Study) -> str:
+    """Each server build the study ran, when it ran more than one: its name, what the server
+    said it was, and its package, as recorded when it started (server/builds.py)."""
+    seen: dict[str, str] = {}
+    for state in study.server_states:
+        build = state.process.get("build") or {}
+        name = build.get("name", "host")
+        package = f"{build['package']} {build['package_version']}".strip() \
+            if build.get("package") else "?"
+        seen.setdefault(name, f"{name}: {server_label(state.version)} ({package})")
+    return "Server builds: " + "; ".join(seen.values()) if len(seen) > 1 else ""
 
 
 def client_lines(study: Study) -> list[str]:

@@ -27,6 +27,7 @@ import math
 import shutil
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -85,13 +86,13 @@ class FleetServer:
         return pid
 
 
-def fits(plan: Plan, catalog: Catalog, options: dict[str, dict[str, str]], lab: Lab,
-         snapshot_bytes: int) -> str | None:
+def fits(plan: Plan, catalog_of: Callable[[ServerConfig], Catalog],
+         options: dict[str, dict[str, str]], lab: Lab, snapshot_bytes: int) -> str | None:
     """None when one server per configuration fits in memory and disk; else why not."""
     connections = max(plan.run.threads) + 2
     memory = 0
     for config in plan.configs:
-        sizes = configured_sizes(catalog, options[config.name])
+        sizes = configured_sizes(catalog_of(config), options[config.name])
         sizes["max_connections"] = min(sizes["max_connections"], connections)
         memory += memory_estimate(sizes)
     if memory > ram_bytes() * MEMORY_SHARE:

@@ -18,22 +18,24 @@ class ServerStates:
     when MariaDB runs another value than the one asked (the lab records what it runs)."""
 
     def __init__(self, store: ResultStore, plan: Plan, workload: ResolvedWorkload,
-                 catalog: Catalog, say: Callable[[str], None]):
+                 catalog_of: Callable[[ServerConfig], Catalog], say: Callable[[str], None]):
         self.store, self.plan, self.workload = store, plan, workload
-        self.catalog, self.say = catalog, say
+        self.catalog_of, self.say = catalog_of, say
         self.overrides_said: set[tuple[str, str, str]] = set()  # (config, variable, running)
 
     def record(self, session: int, server: Server, config: ServerConfig, how: str) -> int:
         """The state of `server` running `config`, reached by `how` (start, set, as is)."""
         with server.connect() as conn:
             variables = dict(query(conn, "SHOW GLOBAL VARIABLES"))
-        for name, (asked, runs) in overridden(self.catalog, server.options, variables).items():
+        catalog = self.catalog_of(config)
+        for name, (asked, runs) in overridden(catalog, server.options, variables).items():
             if (config.name, name, runs) not in self.overrides_said:  # once, not every round
                 self.overrides_said.add((config.name, name, runs))
                 self.say(f"configuration {config.name}: the server runs {name}={runs}, not "
-                         f"{asked} as asked (MariaDB overrides it; the lab records what it runs)")
+                         f"{asked} as asked (the server overrides it; the lab records what it "
+                         "runs)")
         process = server.facts()
         process["environment"] = config.environment.describe()
         process["dataset"] = self.workload.config_dataset_key(self.plan, config)
-        return self.store.save_server_state(session, config.name, how, self.catalog.version,
+        return self.store.save_server_state(session, config.name, how, catalog.version,
                                             variables, process)

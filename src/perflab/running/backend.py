@@ -11,6 +11,7 @@ configuration gets onto it. The runner (runner.py) holds one and never asks whic
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Protocol, runtime_checkable
 
@@ -25,6 +26,7 @@ from perflab.plan import Plan, Schedule, ServerConfig
 from perflab.running._fleet import fits
 from perflab.running._progress import pairs
 from perflab.say import Say
+from perflab.server import builds
 from perflab.server import environment as env
 from perflab.server.managed import ManagedServer
 from perflab.server.protocol import Server
@@ -35,7 +37,8 @@ from perflab.server.variables import Catalog
 class Backend(Protocol):
     """What a run needs of the place its points are measured.
 
-    `catalog` the measured server's variables; `options` every checked configuration's server
+    `catalog` the measured server's variables (the baseline's build's, when configurations
+    run on several builds: `catalog_of`); `options` every checked configuration's server
     options, by configuration name; `server` the running server (None until a point needs
     it). What a backend cannot do (profile with perf, run configurations side by side, set
     variables without permission) it refuses when made, or answers with the reason.
@@ -47,6 +50,9 @@ class Backend(Protocol):
     @property
     def server(self) -> Server | None:
         """The running server, None until a point needs it."""
+
+    def catalog_of(self, config: ServerConfig) -> Catalog:
+        """The catalog of the server `config` runs on."""
 
     def add(self, config: ServerConfig) -> None:
         """A configuration not in the plan (a tuning trial): checked, its dataset ready."""
@@ -77,16 +83,18 @@ class Backend(Protocol):
         """Leave the server as perflab found it: stopped, or its variables put back."""
 
 
-def check_configs(plan: Plan, catalog: Catalog, workload: ResolvedWorkload
-                  ) -> dict[str, dict[str, str]]:
-    """Every configuration's variables as command-line strings; a PerflabError on the first bad
-    one. Nothing has started when this raises."""
+def check_configs(plan: Plan, catalog_of: Callable[[ServerConfig], Catalog],
+                  workload: ResolvedWorkload) -> dict[str, dict[str, str]]:
+    """Every configuration's variables as command-line strings, each checked against the
+    catalog of its own server; a PerflabError on the first bad one. Nothing has started when
+    this raises."""
     checked = {}
     for config in plan.configs:
         where = f"configs.{config.name}"
+        catalog = catalog_of(config)
         workload.family.check(plan.dataset_for(config), where)
         engine = plan.dataset_for(config).engine
-        plugin = env.engine_options(engine, f"{where}: dataset engine")
+        plugin = env.engine_options(engine, f"{where}: dataset engine", config.environment.server)
         if not plugin:
             catalog.require_engine(engine, f"{where}: dataset engine")
         env.check(config.environment, where)
@@ -108,15 +116,16 @@ def check_configs(plan: Plan, catalog: Catalog, workload: ResolvedWorkload
     return checked
 
 
-def check_config(plan: Plan, config: ServerConfig, catalog: Catalog,
+def check_config(plan: Plan, config: ServerConfig, catalog_of: Callable[[ServerConfig], Catalog],
                  workload: ResolvedWorkload) -> dict[str, str]:
     """One configuration not in the plan (a tuning trial) checked as the plan's are."""
     single = replace(plan, configs=(config,), baseline=config.name)
-    return check_configs(single, catalog, workload)[config.name]
+    return check_configs(single, catalog_of, workload)[config.name]
 
 
 class ManagedBackend:
-    """mariadbd started by perflab in the lab's first slot, for one configuration at a time."""
+    """A server started by perflab in the lab's first slot, for one configuration at a time;
+    each configuration's on its own build (the host's mariadbd unless it names another)."""
 
     def __init__(self, plan: Plan, lab: Lab, workload: ResolvedWorkload, say: Say):
         self.plan, self.lab, self.workload, self.say = plan, lab, workload, say
@@ -125,15 +134,23 @@ class ManagedBackend:
                 f"dataset.existing = {plan.dataset.existing!r} names the data of a server "
                 "perflab did not start", hint="give that server to measure it on",
                 option="server")
-        self.catalog = lab.catalog()
-        self.options = check_configs(plan, self.catalog, workload)
-        self.dynamic = {name for name, spec in self.catalog.variables.items() if spec.dynamic}
+        self.catalogs = {name: lab.catalog(builds.find(name))
+                         for name in dict.fromkeys(c.environment.server for c in plan.configs)}
+        self.catalog = self.catalogs[plan.config(plan.baseline).environment.server]
+        self.options = check_configs(plan, self.catalog_of, workload)
         self.server: ManagedServer | None = None
         self.active: str | None = None  # name of the configuration the server runs
         self.slot = lab.slot(0)
 
+    def catalog_of(self, config: ServerConfig) -> Catalog:
+        build = config.environment.server
+        if build not in self.catalogs:  # a tuning trial on a build no configuration named
+            self.catalogs[build] = self.lab.catalog(builds.find(build))
+        return self.catalogs[build]
+
     def add(self, config: ServerConfig) -> None:
-        self.options[config.name] = check_config(self.plan, config, self.catalog, self.workload)
+        self.options[config.name] = check_config(self.plan, config, self.catalog_of,
+                                                 self.workload)
         self.ensure_dataset(config)
 
     def dataset_key(self, config: ServerConfig) -> str:
@@ -148,7 +165,7 @@ class ManagedBackend:
             return Schedule.SERIAL, ("as the plan asks" if requested == Schedule.SERIAL
                                      else "one configuration")
         size = sum(self.lab.snapshot_bytes(self.dataset_key(c)) for c in plan.configs)
-        why_not = fits(plan, self.catalog, self.options, self.lab, size // len(plan.configs))
+        why_not = fits(plan, self.catalog_of, self.options, self.lab, size // len(plan.configs))
         if why_not is None:
             return Schedule.FLEET, (f"{len(plan.configs)} servers side by side, taking turns "
                                     f"in {plan.run.effective_slice_seconds:g} s slices")
@@ -161,7 +178,7 @@ class ManagedBackend:
         """None when `configs` (already added) can run side by side; else why not."""
         size = max(self.lab.snapshot_bytes(self.dataset_key(c)) for c in configs)
         group = replace(self.plan, configs=tuple(configs), baseline=configs[0].name)
-        return fits(group, self.catalog, self.options, self.lab, size)
+        return fits(group, self.catalog_of, self.options, self.lab, size)
 
     def ensure_dataset(self, config: ServerConfig) -> None:
         dataset = self.plan.dataset_for(config)
@@ -173,8 +190,14 @@ class ManagedBackend:
             return {"dataset": vars(dataset), "schema": family.schema,
                     "settings": family.dataset_settings(), "load_seconds": report.seconds}
 
-        options = {**LOADER_OPTIONS, **env.engine_options(dataset.engine)}
-        self.lab.ensure_dataset(self.dataset_key(config), load, options, self.say)
+        build = builds.find(config.environment.server)
+        catalog = self.catalog_of(config)
+        options = {**{name: value for name, value in LOADER_OPTIONS.items()
+                      if name in catalog.variables},  # the build's own (aria_* on MariaDB)
+                   **env.engine_options(dataset.engine, build=build.name)}
+        if build.flavor == "MySQL":  # the loader's LOAD DATA reads a pipe outside the datadir
+            options["secure_file_priv"] = ""
+        self.lab.ensure_dataset(self.dataset_key(config), load, options, self.say, build)
 
     def activate(self, config: ServerConfig) -> str | None:
         server = self.server
@@ -199,7 +222,8 @@ class ManagedBackend:
         self.stop()
         self.slot.checkout(self.dataset_key(config), self.say)
         wanted = self.options[config.name]
-        self.say(f"configuration {config.name}: starting mariadbd {pairs(wanted)}")
+        self.say(f"configuration {config.name}: starting {config.environment.server}'s server "
+                 f"{pairs(wanted)}")
         environment = config.environment
         if self.plan.run.clients:  # the client workers connect over the network
             environment = replace(environment, connection="tcp")
@@ -218,7 +242,8 @@ class ManagedBackend:
         if set(server.options) != set(wanted):
             return False  # a variable would have to return to its default: restart
         changed = [k for k, v in wanted.items() if server.options.get(k) != v]
-        return all(name in self.dynamic for name in changed)
+        variables = self.catalog_of(config).variables
+        return all(name in variables and variables[name].dynamic for name in changed)
 
     def preload(self) -> str:
         assert self.server is not None, "called once a configuration is active"

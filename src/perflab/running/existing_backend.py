@@ -35,7 +35,7 @@ from perflab.load.family import Family
 from perflab.load.reach import Reached, ServerObjects, prepare_refusal, reached
 from perflab.load.sqlworkload import shown
 from perflab.load.workloads import ResolvedWorkload
-from perflab.plan import Environment, Plan, Schedule, ServerConfig
+from perflab.plan import HOST_BUILD, Environment, Plan, Schedule, ServerConfig
 from perflab.procs import forget_sessions, watch_sessions
 from perflab.running._progress import pairs
 from perflab.running.backend import Say, check_config, check_configs
@@ -47,7 +47,7 @@ from perflab.server.existing import (
     Permissions,
     unrestorable,
 )
-from perflab.server.variables import VariableSpec, read_catalog
+from perflab.server.variables import Catalog, VariableSpec, read_catalog
 
 OWN_SCHEMA_PREFIX = "perflab_"
 # What an account may hold and still change nothing a read-only run promises to keep.
@@ -89,7 +89,7 @@ class ExistingBackend:
             powers = account_powers([row[0] for row in query(conn, "SHOW GRANTS")])
         self._check_account(account, powers)
         self._check(plan)
-        self.options = check_configs(plan, self.catalog, workload)
+        self.options = check_configs(plan, self.catalog_of, workload)
         # the server enforces what the checks promised: read-write only for an allowed writer,
         # and no statement of the workload outlives its run (a SLEEP, a runaway join)
         run = plan.run
@@ -121,6 +121,7 @@ class ExistingBackend:
 
     def _check(self, plan: Plan) -> None:
         allowed = self.existing.permissions
+        check_no_build(plan)
         if plan.run.profile:
             raise PerflabError("run.profile records mariadbd with perf on this machine; it "
                                "cannot profile a server perflab did not start",
@@ -146,7 +147,7 @@ class ExistingBackend:
             check_sessions_stay_read_only(plan)
         for config in plan.configs:
             self._check_config(config)
-        self._check_schema(plan)
+        check_existing_schema(self.existing, plan)
         if plan.dataset.existing:  # what perflab refuses is refused before the server is asked
             check_prepared(self.existing, self.workload.family, plan.dataset.existing)
 
@@ -199,22 +200,14 @@ class ExistingBackend:
                                    hint="add --allow-set (changed variables are journalled in "
                                         "the lab and put back at the end)")
 
-    def _check_schema(self, plan: Plan) -> None:
-        if not plan.dataset.existing:
-            return
-        with self.existing.connect() as conn:
-            ((tables,),) = query(conn, "SELECT COUNT(*) FROM information_schema.TABLES "
-                                       "WHERE TABLE_SCHEMA = %s", (plan.dataset.existing,))
-        if not tables:
-            raise PerflabError(f"dataset.existing: the server has no schema "
-                               f"{plan.dataset.existing!r} with tables (or this user cannot "
-                               "see it)", hint="SHOW DATABASES lists the schemas")
-
     # -- the backend -------------------------------------------------------------------------------
+
+    def catalog_of(self, config: ServerConfig) -> Catalog:
+        return self.catalog  # one server: every configuration's
 
     def add(self, config: ServerConfig) -> None:
         self._check_config(config)
-        self.options[config.name] = check_config(self.plan, config, self.catalog, self.workload)
+        self.options[config.name] = check_config(self.plan, config, self.catalog_of, self.workload)
         self.ensure_dataset(config)
 
     def schedule(self) -> tuple[Schedule, str]:
@@ -272,6 +265,30 @@ class ExistingBackend:
         finally:
             self.existing.stop()
             self.active = None
+
+
+def check_existing_schema(server: ExistingServer, plan: Plan) -> None:
+    """The schema a plan's dataset.existing names has tables the account can see."""
+    if not plan.dataset.existing:
+        return
+    with server.connect() as conn:
+        ((tables,),) = query(conn, "SELECT COUNT(*) FROM information_schema.TABLES "
+                                   "WHERE TABLE_SCHEMA = %s", (plan.dataset.existing,))
+    if not tables:
+        raise PerflabError(f"dataset.existing: the server has no schema "
+                           f"{plan.dataset.existing!r} with tables (or this user cannot "
+                           "see it)", hint="SHOW DATABASES lists the schemas")
+
+
+def check_no_build(plan: Plan) -> None:
+    """A server perflab did not start is the one every configuration runs on: none may name a
+    server build."""
+    built = [c.name for c in plan.configs if c.environment.server != HOST_BUILD]
+    if built:
+        raise PerflabError(f"configs.{built[0]} names a server build, and a server perflab "
+                           "did not start is the server its points run on",
+                           hint="leave server out of the plan to measure this server, or "
+                           "drop --socket/--host to measure the build")
 
 
 def check_sessions_stay_read_only(plan: Plan) -> None:

@@ -98,7 +98,7 @@ class Measurer:
         self.backend: Backend = (ExistingBackend(existing, plan, self.workload, say) if existing
                                  else ManagedBackend(plan, lab, self.workload, say))
         self.catalog = self.backend.catalog
-        self.states = ServerStates(store, plan, self.workload, self.catalog, say)
+        self.states = ServerStates(store, plan, self.workload, self.backend.catalog_of, say)
         self.plan_id: int | None = None  # saved with the first session (open_session)
         self.server_state_id: int | None = None
         self.profiler = Profiler(say)

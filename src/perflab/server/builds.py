@@ -7,7 +7,7 @@ verifies the archive's signatures as for any install) into the per-user cache
 there it is used offline. Its server binary runs on this machine without chroot: the root's own
 dynamic loader starts it with the root's libraries (`ld-linux-x86-64.so.2 --library-path ...`),
 and its base, message and plugin directories are the root's. The host's own server (Debian's
-mariadb-server, /usr/sbin/mariadbd) is the build named "host".
+mariadb-server, /usr/sbin/mariadbd) is the build named "host", run as the host runs it.
 """
 
 from __future__ import annotations
@@ -20,8 +20,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from perflab.errors import PerflabError
+from perflab.plan import HOST_BUILD
 
-LOADER = "usr/lib64/ld-linux-x86-64.so.2"
+# Where a root keeps its dynamic loader: merged-/usr suites (bookworm on) under usr/, older ones
+# (bullseye) under lib64/, there an absolute link that must be read inside the root.
+LOADERS = ("usr/lib64/ld-linux-x86-64.so.2", "lib64/ld-linux-x86-64.so.2")
 LIBRARIES = ("usr/lib/x86_64-linux-gnu", "lib/x86_64-linux-gnu")
 # The suite whose Release file is past its Valid-Until date (sid's, on a machine whose archive
 # copy is not refreshed) is still signed: apt is told not to hold the date against it.
@@ -46,6 +49,7 @@ OFFERS = {offer.name: offer for offer in (
     Offer("mariadb-10.5", "bullseye", "mariadb-server-core-10.5", "usr/sbin/mariadbd",
           "MariaDB"),
 )}
+HOST_OFFER = Offer(HOST_BUILD, "bookworm", "mariadb-server", "usr/sbin/mariadbd", "MariaDB")
 
 
 def builds_directory() -> Path:
@@ -67,20 +71,51 @@ class Build:
         return self.offer.name
 
     @property
+    def flavor(self) -> str:
+        return self.offer.flavor
+
+    @property
+    def is_host(self) -> bool:
+        return self.root == Path("/")
+
+    @property
     def binary(self) -> Path:
         return self.root / self.offer.binary
 
     def command(self) -> list[str]:
-        """The server binary as this machine runs it: through the root's loader, with the
-        root's libraries."""
+        """The server binary as this machine runs it: the host's directly, a build's through
+        its root's loader, with the root's libraries."""
+        if self.is_host:
+            return [str(self.binary)]
         libraries = ":".join(str(self.root / path) for path in LIBRARIES)
-        return [str(self.root / LOADER), "--library-path", libraries, str(self.binary)]
+        return [str(self._loader()), "--library-path", libraries, str(self.binary)]
+
+    def _loader(self) -> Path:
+        for relative in LOADERS:
+            path = self.root / relative
+            for _ in range(8):  # a link's target read inside the root, not on the host
+                if not path.is_symlink():
+                    break
+                target = Path(os.readlink(path))
+                path = self.root / target.relative_to("/") if target.is_absolute() \
+                    else path.parent / target
+            if path.is_file():
+                return path
+        raise PerflabError(f"the build {self.name} holds no dynamic loader ({', '.join(LOADERS)})",
+                           hint=f"perflab servers remove {self.name}, then add it again")
+
+    def share(self) -> Path:
+        """The directory of its messages and bootstrap SQL (usr/share/mysql or .../mariadb)."""
+        mariadb = self.root / "usr" / "share" / "mariadb"
+        return mariadb if mariadb.is_dir() else self.root / "usr" / "share" / "mysql"
 
     def base_options(self) -> list[str]:
-        """The options that point the server at its root (after --no-defaults)."""
+        """The options that point the server at its root (after --no-defaults); none for the
+        host's, whose compiled-in directories are its own."""
+        if self.is_host:
+            return []
         share = "mysql" if self.offer.flavor == "MySQL" else "mariadb"
-        options = [f"--basedir={self.root / 'usr'}",
-                   f"--lc-messages-dir={self.root / 'usr' / 'share' / share}",
+        options = [f"--basedir={self.root / 'usr'}", f"--lc-messages-dir={self.share()}",
                    f"--plugin-dir={self.root / 'usr' / 'lib' / share / 'plugin'}"]
         if self.offer.flavor == "MySQL":  # no file import/export directory, no X protocol
             options += ["--secure-file-priv=NULL", "--mysqlx=OFF"]
@@ -88,35 +123,47 @@ class Build:
 
     def version(self) -> str:
         """What the binary says of itself (`--version`)."""
-        out = subprocess.run([*self.command(), "--version"], capture_output=True, text=True,
-                             check=False, timeout=60)
+        try:
+            out = subprocess.run([*self.command(), "--version"], capture_output=True, text=True,
+                                 check=False, timeout=60)
+        except OSError as exc:
+            raise PerflabError(f"the build {self.name} does not run on this machine: {exc}",
+                               hint=f"perflab servers remove {self.name}, then add it again"
+                               ) from None
         if out.returncode != 0:
             raise PerflabError(f"the build {self.name} does not run on this machine "
                                f"(exit code {out.returncode})", detail=out.stderr[-2000:],
                                hint=f"perflab servers remove {self.name}, then add it again")
         return out.stdout.strip()
 
-    def initialize(self, datadir: Path) -> None:
-        """A new datadir for this build (MySQL: --initialize-insecure, root without a
-        password on the socket)."""
-        if self.offer.flavor != "MySQL":
-            raise PerflabError(f"perflab does not yet initialize datadirs of {self.name}",
-                               hint="MySQL builds and the host's MariaDB are managed today")
-        datadir.parent.mkdir(parents=True, exist_ok=True)
-        argv = [*self.command(), "--no-defaults", *self.base_options(),
-                f"--datadir={datadir}", "--initialize-insecure"]
-        if os.geteuid() == 0:
-            argv.append("--user=root")
-        out = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=600)
-        if out.returncode != 0:
-            raise PerflabError(f"{self.name} could not initialize {datadir}",
-                               detail=out.stderr[-2000:])
+    def package_version(self) -> str:
+        """The Debian version of its package, from the root's dpkg status ("" if unread)."""
+        try:
+            status = (self.root / "var" / "lib" / "dpkg" / "status").read_text(errors="replace")
+        except OSError:
+            return ""
+        for stanza in status.split("\n\n"):
+            fields = dict(line.split(": ", 1) for line in stanza.splitlines()
+                          if ": " in line and not line.startswith(" "))
+            if fields.get("Package") == self.offer.package:
+                return fields.get("Version", "")
+        return ""
+
+    def describe(self) -> dict[str, str]:
+        """The build as every point's environment names it."""
+        return {"name": self.name, "flavor": self.flavor, "package": self.offer.package,
+                "package_version": self.package_version(), "suite": self.offer.suite,
+                "binary": str(self.binary)}
+
+
+HOST = Build(HOST_OFFER, Path("/"))
 
 
 def offer(name: str) -> Offer:
     if name not in OFFERS:
         raise PerflabError(f"no server build named {name!r}",
-                           hint=f"the archives serve: {', '.join(OFFERS)}")
+                           hint=f"host (the installed mariadb-server), or one the archives "
+                           f"serve: {', '.join(OFFERS)}")
     return OFFERS[name]
 
 
@@ -139,7 +186,9 @@ def listing() -> list[str]:
 
 
 def find(name: str) -> Build:
-    """An installed build, or a PerflabError saying how to install it."""
+    """An installed build (the host's by "host"), or a PerflabError saying how to install it."""
+    if name == HOST.name:
+        return HOST
     wanted = offer(name)
     build = Build(wanted, builds_directory() / name)
     if not build.binary.exists():

@@ -11,6 +11,7 @@ import os
 
 from perflab.errors import PerflabError
 from perflab.plan import Environment
+from perflab.server import builds
 from perflab.server.managed import ServerEnvironment
 
 # Debian's libjemalloc2 and libgoogle-perftools4.
@@ -25,11 +26,16 @@ PLUGIN_DIR = "/usr/lib/mysql/plugin"
 ENGINE_PLUGINS = {"RocksDB": ("ha_rocksdb", "mariadb-plugin-rocksdb")}
 
 
-def engine_options(engine: str, where: str = "engine") -> dict[str, str]:
+def engine_options(engine: str, where: str = "engine",
+                   build: str = builds.HOST.name) -> dict[str, str]:
     """Server options an engine needs at start (a plugin to load), checked to exist."""
     if engine not in ENGINE_PLUGINS:
         return {}
     plugin, package = ENGINE_PLUGINS[engine]
+    if build != builds.HOST.name:
+        raise PerflabError(f"{where}: {engine} is a plugin ({plugin}) that perflab loads only "
+                           f"on the host's server, not on the build {build}",
+                           hint=f'measure {engine} with server = "host"')
     if not os.path.exists(os.path.join(PLUGIN_DIR, f"{plugin}.so")):
         raise PerflabError(
             f"{where}: {engine} needs the {plugin} plugin, which is not installed",
@@ -81,6 +87,10 @@ def parse_cpus(text: str, where: str) -> set[int]:
 
 
 def check(environment: Environment, where: str) -> None:
+    try:
+        builds.find(environment.server)
+    except PerflabError as exc:
+        raise PerflabError(f"{where}.server: {exc.message}", hint=exc.hint) from None
     allocator_library(environment.allocator, f"{where}.allocator")
     for side in ("server_cpus", "client_cpus"):
         value = getattr(environment, side)
@@ -94,6 +104,7 @@ def server_environment(environment: Environment) -> ServerEnvironment:
         preload=(library,) if library else (),
         cpus=environment.server_cpus,
         tcp=environment.connection == "tcp",
+        build=builds.find(environment.server),
     )
 
 

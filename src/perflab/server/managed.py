@@ -1,4 +1,4 @@
-"""A private mariadbd that perflab starts, watches and stops itself.
+"""A private server (the host's mariadbd, or a build's) that perflab starts, watches and stops.
 
 The server lives entirely under a directory perflab owns: its datadir, error log, pid file,
 Unix socket and temporary files. It never listens on the network unless the environment asks for
@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 import signal
 import socket as socketlib
 import subprocess
@@ -25,12 +24,10 @@ import pymysql
 
 from perflab.errors import PerflabError
 from perflab.procs import die_with_parent, start_sentinel, tell_sentinel
-from perflab.server.builds import Build
+from perflab.server.builds import HOST, Build
 from perflab.server.connection import Endpoint, set_globals
 from perflab.server.process import process_facts
 
-MARIADBD = "/usr/sbin/mariadbd"
-INSTALL_DB = "/usr/bin/mariadb-install-db"
 SOCKET_PATH_LIMIT = 100  # sun_path holds 108 bytes; keep a margin
 
 
@@ -40,93 +37,44 @@ class ServerEnvironment:
 
     preload: shared libraries put in LD_PRELOAD (an allocator), checked in /proc/PID/maps;
     cpus: a CPU list for taskset; tcp: listen on 127.0.0.1 at a free port instead of
-    socket only.
+    socket only; build: which server binary (builds.py), the host's by default.
     """
 
     preload: tuple[str, ...] = ()
     cpus: str | None = None
     tcp: bool = False
+    build: Build = HOST
 
 
-def require_binaries() -> None:
-    for path in (MARIADBD, INSTALL_DB):
-        if not os.access(path, os.X_OK):
-            raise PerflabError(
-                f"{path} is missing",
-                hint="install Debian's mariadb-server (the README's first command does it)",
-            )
+def require_binary(build: Build = HOST) -> None:
+    if not os.access(build.binary, os.X_OK):
+        raise PerflabError(
+            f"{build.binary} is missing",
+            hint="install Debian's mariadb-server (the README's first command does it)"
+            if build.is_host else f"perflab servers add {build.name}",
+        )
 
 
-def server_version() -> str:
-    require_binaries()
-    out = subprocess.run([MARIADBD, "--version"], capture_output=True, text=True, check=False)
-    return out.stdout.strip()
-
-
-def start_help() -> str:
+def start_help(build: Build = HOST) -> str:
     """What the server binary lists of the options it takes at start (`--verbose --help`):
     the catalog's word on which variables a plan can give it (variables.start_options_of)."""
-    require_binaries()
+    require_binary(build)
     try:
-        out = subprocess.run([MARIADBD, "--no-defaults", "--verbose", "--help"],
+        out = subprocess.run([*build.command(), "--no-defaults", *build.base_options(),
+                              "--verbose", "--help"],
                              capture_output=True, text=True, check=False, timeout=60)
     except subprocess.TimeoutExpired:
         return ""  # the catalog then keeps SYSTEM_VARIABLES' word alone, and is not cached
     return out.stdout
 
 
-def install_datadir(datadir: Path) -> None:
-    """Create a fresh datadir with system tables and a password-less root on the socket.
-
-    The bootstrap server has crashed (signal 11) about once in several hundred installs on a
-    loaded machine, with nothing wrong in the directory. An install that dies by a signal is
-    started again once on an empty directory; the crash report is kept beside the datadir.
-    """
-    require_binaries()
-    for attempt in (1, 2):
-        out = _run_install(datadir)
-        crashed = "got signal" in out.stdout + out.stderr or "Segmentation fault" in out.stderr
-        if out.returncode == 0 or not crashed or attempt == 2:
-            break
-        datadir.with_name(datadir.name + ".install-crash.log").write_text(out.stdout + out.stderr)
-        shutil.rmtree(datadir, ignore_errors=True)
-    if out.returncode != 0:
-        tail = "\n".join((out.stdout + out.stderr).strip().splitlines()[-15:])
-        raise PerflabError(f"mariadb-install-db failed for {datadir}",
-                           hint="the lab directory must be writable, on a local disk with free "
-                           "space; its output follows", detail=tail)
-
-
-def _run_install(datadir: Path) -> subprocess.CompletedProcess:
-    """One mariadb-install-db. Its bootstrap server gets a tmpdir of its own, as every server
-    perflab starts does (see the module's docstring): with /tmp it deleted the on-disk
-    temporary tables of every other server using /tmp (CI: a test's file there vanished)."""
-    datadir.mkdir(parents=True, exist_ok=True)
-    tmpdir = datadir.with_name(datadir.name + ".install-tmp")
-    tmpdir.mkdir(exist_ok=True)
-    argv = [
-        INSTALL_DB,
-        "--no-defaults",
-        f"--datadir={datadir}",
-        "--auth-root-authentication-method=normal",
-        "--skip-test-db",
-        f"--tmpdir={tmpdir}",  # passed on to the bootstrap mariadbd
-    ]
-    if os.geteuid() == 0:
-        argv.append("--user=root")
-    try:
-        return subprocess.run(argv, capture_output=True, text=True, check=False)
-    finally:
-        shutil.rmtree(tmpdir, ignore_errors=True)
-
-
 class ManagedServer:
-    """One server (the host's mariadbd, or a `build`'s) on one datadir; a context manager."""
+    """One server (the host's mariadbd, or a build's: environment.build) on one datadir; a
+    context manager."""
 
     def __init__(self, datadir: Path, rundir: Path, options: dict[str, str] | None = None,
-                 environment: ServerEnvironment = ServerEnvironment(),
-                 build: Build | None = None):
-        self.datadir, self.build = datadir.resolve(), build  # build None: the host's own
+                 environment: ServerEnvironment = ServerEnvironment()):
+        self.datadir, self.build = datadir.resolve(), environment.build
         self.rundir = rundir.resolve()
         self.options = dict(options or {})
         self.environment = environment
@@ -142,8 +90,7 @@ class ManagedServer:
     # -- lifecycle ---------------------------------------------------------------------------
 
     def start(self, timeout: float = 300) -> None:
-        if self.build is None:
-            require_binaries()
+        require_binary(self.build)
         self.tmpdir.mkdir(parents=True, exist_ok=True)
         stop_stale(self.pid_file, self.datadir)
         self._log_offset = self.error_log.stat().st_size if self.error_log.exists() else 0
@@ -180,9 +127,9 @@ class ManagedServer:
 
     def argv(self) -> list[str]:
         argv = [
-            *(self.build.command() if self.build else [MARIADBD]),
+            *self.build.command(),
             "--no-defaults",
-            *(self.build.base_options() if self.build else []),
+            *self.build.base_options(),
             f"--datadir={self.datadir}",
             f"--socket={self.socket}",
             f"--pid-file={self.pid_file}",
@@ -209,7 +156,8 @@ class ManagedServer:
                 tail = "\n".join(filter(None, (_since(self.out_file, self._out_offset, 20),
                                                 self.error_log_tail())))
                 raise PerflabError(
-                    f"mariadbd exited during start-up (exit code {code})" + first_error(tail),
+                    f"{self.build.binary.name} exited during start-up (exit code {code})"
+                    + first_error(tail, self.build),
                     hint=f"see {self.error_log}",
                     detail=tail,
                 )
@@ -221,7 +169,7 @@ class ManagedServer:
                     pass
             if time.monotonic() > deadline:
                 raise PerflabError(
-                    f"mariadbd did not answer within {timeout:.0f} s",
+                    f"{self.build.binary.name} did not answer within {timeout:.0f} s",
                     hint=f"see {self.error_log}",
                     detail=self.error_log_tail(),
                 )
@@ -234,6 +182,7 @@ class ManagedServer:
         facts["connection"] = (f"tcp 127.0.0.1:{self.port}" if self.port
                                else f"socket {self.socket}")
         facts["datadir"] = str(self.datadir)
+        facts["build"] = self.build.describe()
         return facts
 
     def stop(self, timeout: float = 600) -> None:
@@ -311,7 +260,8 @@ class ManagedServer:
         """What a point stores when this server died under it: the exit code and the tail of
         its error log."""
         code = self.process.returncode if self.process else None
-        return f"mariadbd died during the point (exit code {code})\n{self.error_log_tail()}"
+        return (f"{self.build.binary.name} died during the point (exit code {code})\n"
+                f"{self.error_log_tail()}")
 
     def error_log_tail(self, lines: int = 20) -> str:
         """The last lines this server wrote to its error log since perflab started it."""
@@ -329,18 +279,19 @@ def _since(path: Path, offset: int, lines: int) -> str:
     return "\n".join(text.strip().splitlines()[-lines:])
 
 
-def first_error(log: str) -> str:
+def first_error(log: str, build: Build = HOST) -> str:
     """Why a server would not start, from what it printed and logged: its first error other
     than "Aborting", as ": what it said" (time stamps and the binary's path left out), or "".
     The reason then travels with the point that failed, not only in a log that the next
     start of the same slot writes over. An option it refuses is printed before its log is
     open, as "/usr/sbin/mariadbd: Character set 'x' is not a compiled character set"."""
+    binary = f"{build.binary}: "
     for line in log.splitlines():
         line = "".join(c for c in line if c.isprintable())  # it rings a bell (\a) before some
         _, marker, said = line.partition("[ERROR] ")
-        if not marker and line.startswith(f"{MARIADBD}: "):
+        if not marker and line.startswith(binary):
             said = line
-        said = said.strip().removeprefix(f"{MARIADBD}: ")
+        said = said.strip().removeprefix(binary)
         if said and said != "Aborting":
             return f": {said}"
     return ""
@@ -358,13 +309,14 @@ def _check_preload(environment: ServerEnvironment, pid: int) -> None:
 
 
 def stop_stale(pid_file: Path, datadir: Path, timeout: float = 600) -> None:
-    """Stop a mariadbd left running on this datadir by an earlier perflab that was killed."""
+    """Stop a server left running on this datadir by an earlier perflab that was killed."""
     try:
         pid = int(pid_file.read_text().strip())
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
     except (OSError, ValueError):
         return
-    if "mariadbd" not in cmdline or f"--datadir={datadir}" not in cmdline.split("\0"):
+    if not ("mariadbd" in cmdline or "mysqld" in cmdline) \
+            or f"--datadir={datadir}" not in cmdline.split("\0"):
         return
     os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout
