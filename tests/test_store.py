@@ -4,10 +4,11 @@ import dataclasses
 import json
 import math
 import sqlite3
+from dataclasses import replace
 
 import pytest
 
-from perflab.plan import Plan, Point, parse_plan
+from perflab.plan import Plan, Point, load_plan, parse_plan
 from perflab.store import (
     HealthReport,
     HealthView,
@@ -21,7 +22,7 @@ from perflab.store import (
     load_study,
 )
 from perflab.store.db import LATER_COLUMNS
-from perflab.studies import builtin_names, resolve_plan
+from perflab.studies import STUDIES_DIR
 
 pytestmark = pytest.mark.fast  # needs no server: scripts/test -m fast
 
@@ -68,9 +69,17 @@ def health() -> HealthReport:
                                      "134217728"),))
 
 
-@pytest.mark.parametrize("name", builtin_names())
-def test_every_builtin_plan_survives_its_json(name):
-    plan = resolve_plan(name)
+@pytest.mark.parametrize("path", sorted(STUDIES_DIR.rglob("*.toml")), ids=lambda p: p.stem)
+@pytest.mark.parametrize("across", [False, True], ids=["as written", "across builds"])
+def test_every_builtin_plan_survives_its_json(path, across):
+    plan = load_plan(path)
+    if across:  # a build names itself in the definition; the host's leaves it as it was
+        for config in plan.configs:
+            built = replace(config, environment=replace(config.environment, server="mysql-9.7"))
+            assert plan.config_hash(built) != plan.config_hash(config)
+        plan = plan.across_builds(["host", "mysql-9.7"])
+        hashes = [plan.config_hash(c) for c in plan.configs]
+        assert len(set(hashes)) == len(hashes)
     again = type(plan).from_json(plan.to_json())
     assert again == plan
     assert [again.config_hash(c) for c in again.configs] == [

@@ -33,6 +33,7 @@ from perflab.api import (
     load_plan,
     load_study,
     render,
+    render_suite,
     restore,
     run,
     tune_server,
@@ -60,8 +61,8 @@ _TYPES = {
 __all__ = [
     # functions, one per command, and the report formats
     "REPORT_FORMATS", "__version__", "calibrate", "check_health", "check_lab_health",
-    "compare", "digest_logs", "load_plan", "load_study", "render", "restore", "run", "tune_server",
-    "write_charts",
+    "compare", "digest_logs", "load_plan", "load_study", "render", "render_suite", "restore", "run",
+    "tune_server", "write_charts",
     # types (_TYPES)
     "Calibration", "Digest", "Endpoint", "HealthReport", "Lab", "PerflabError", "Permissions",
     "Plan", "ReportOptions", "RunSummary", "Study", "Table", "TuneResult",

@@ -109,6 +109,18 @@ def render(study: Study, format: str = "text", options: ReportOptions | None = N
     return formats[format](study, options)
 
 
+def render_suite(studies: list[Study], options: ReportOptions | None = None) -> str:
+    """The one table over a suite's studies (perflab run versions): per workload and thread
+    count, each configuration's change and verdict, and the server's CPU and context switches
+    per query."""
+    from perflab.report.study import DEFAULT_OPTIONS
+    from perflab.report.suite import suite_tables
+
+    options = options or DEFAULT_OPTIONS
+    check_report_options(options)
+    return "\n\n".join(table.render() for table in suite_tables(studies, options))
+
+
 def write_charts(study: Study, directory: str | Path,
                  options: ReportOptions | None = None) -> int:
     """Every chart of the study as NAME.png and NAME.svg in `directory` (made if missing);

@@ -22,12 +22,11 @@ from perflab.digest.workload import write_workload
 from perflab.errors import PerflabError
 from perflab.health import render as health_render
 from perflab.lab import Lab
-from perflab.plan import load_plan
 from perflab.probes.system import host_facts
 from perflab.procs import stop_on_signals
 from perflab.say import silent
 from perflab.server.connection import Endpoint
-from perflab.studies import builtin_names, builtin_path, resolve_plan
+from perflab.studies import builtin_description, builtin_names, resolve_plans
 from perflab.version import __version__
 
 
@@ -340,13 +339,19 @@ def cmd_restore(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    plan = resolve_plan(args.study).with_overrides(
-        **{name: getattr(args, name) for name in RUN_OVERRIDES})
+    plans = [plan.with_overrides(**{name: getattr(args, name) for name in RUN_OVERRIDES})
+             for plan in resolve_plans(args.study)]  # a suite's several, checked first
     say = silent if args.quiet else _say
-    summary = perflab.run(plan, args.lab, _endpoint(args), _permissions(args), say)
-    say(summary.describe())
-    print(perflab.render(perflab.load_study(args.lab, plan.name)))
-    return 1 if summary.failed else 0
+    studies, failed = [], False
+    for plan in plans:
+        summary = perflab.run(plan, args.lab, _endpoint(args), _permissions(args), say)
+        say(summary.describe())
+        studies.append(perflab.load_study(args.lab, plan.name))
+        print(perflab.render(studies[-1]), flush=True)
+        failed = failed or bool(summary.failed)
+    if len(studies) > 1:
+        print(f"\n{perflab.render_suite(studies)}")
+    return 1 if failed else 0
 
 
 # the flags of `run` that override the plan's own values (Plan.with_overrides)
@@ -453,8 +458,7 @@ def cmd_digest(args: argparse.Namespace) -> int:
 
 def cmd_studies(args: argparse.Namespace) -> int:
     for name in builtin_names():
-        plan = load_plan(builtin_path(name))
-        print(f"{name:24} {plan.description}")
+        print(f"{name:24} {builtin_description(name)}")
     return 0
 
 

@@ -306,6 +306,14 @@ class Plan:
         text = json.dumps(payload, sort_keys=True, default=str)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
+    def across_builds(self, builds: list[str]) -> Plan:
+        """Every configuration on each of `builds` (as [axes] server crosses them); the
+        baseline is the baseline's on the first."""
+        configs = _cross(list(self.configs), {"server": builds}, f"study {self.name}")
+        crossed = {c.name for c in configs}
+        alone = builds[0] if builds[0] in crossed else f"{self.baseline} {builds[0]}"
+        return replace(self, configs=tuple(configs), baseline=alone)
+
     def dataset_for(self, config: ServerConfig) -> Dataset:
         """The plan's dataset, on the configuration's own engine when it names one."""
         if config.engine and config.engine != self.dataset.engine:

@@ -1,10 +1,16 @@
-"""SHOW GLOBAL STATUS snapshots and their deltas over a measured window."""
+"""SHOW GLOBAL STATUS snapshots and their deltas over a measured window, and the server
+process's own counters over the same window (CPU_SECONDS, CONTEXT_SWITCHES), kept beside
+them."""
 
 from __future__ import annotations
+
+import os
+from pathlib import Path
 
 import pymysql
 
 from perflab.server.connection import query
+from perflab.store.records import CONTEXT_SWITCHES, CPU_SECONDS
 
 
 def global_status(conn: pymysql.Connection) -> dict[str, float]:
@@ -16,6 +22,30 @@ def global_status(conn: pymysql.Connection) -> dict[str, float]:
         except (TypeError, ValueError):
             continue
     return values
+
+
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def process_usage(pid: int | None) -> dict[str, float]:
+    """A local server process's counters (CPU_SECONDS, CONTEXT_SWITCHES); {} when they cannot
+    be read (a server elsewhere)."""
+    if pid is None:
+        return {}
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        switches = 0
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            try:
+                status = (task / "status").read_text()
+            except OSError:  # a thread that ended meanwhile
+                continue
+            switches += sum(int(line.split()[1]) for line in status.splitlines()
+                            if "ctxt_switches:" in line)
+    except (OSError, IndexError, ValueError):
+        return {}
+    return {CPU_SECONDS: (int(fields[11]) + int(fields[12])) / TICKS,
+            CONTEXT_SWITCHES: float(switches)}
 
 
 def delta(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:

@@ -126,6 +126,26 @@ def ok_metrics(point: PointRecord | StoredPoint) -> Metrics:
     return point.metrics
 
 
+# The server process's CPU seconds (user + system, every thread) and context switches
+# (voluntary and not, summed over its threads) over a point's window (probes/status.py), kept
+# in its status delta under these names (lower case: no SHOW STATUS counter is spelt so).
+CPU_SECONDS = "perflab_server_cpu_seconds"
+CONTEXT_SWITCHES = "perflab_server_context_switches"
+# Figures per statement the server received, from a serial point's counters (a fleet point's
+# server also works in the others' turns: none): (counter, scale).
+PER_QUERY = {"server_cpu_us_per_query": (CPU_SECONDS, 1e6),
+             "context_switches_per_query": (CONTEXT_SWITCHES, 1.0)}
+
+
+def per_query(status_delta: dict[str, float], counter: str, scale: float = 1.0
+              ) -> float | None:
+    """A counter of a point's window per statement the server received (its Questions)."""
+    questions = status_delta.get("Questions", 0)
+    if counter not in status_delta or questions <= 0:
+        return None
+    return status_delta[counter] * scale / questions
+
+
 @dataclass(frozen=True)
 class StoredPoint:
     """One point as stored (the read side), its JSON columns decoded."""
@@ -157,8 +177,13 @@ class StoredPoint:
         return self.status == PointStatus.OK and self.metrics is not None
 
     def value(self, metric: str) -> float | None:
-        """A metric of a successful point (None for a failed one or a missing figure)."""
-        return getattr(self.metrics, metric) if self.ok else None
+        """A metric of a successful point (None for a failed one or a missing figure): one of
+        Metrics, or one of PER_QUERY, from the point's counters."""
+        if not self.ok:
+            return None
+        if metric in PER_QUERY:
+            return per_query(self.status_delta, *PER_QUERY[metric])
+        return getattr(self.metrics, metric)
 
     @property
     def client_start_skew_ms(self) -> float | None:

@@ -1,17 +1,46 @@
-"""Built-in studies: plan files that reproduce the source documents, found by name."""
+"""Built-in studies: plan files that reproduce the source documents, found by name; and
+suites, directories of plans run one after another (`versions`: every installed server
+build, over the classic sysbench microbenchmarks)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from perflab.errors import PerflabError
-from perflab.plan import Plan, load_plan
+from perflab.plan import HOST_BUILD, Plan, load_plan
+from perflab.server import builds
 
 STUDIES_DIR = Path(__file__).parent
 
 
 def builtin_names() -> list[str]:
-    return sorted(path.stem.replace("_", "-") for path in STUDIES_DIR.glob("*.toml"))
+    return sorted({path.stem.replace("_", "-") for path in STUDIES_DIR.glob("*.toml")}
+                  | {path.parent.name for path in STUDIES_DIR.glob("*/*.toml")})
+
+
+def builtin_description(name: str) -> str:
+    """What a built-in study measures (a suite: how many studies, over what)."""
+    suite = STUDIES_DIR / name
+    if suite.is_dir():
+        plans = [load_plan(path) for path in sorted(suite.glob("*.toml"))]
+        return (f"{len(plans)} studies, every installed server build: "
+                + ", ".join(plan.workload.name for plan in plans))
+    return load_plan(builtin_path(name)).description
+
+
+def resolve_plans(name_or_path: str) -> list[Plan]:
+    """The plans a name stands for: a suite's, in order, across every installed server build;
+    else the one plan of resolve_plan."""
+    suite = STUDIES_DIR / name_or_path
+    if not suite.is_dir() or name_or_path.startswith((".", "_")):
+        return [resolve_plan(name_or_path)]
+    names = [HOST_BUILD, *(build.name for build in builds.installed())]
+    if len(names) < 2:
+        raise PerflabError(f"the {name_or_path} study compares server builds, and only the "
+                           "host's is installed", hint="perflab servers add mysql-9.7 "
+                           "mariadb-11.8 mariadb-10.5 (once per machine)")
+    return [load_plan(path).across_builds(names)
+            for path in sorted(suite.glob("*.toml"), key=lambda p: int(p.stem.split("-")[0]))]
 
 
 def builtin_path(name: str) -> Path:
