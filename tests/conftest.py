@@ -25,8 +25,10 @@ import pytest
 for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_name, "1")
 
+from perflab.errors import PerflabError  # noqa: E402
 from perflab.lab import Lab  # noqa: E402
 from perflab.load.sysbench import SYSBENCH  # noqa: E402
+from perflab.server import builds  # noqa: E402
 from perflab.server.builds import HOST  # noqa: E402
 from perflab.server.datadir import INSTALL_DB, install_datadir  # noqa: E402
 
@@ -131,6 +133,20 @@ def state_directory(session_root) -> Path:
 @pytest.fixture(scope="session")
 def shared_lab(session_root) -> Lab:
     return Lab(session_root / "shared-lab")
+
+
+def installed_build(name: str):
+    """A server build, installed once per machine (builds are cached between runs, never
+    assumed): the test skips, with the reason, where the archives cannot give it."""
+    try:
+        return builds.install(name, say=lambda _: None)
+    except PerflabError as exc:
+        pytest.skip(f"the {name} build cannot be installed here: {exc.message}")
+
+
+@pytest.fixture(scope="session")
+def mysql_build():
+    return installed_build("mysql-9.7")
 
 
 @pytest.fixture(scope="session")

@@ -10,10 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import existing_plan, run_cli
+from conftest import existing_plan, installed_build, run_cli
 from perflab.errors import PerflabError
 from perflab.lab import Lab
-from perflab.server import builds
 from perflab.server.connection import query
 from perflab.server.datadir import initialize
 from perflab.server.existing import Journal
@@ -33,10 +32,7 @@ picks = { top = [600, 700, "'800'"] }
 @pytest.fixture(scope="module")
 def mysql(tmp_path_factory):
     """A MySQL 9.7 server of the test's own, with an application schema of 3,000 items."""
-    try:
-        build = builds.install("mysql-9.7", say=lambda _: None)
-    except PerflabError as exc:
-        pytest.skip(f"the mysql-9.7 build cannot be installed here: {exc.message}")
+    build = installed_build("mysql-9.7")
     root = tmp_path_factory.mktemp("mysql")
     initialize(root / "data", build)
     server = ManagedServer(root / "data", root, environment=ServerEnvironment(build=build))

@@ -27,6 +27,7 @@ from perflab.analysis.verdicts import Judgement, judge
 from perflab.analysis.verdicts import headline as verdict_headline
 from perflab.errors import PerflabError
 from perflab.output.table import Table
+from perflab.report.builds import defaults_table
 from perflab.server.flavor import server_label
 from perflab.stats.summary import summarize
 from perflab.store.records import Metrics, StoredPoint, Study
@@ -75,7 +76,8 @@ def tables(study: Study, options: ReportOptions) -> list[Table]:
                                "Server CPU per query, µs", 1),
                 absolute_table(plan, points, "context_switches_per_query",
                                "Server context switches per query", 2)]
-    return out
+    defaults = defaults_table(study)
+    return out + ([defaults] if defaults else [])
 
 
 def headline(study: Study) -> list[str]:

@@ -147,15 +147,14 @@ class Runner(Measurer):
     def _set_up(self) -> tuple[Design, float | None]:
         """Before the first round: the datasets ready, the schedule chosen, the dependence
         allowance and the looks frozen (a study's first run sets them, later runs keep them),
-        the forecast said. Returns the design and the budget's deadline, which starts once the
-        data is there: the budget is for the rounds (with budget_after_planned, None: it
+        the forecast said. Returns the design and the budget's deadline, which starts once all
+        that is done (the looks' boundaries of a long max_rounds take minutes to simulate):
+        the budget is for the rounds (with budget_after_planned, None: it
         starts once the planned rounds are done, in `_loop`)."""
         watch = busy.Watch(self._existing_pid())  # other work while the study sets up
         for config in self.plan.configs:
             self.backend.ensure_dataset(config)
         run = self.plan.run
-        deadline = time.monotonic() + self._budget_left(0) \
-            if run.time and not self.budget_after_planned else None
         self.schedule, why = self.backend.schedule()
         self.say(f"schedule: {self.schedule} ({why})")
         self.plan = frozen_dependence(self.store, self.plan, self.workload, self.schedule)
@@ -175,6 +174,8 @@ class Runner(Measurer):
         busy_now = watch.warning()
         if busy_now:
             self.say(f"WARNING: {busy_now}")
+        deadline = time.monotonic() + self._budget_left(0) \
+            if run.time and not self.budget_after_planned else None
         return design, deadline
 
     def _loop(self, session: int, fleet: Fleet | None, design: Design,
