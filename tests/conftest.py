@@ -52,7 +52,7 @@ def missing_tools() -> list[str]:
 # the many short ones last let the two finish together, where xdist's own order (most tests
 # first) left the long files with few tests to the end and one worker idle for a minute.
 LONGEST_FIRST = ("test_existing.py", "test_run.py", "test_workloads.py", "test_verdicts.py",
-                 "test_mysql.py",
+                 "test_mysql.py", "test_builds.py",
                  "test_tune.py", "test_report.py", "test_tune_workers.py",
                  "test_tune_additive.py", "test_clients.py", "test_error_rates.py",
                  "test_health.py", "test_types.py")

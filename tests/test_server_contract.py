@@ -1,6 +1,7 @@
 """Every kind of server a run measures keeps the one contract (server/protocol.py), whoever
-started it: a managed mariadbd and someone else's server behind ExistingServer; and so does
-every backend a run holds (backend.py): ManagedBackend and ExistingBackend."""
+started it: a managed server (the host's mariadbd, or the mysql-9.7 build's mysqld) and someone
+else's server behind ExistingServer; and so does every backend a run holds (backend.py):
+ManagedBackend, on either build, and ExistingBackend."""
 
 from dataclasses import replace
 
@@ -11,23 +12,30 @@ from perflab.load.workloads import resolve
 from perflab.running.backend import Backend, ManagedBackend
 from perflab.running.existing_backend import ExistingBackend
 from perflab.server.connection import query
+from perflab.server.datadir import initialize
 from perflab.server.existing import ExistingServer, Journal, Permissions
-from perflab.server.managed import ManagedServer
+from perflab.server.managed import ManagedServer, ServerEnvironment
 from perflab.server.protocol import Server
 from perflab.studies import resolve_plan
 
 KEY_BUFFER = 8 << 20
 
 
-@pytest.fixture(params=["managed", "existing"])
+@pytest.fixture(params=["managed", "existing", "managed mysql-9.7"])
 def kind(request, tmp_path, pristine_datadir):
     """(the server under contract, a way to read the real server's key_buffer_size, and
     whether stop() leaves the server running)."""
-    copy_datadir(pristine_datadir, tmp_path / "data")
-    real = ManagedServer(tmp_path / "data", tmp_path, {"key_buffer_size": str(KEY_BUFFER)})
+    environment = ServerEnvironment()
+    if request.param == "managed mysql-9.7":
+        environment = ServerEnvironment(build=request.getfixturevalue("mysql_build"))
+        initialize(tmp_path / "data", environment.build)
+    else:
+        copy_datadir(pristine_datadir, tmp_path / "data")
+    real = ManagedServer(tmp_path / "data", tmp_path, {"key_buffer_size": str(KEY_BUFFER)},
+                         environment)
     real.start()
     try:
-        if request.param == "managed":
+        if request.param.startswith("managed"):
             yield real, real, False
         else:
             existing = ExistingServer(real.endpoint, Journal(tmp_path),
@@ -64,13 +72,15 @@ def test_a_server_connects_changes_reports_and_is_left_as_found(kind):
 SMALL = str(16 << 20)
 
 
-@pytest.fixture(params=["managed", "existing"])
+@pytest.fixture(params=["managed", "existing", "managed mysql-9.7"])
 def backend(request, tmp_path, shared_lab, pristine_datadir):
     """(a run's backend with one configuration "small", a way to read the measured
     server's key_buffer_size, the value it had before)."""
-    name = f"contract-{request.param}"
+    name = f"contract-{request.param.replace(' ', '-')}"
     configs = f'[configs.small]\nkey_buffer_size = "{SMALL}"\n'
-    if request.param == "managed":
+    if request.param == "managed mysql-9.7":
+        configs += f'server = "{request.getfixturevalue("mysql_build").name}"\n'
+    if request.param.startswith("managed"):
         plan = resolve_plan(str(write_plan(tmp_path / "plan.toml", name, configs=configs)))
         made = ManagedBackend(plan, shared_lab, resolve(plan.workload), lambda _: None)
         try:

@@ -71,7 +71,7 @@ def tables(study: Study, options: ReportOptions) -> list[Table]:
         response_time_table(plan, points),
         absolute_table(plan, points, "rows_per_query", "Rows read per query", 1),
     ]
-    if any(p.value("server_cpu_us_per_query") is not None for p in points):  # serial points
+    if any(p.value("server_cpu_us_per_query") is not None for p in points):  # managed points
         out += [absolute_table(plan, points, "server_cpu_us_per_query",
                                "Server CPU per query, µs", 1),
                 absolute_table(plan, points, "context_switches_per_query",

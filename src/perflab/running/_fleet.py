@@ -40,7 +40,7 @@ from perflab.load.preload import preload
 from perflab.load.workloads import ResolvedWorkload
 from perflab.plan import Plan, Point, ServerConfig
 from perflab.probes.profile import Profiler
-from perflab.probes.status import delta, global_status
+from perflab.probes.status import delta, global_status, process_usage
 from perflab.probes.system import ram_bytes
 from perflab.running import _points as points
 from perflab.running._states import ServerStates
@@ -224,8 +224,8 @@ class Fleet:
         before = {}
         jobs = []
         for member, _ in live:
-            with member.running.connect() as conn:
-                before[member.config.name] = global_status(conn)
+            with member.running.connect() as conn:  # its process's counters kept beside
+                before[member.config.name] = {**global_status(conn), **process_usage(member.pid)}
             argv = sysbench.command(self.workload, self.plan.dataset_for(member.config),
                                     member.running.endpoint, threads, slicing.run_seconds(now))
             jobs.append(([*env.client_prefix(member.config.environment), *argv],
@@ -282,7 +282,7 @@ class Fleet:
             return points.failed(point, started, member.state_id, error, server_failed=died)
         try:
             with member.running.connect() as conn:
-                moved = delta(before, global_status(conn))
+                moved = delta(before, {**global_status(conn), **process_usage(member.pid)})
         except pymysql.MySQLError as exc:
             return points.failed(point, started, member.state_id, error_text(exc))
         if self.workload.writes:

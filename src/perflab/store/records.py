@@ -131,8 +131,9 @@ def ok_metrics(point: PointRecord | StoredPoint) -> Metrics:
 # in its status delta under these names (lower case: no SHOW STATUS counter is spelt so).
 CPU_SECONDS = "perflab_server_cpu_seconds"
 CONTEXT_SWITCHES = "perflab_server_context_switches"
-# Figures per statement the server received, from a serial point's counters (a fleet point's
-# server also works in the others' turns: none): (counter, scale).
+# Figures per statement the server received, from a point's counters: (counter, scale). A fleet
+# point's cover its whole sliced run, the server's background work in the others' turns
+# included (its own cost; its idle turns cost it next to nothing).
 PER_QUERY = {"server_cpu_us_per_query": (CPU_SECONDS, 1e6),
              "context_switches_per_query": (CONTEXT_SWITCHES, 1.0)}
 
