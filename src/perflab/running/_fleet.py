@@ -40,7 +40,7 @@ from perflab.load.preload import preload
 from perflab.load.workloads import ResolvedWorkload
 from perflab.plan import Plan, Point, ServerConfig
 from perflab.probes.profile import Profiler
-from perflab.probes.status import delta, global_status, process_usage
+from perflab.probes.status import ProcessWatch, delta, global_status
 from perflab.probes.system import ram_bytes
 from perflab.running import _points as points
 from perflab.running._states import ServerStates
@@ -191,22 +191,25 @@ class Fleet:
         # a window begun before every thread had started (LateStart: a machine slow to start
         # them) is measured once more after a longer lead, as a point measured alone is
         for lead in (lead_ms, max(lead_ms, sysbench.LATE_LEAD_MS)):
-            results, before, turns, profiles = self._sliced(live, threads, slice_ms, lead)
+            results, before, turns, profiles, usage = self._sliced(live, threads, slice_ms,
+                                                                    lead)
             if not any(isinstance(r, sysbench.LateStart) for r in results):
                 break
         for index, ((member, point), result) in enumerate(zip(live, results, strict=True)):
             if isinstance(result, sysbench.LoadResult):
                 result.off_turn_cpu = turns.off_turn(index)
             records.append(self._record(member, point, result, before[member.config.name],
+                                        usage.counters(member.pid),
                                         started, profiles[member.config.name]))
         return records
 
     def _sliced(self, live: list[tuple[FleetServer, Point]], threads: int, slice_ms: float,
                 lead_ms: float) -> tuple[list[sysbench.LoadResult | sysbench.LoadFailed],
-                                         dict[str, dict], TurnCpu, dict[str, list[Symbol]]]:
+                                         dict[str, dict], TurnCpu, dict[str, list[Symbol]],
+                                         ProcessWatch]:
         """One sliced run of the live servers after a lead of `lead_ms` (whole rotations):
-        each job's result, the status before it, the CPU taken in and out of turns, and each
-        server's profile."""
+        each job's result, the status before it, the CPU taken in and out of turns, each
+        server's profile, and its process's counters over the run."""
         run, count = self.plan.run, len(live)
         rotation = slice_ms * count
         lead_ms = rotation * -(-lead_ms // rotation)  # whole rotations
@@ -224,17 +227,18 @@ class Fleet:
         before = {}
         jobs = []
         for member, _ in live:
-            with member.running.connect() as conn:  # its process's counters kept beside
-                before[member.config.name] = {**global_status(conn), **process_usage(member.pid)}
+            with member.running.connect() as conn:
+                before[member.config.name] = global_status(conn)
             argv = sysbench.command(self.workload, self.plan.dataset_for(member.config),
                                     member.running.endpoint, threads, slicing.run_seconds(now))
             jobs.append(([*env.client_prefix(member.config.environment), *argv],
                          sysbench.environment(self.workload)))
-        with TurnCpu([member.pid for member, _ in live], slicing) as turns:
+        pids = [member.pid for member, _ in live]
+        with TurnCpu(pids, slicing) as turns, ProcessWatch(pids) as usage:
             results = sysbench.run_sliced(jobs, slicing, threads)
         profiles = {name: Profiler.finish(recorder, data, early=True)
                     for name, (recorder, data) in recorders.items()}
-        return results, before, turns, profiles
+        return results, before, turns, profiles, usage
 
     @property
     def base_slice_ms(self) -> float:
@@ -274,7 +278,8 @@ class Fleet:
         return sized
 
     def _record(self, member: FleetServer, point: Point, result, before: dict,
-                started: float, profile: list[Symbol]) -> PointRecord:
+                process: dict[str, float], started: float, profile: list[Symbol]
+                ) -> PointRecord:
         if isinstance(result, sysbench.LoadFailed) or not member.running.alive():
             died = member.running.died()
             error = self._died(member) if died else error_text(result)
@@ -282,7 +287,7 @@ class Fleet:
             return points.failed(point, started, member.state_id, error, server_failed=died)
         try:
             with member.running.connect() as conn:
-                moved = delta(before, {**global_status(conn), **process_usage(member.pid)})
+                moved = {**delta(before, global_status(conn)), **process}
         except pymysql.MySQLError as exc:
             return points.failed(point, started, member.state_id, error_text(exc))
         if self.workload.writes:

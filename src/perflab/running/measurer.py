@@ -20,7 +20,7 @@ from perflab.load.workloads import ResolvedWorkload, resolve
 from perflab.plan import Dataset, Plan, Point, Schedule, ServerConfig
 from perflab.probes import busy
 from perflab.probes.profile import Profiler
-from perflab.probes.status import delta, global_status, process_usage
+from perflab.probes.status import ProcessWatch, delta, global_status
 from perflab.probes.system import host_facts
 from perflab.procs import check_stop
 from perflab.running import _points as points
@@ -54,18 +54,19 @@ def measure(
     """
     with server.connect() as conn:
         server_pid = busy.server_pid(conn)  # a server perflab did not start: not other work
-        before = {**global_status(conn), **process_usage(server_pid)}
-    if clients is not None:
-        result = clients.run_window(sysbench.options(workload, dataset, server.endpoint),
-                                    sysbench.driver_variables(workload, server.endpoint),
-                                    server.endpoint.sysbench_input(), threads, seconds,
-                                    workload.family.client_files())
-    else:
-        result = sysbench.run_alone(workload, dataset, server.endpoint, threads, seconds,
-                                    client, server_pid)
+        before = global_status(conn)
+    with ProcessWatch([server_pid] if server_pid else []) as usage:
+        if clients is not None:
+            result = clients.run_window(sysbench.options(workload, dataset, server.endpoint),
+                                        sysbench.driver_variables(workload, server.endpoint),
+                                        server.endpoint.sysbench_input(), threads, seconds,
+                                        workload.family.client_files())
+        else:
+            result = sysbench.run_alone(workload, dataset, server.endpoint, threads, seconds,
+                                        client, server_pid)
     with server.connect() as conn:
-        after = {**global_status(conn), **process_usage(server_pid)}
-    return result, delta(before, after)
+        after = global_status(conn)
+    return result, {**delta(before, after), **usage.counters(server_pid)}
 
 
 def run_load(
