@@ -448,6 +448,19 @@ def test_a_limit_left_off_or_a_sessions_own_value_is_not_a_knob(name, startup, w
     assert f"remove {name}" in refused.value.hint
 
 
+def test_a_curated_knob_whose_catalog_lists_no_choices_is_left_out_and_named_is_refused():
+    """MySQL's catalog gives innodb_flush_method as a VARCHAR, with no choices: the curated
+    space leaves it out (a tune on MySQL goes on); named, it is refused with the reason."""
+    data = json.loads((Path(__file__).parent / "data" / "tune_catalog.json").read_text())
+    data["variables"]["innodb_flush_method"].update(type="VARCHAR", values=[])
+    catalog = Catalog.from_json(data)
+    assert "innodb_flush_method" not in [k.name for k in knob_space(catalog)]
+    assert "innodb_buffer_pool_size" in [k.name for k in knob_space(catalog)]
+    with pytest.raises(PerflabError, match="VARCHAR") as refused:
+        knob_space(catalog, ["innodb_flush_method"])
+    assert "remove innodb_flush_method" in refused.value.hint
+
+
 @given(st.lists(st.tuples(st.from_regex(r"[a-z][a-z0-9]{0,6}(-[a-z0-9]{1,6}){0,3}", fullmatch=True),
                           st.sampled_from(["=name", "[=#]", ""]), st.booleans()),
                 min_size=1, max_size=12, unique_by=lambda option: option[0]))

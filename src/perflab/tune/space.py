@@ -350,6 +350,9 @@ def not_a_knob(spec: VariableSpec) -> str | None:
     if spec.type in ("ENUM", "BOOLEAN") and not spec.values:
         return ("takes values the server does not list (a character set, a collation, a "
                 "locale): perflab searches numbers and listed choices")
+    if spec.type not in (*INTEGER_TYPES, "DOUBLE", "ENUM", "BOOLEAN"):  # MySQL's catalog
+        return (f"is a {spec.type} (the server lists no choices for it): perflab searches "
+                "numbers and listed choices")  # names innodb_flush_method's type only
     return None
 
 
