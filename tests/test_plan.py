@@ -197,3 +197,10 @@ def test_tune_takes_its_time_budget_as_run_time_does(hours, minutes, seconds):
     with pytest.raises(PerflabError, match="not a duration") as refused:
         perflab.tune_server("key-cache-segments", "/nonexistent-lab", seconds="10 minutes")
     assert refused.value.option == "seconds"
+
+
+def test_a_suite_is_run_whole_and_refused_where_one_plan_is_wanted():
+    assert "versions" in builtin_names()
+    with pytest.raises(PerflabError, match="suite of several studies") as refused:
+        resolve_plan("versions")
+    assert "perflab run versions" in (refused.value.hint or "")

@@ -59,6 +59,11 @@ def resolve_plan(name_or_path: str) -> Plan:
     builtin = builtin_path(name_or_path)
     if builtin.exists():
         return load_plan(builtin)
+    if (STUDIES_DIR / name_or_path).is_dir() and not name_or_path.startswith((".", "_")):
+        raise PerflabError(f"{name_or_path!r} is a suite of several studies, which only "
+                           "perflab run takes whole",
+                           hint=f"perflab run {name_or_path}; for one of them, give its plan "
+                           f"file ({STUDIES_DIR / name_or_path})")
     raise PerflabError(
         f"{name_or_path!r} is neither a plan file nor a built-in study",
         hint=f"built-in studies: {', '.join(builtin_names())} (see: perflab studies)",
