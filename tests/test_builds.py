@@ -168,3 +168,17 @@ def test_a_study_across_builds_measures_each_on_its_own_datadir(tmp_path, mysql_
     with pytest.raises(PerflabError, match="'key_cache_segments'.*MySQL 9.7"):
         run_study(key_cache, lab, lambda _: None)
     assert sorted(p.name for p in (lab.root / "datasets").iterdir()) == datasets
+
+
+@pytest.mark.fast
+@pytest.mark.parametrize(("argv", "server"), [
+    (["/usr/sbin/mariadbd", "--no-defaults"], True),
+    (["taskset", "-c", "0", "/usr/sbin/mariadbd"], True),
+    (["/c/mysql-9.7/usr/lib64/ld-linux-x86-64.so.2", "--library-path", "/c/lib",
+      "/c/mysql-9.7/usr/sbin/mysqld", "--datadir=/d"], True),
+    (["/usr/bin/sysbench", "--mysql-socket=/run/mysqld"], False),
+    (["/usr/sbin/mysqld-helper", "/srv/data"], False),  # a name that only starts like one
+    (["python3", "-m", "perflab"], False),
+])
+def test_a_server_process_is_told_by_its_binary_whatever_runs_it(argv, server):
+    assert builds.runs_a_server(argv) is server

@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pymysql
 
+from perflab.server.builds import runs_a_server
+
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 BUSY_SHARE = 0.05  # others' share of the machine's CPU time beyond which figures are under load
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -74,9 +76,9 @@ class OtherCpu:
 def server_pid(connection) -> int | None:
     """The pid of the server at the other end of a pymysql connection, when it runs on this
     machine: on a Unix socket the kernel says (SO_PEERCRED); over loopback TCP its pid file
-    does, if it names a mariadbd or mysqld working in the server's datadir. None for a server
-    elsewhere or one that cannot be
-    told (its CPU time then counts as other work: a warning too many, never one too few)."""
+    does, if it names a process that runs a server binary (a build's, behind its loader, too)
+    working in the server's datadir. None for a server elsewhere or one that cannot be told
+    (its CPU time then counts as other work: a warning too many, never one too few)."""
     sock = getattr(connection, "_sock", None)
     if sock is not None and sock.family == socket.AF_UNIX:
         try:
@@ -92,12 +94,12 @@ def server_pid(connection) -> int | None:
             cursor.execute("SELECT @@pid_file, @@datadir")
             path, datadir = cursor.fetchone()
         pid = int(Path(path).read_text().split()[0])
-        named = Path(f"/proc/{pid}/comm").read_text().strip()
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
         working = os.path.realpath(f"/proc/{pid}/cwd")  # mariadbd works in its datadir
     except (OSError, ValueError, IndexError, TypeError, pymysql.MySQLError):
         return None
     same = working == os.path.realpath(datadir)  # not a server in a container, say
-    return pid if named in ("mariadbd", "mysqld") and same else None
+    return pid if runs_a_server(argv) and same else None
 
 
 def under_load(share: float | None) -> bool:

@@ -17,6 +17,7 @@ import shutil
 import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 from perflab.errors import PerflabError
@@ -50,6 +51,14 @@ OFFERS = {offer.name: offer for offer in (
           "MariaDB"),
 )}
 HOST_OFFER = Offer(HOST_BUILD, "bookworm", "mariadb-server", "usr/sbin/mariadbd", "MariaDB")
+# The server binaries' names, whichever build: what a server process is known by.
+SERVER_NAMES = frozenset(Path(o.binary).name for o in (HOST_OFFER, *OFFERS.values()))
+
+
+def runs_a_server(argv: list[str]) -> bool:
+    """Whether a command line starts a server binary: directly, behind taskset, or behind a
+    build's loader (whose process is then named after the loader, not the server)."""
+    return any(not arg.startswith("-") and Path(arg).name in SERVER_NAMES for arg in argv)
 
 
 def builds_directory() -> Path:
@@ -138,16 +147,7 @@ class Build:
 
     def package_version(self) -> str:
         """The Debian version of its package, from the root's dpkg status ("" if unread)."""
-        try:
-            status = (self.root / "var" / "lib" / "dpkg" / "status").read_text(errors="replace")
-        except OSError:
-            return ""
-        for stanza in status.split("\n\n"):
-            fields = dict(line.split(": ", 1) for line in stanza.splitlines()
-                          if ": " in line and not line.startswith(" "))
-            if fields.get("Package") == self.offer.package:
-                return fields.get("Version", "")
-        return ""
+        return _package_version(self.root, self.offer.package)
 
     def describe(self) -> dict[str, str]:
         """The build as every point's environment names it."""
@@ -157,6 +157,22 @@ class Build:
 
 
 HOST = Build(HOST_OFFER, Path("/"))
+
+
+@lru_cache(maxsize=16)
+def _package_version(root: Path, package: str) -> str:
+    """Read once per process: every server start records it, and the host's dpkg status is
+    megabytes."""
+    try:
+        status = (root / "var" / "lib" / "dpkg" / "status").read_text(errors="replace")
+    except OSError:
+        return ""
+    for stanza in status.split("\n\n"):
+        fields = dict(line.split(": ", 1) for line in stanza.splitlines()
+                      if ": " in line and not line.startswith(" "))
+        if fields.get("Package") == package:
+            return fields.get("Version", "")
+    return ""
 
 
 def offer(name: str) -> Offer:

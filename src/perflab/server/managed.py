@@ -24,7 +24,7 @@ import pymysql
 
 from perflab.errors import PerflabError
 from perflab.procs import die_with_parent, start_sentinel, tell_sentinel
-from perflab.server.builds import HOST, Build
+from perflab.server.builds import HOST, Build, runs_a_server
 from perflab.server.connection import Endpoint, set_globals
 from perflab.server.process import process_facts
 
@@ -315,8 +315,8 @@ def stop_stale(pid_file: Path, datadir: Path, timeout: float = 600) -> None:
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
     except (OSError, ValueError):
         return
-    if not ("mariadbd" in cmdline or "mysqld" in cmdline) \
-            or f"--datadir={datadir}" not in cmdline.split("\0"):
+    argv = cmdline.split("\0")
+    if not runs_a_server(argv) or f"--datadir={datadir}" not in argv:
         return
     os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout
