@@ -28,7 +28,6 @@ from optuna.trial import TrialState, create_trial
 from perflab.lab import Lab
 from perflab.load.workloads import resolve
 from perflab.plan import parse_plan
-from perflab.server.builds import Build
 from perflab.server.variables import Catalog
 from perflab.tune.methods import OneFactorAtATime, Step
 from perflab.tune.result import REFERENCE
@@ -125,6 +124,7 @@ class SimulatedRunner:
     def __init__(self, plan, lab, store, say=print, budget_after_planned=False, noise_source="run"):
         self.plan, self.store = plan, store
         self.workload = resolve(plan.workload)
+        self.catalog = catalog()  # the host's, whose trials are stored
 
     def server_options(self, config_name: str) -> dict[str, str]:
         return {k: str(v) for k, v in self.plan.config(config_name).variables}
@@ -182,10 +182,6 @@ class SimulatedStore:
 
 
 class SimulatedLab(Lab):
-    def catalog(self, build: Build) -> Catalog:
-        assert build.is_host, "the stored trials are the host's"
-        return catalog()
-
     def store(self) -> SimulatedStore:
         self._create()
         return SimulatedStore()

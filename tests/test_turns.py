@@ -10,7 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from perflab.load.sysbench import MIN_TURNS, Slicing, _slice_series, monotonic_ms, turns_window_ms
-from perflab.running.turns import TICKS, TurnCpu, guard_ms
+from perflab.probes.status import TICKS
+from perflab.running.turns import TurnCpu, guard_ms
 
 pytestmark = pytest.mark.fast  # needs no server: scripts/test -m fast
 

@@ -4,7 +4,6 @@ them."""
 
 from __future__ import annotations
 
-import math
 import os
 import threading
 from pathlib import Path
@@ -44,7 +43,8 @@ class ProcessWatch:
 
     def __init__(self, pids: list[int]):
         self.pids = pids
-        self._cpu: dict[int, float] = {}
+        self._started: dict[int, float] = {}  # per pid: its CPU seconds at the start
+        self._spent: dict[int, float] = {}  # and over the window, once it is over
         self._first: dict[int, dict[str, int]] = {}  # per pid: thread id -> count at start
         self._last: dict[int, dict[str, int]] = {}
         self._done = threading.Event()
@@ -52,9 +52,9 @@ class ProcessWatch:
 
     def __enter__(self) -> ProcessWatch:
         for pid in self.pids:
-            cpu = _cpu_seconds(pid)
+            cpu = cpu_seconds(pid)
             if cpu is not None:
-                self._cpu[pid] = cpu
+                self._started[pid] = cpu
                 self._first[pid] = _switches(pid)
                 self._last[pid] = dict(self._first[pid])
         self._thread.start()
@@ -64,9 +64,10 @@ class ProcessWatch:
         self._done.set()
         self._thread.join()
         self._sample()
-        for pid in list(self._cpu):
-            cpu = _cpu_seconds(pid)
-            self._cpu[pid] = cpu - self._cpu[pid] if cpu is not None else math.nan
+        for pid, started in self._started.items():
+            cpu = cpu_seconds(pid)
+            if cpu is not None:  # else it ended: no counters
+                self._spent[pid] = cpu - started
 
     def _watch(self) -> None:
         while not self._done.wait(self.SAMPLE_SECONDS):
@@ -77,14 +78,15 @@ class ProcessWatch:
             last.update(_switches(pid))
 
     def counters(self, pid: int | None) -> dict[str, float]:
-        if pid not in self._cpu or math.isnan(self._cpu[pid]):
+        if pid not in self._spent:
             return {}
         first, last = self._first[pid], self._last[pid]
         switches = sum(count - first.get(task, 0) for task, count in last.items())
-        return {CPU_SECONDS: self._cpu[pid], CONTEXT_SWITCHES: float(switches)}
+        return {CPU_SECONDS: self._spent[pid], CONTEXT_SWITCHES: float(switches)}
 
 
-def _cpu_seconds(pid: int) -> float | None:
+def cpu_seconds(pid: int) -> float | None:
+    """A process's user and system CPU seconds so far (None for one that is gone)."""
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
         return (int(fields[11]) + int(fields[12])) / TICKS  # utime, stime: every thread's

@@ -1,11 +1,13 @@
-"""The defaults that differ between the server builds a study compared: a version comparison is
-also a comparison of defaults, so the report says which ones moved (from the variables each
-build's server ran, as stored when it started)."""
+"""The server builds a study compared, and the defaults that differ between them: a version
+comparison is also a comparison of defaults, so the report says which ones moved (from the
+variables each build's server ran, as stored when it started)."""
 
 from __future__ import annotations
 
 from perflab.output.table import Table
-from perflab.store.records import Study
+from perflab.plan import HOST_BUILD
+from perflab.server.flavor import server_label
+from perflab.store.records import ServerState, Study
 
 # Variables that name the server or its files, not a setting: they differ between any two
 # servers and say nothing about defaults.
@@ -31,13 +33,31 @@ def _same(value: str) -> str | float:
         return value.lower()
 
 
+def first_states(study: Study) -> dict[str, ServerState]:
+    """Each build's first server state, by build name, in the order they ran (a state stored
+    before builds were recorded is the host's)."""
+    first: dict[str, ServerState] = {}
+    for state in study.server_states:
+        first.setdefault((state.process.get("build") or {}).get("name", HOST_BUILD), state)
+    return first
+
+
+def builds_line(study: Study) -> str:
+    """Each server build the study ran, when it ran more than one: its name, what the server
+    said it was, and its package, as recorded when it started (server/builds.py)."""
+    described = []
+    for name, state in first_states(study).items():
+        build = state.process.get("build") or {}
+        package = f"{build['package']} {build['package_version']}".strip() \
+            if build.get("package") else "?"
+        described.append(f"{name}: {server_label(state.version)} ({package})")
+    return "Server builds: " + "; ".join(described) if len(described) > 1 else ""
+
+
 def defaults_table(study: Study) -> Table | None:
     """One row per variable that every build has and whose value differs between them (its
     value per build), when the study ran more than one build; None otherwise."""
-    first: dict[str, dict[str, str]] = {}
-    for state in study.server_states:
-        name = (state.process.get("build") or {}).get("name", "host")
-        first.setdefault(name, state.variables)
+    first = {name: state.variables for name, state in first_states(study).items()}
     if len(first) < 2:
         return None
     names = list(first)

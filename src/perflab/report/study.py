@@ -27,7 +27,7 @@ from perflab.analysis.verdicts import Judgement, judge
 from perflab.analysis.verdicts import headline as verdict_headline
 from perflab.errors import PerflabError
 from perflab.output.table import Table
-from perflab.report.builds import defaults_table
+from perflab.report.builds import builds_line, defaults_table
 from perflab.server.flavor import server_label
 from perflab.stats.summary import summarize
 from perflab.store.records import Metrics, StoredPoint, Study
@@ -136,19 +136,6 @@ def environment_lines(study: Study) -> list[str]:
         lines.append(f"{server}; allocator {process.get('allocator', '?')}, "
                      f"open files {process.get('open_files_limit', {}).get('soft', '?')}")
     return lines + client_lines(study)
-
-
-def builds_line(study: Study) -> str:
-    """Each server build the study ran, when it ran more than one: its name, what the server
-    said it was, and its package, as recorded when it started (server/builds.py)."""
-    seen: dict[str, str] = {}
-    for state in study.server_states:
-        build = state.process.get("build") or {}
-        name = build.get("name", "host")
-        package = f"{build['package']} {build['package_version']}".strip() \
-            if build.get("package") else "?"
-        seen.setdefault(name, f"{name}: {server_label(state.version)} ({package})")
-    return "Server builds: " + "; ".join(seen.values()) if len(seen) > 1 else ""
 
 
 def client_lines(study: Study) -> list[str]:

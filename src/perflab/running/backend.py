@@ -134,17 +134,16 @@ class ManagedBackend:
                 f"dataset.existing = {plan.dataset.existing!r} names the data of a server "
                 "perflab did not start", hint="give that server to measure it on",
                 option="server")
-        self.catalogs = {name: lab.catalog(builds.find(name))
-                         for name in dict.fromkeys(c.environment.server for c in plan.configs)}
-        self.catalog = self.catalogs[plan.config(plan.baseline).environment.server]
-        self.options = check_configs(plan, self.catalog_of, workload)
+        self.catalogs: dict[str, Catalog] = {}  # by build, each read once (catalog_of)
+        self.catalog = self.catalog_of(plan.config(plan.baseline))
+        self.options = check_configs(plan, self.catalog_of, workload)  # every build's read
         self.server: ManagedServer | None = None
         self.active: str | None = None  # name of the configuration the server runs
         self.slot = lab.slot(0)
 
     def catalog_of(self, config: ServerConfig) -> Catalog:
         build = config.environment.server
-        if build not in self.catalogs:  # a tuning trial on a build no configuration named
+        if build not in self.catalogs:
             self.catalogs[build] = self.lab.catalog(builds.find(build))
         return self.catalogs[build]
 

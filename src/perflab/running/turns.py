@@ -19,16 +19,14 @@ of about 3% and 6-8% at 64-128 threads, where many queries are in flight at a tu
 from __future__ import annotations
 
 import math
-import os
 import threading
-from pathlib import Path
 
 from perflab.load.sysbench import Slicing, monotonic_ms
+from perflab.probes.status import cpu_seconds
 
 SAMPLE_SECONDS = 0.02
 GUARD_MS = 40.0  # a turn's start, where the queries of the turn before still finish ...
 GUARD_SHARE = (0.15, 0.5)  # ... or this share of a longer slice, at most half a short one
-TICKS = os.sysconf("SC_CLK_TCK")
 
 
 class TurnCpu:
@@ -109,12 +107,4 @@ def guard_ms(slice_ms: float) -> float:
 
 def _cpu(pids: list[int]) -> list[float]:
     """Each process's user and system CPU seconds so far (0 for one that is gone)."""
-    out = []
-    for pid in pids:
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            out.append(0.0)
-            continue
-        out.append((int(fields[11]) + int(fields[12])) / TICKS)  # utime, stime
-    return out
+    return [cpu_seconds(pid) or 0.0 for pid in pids]

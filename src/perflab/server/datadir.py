@@ -19,6 +19,7 @@ from perflab.errors import PerflabError
 from perflab.server.builds import HOST, Build
 
 INSTALL_DB = "/usr/bin/mariadb-install-db"
+BUILD_TIMEOUT = 900  # seconds a build's installer may take
 # mariadb-install-db's bootstrap SQL, in its order; the files are named mysql_* before 11.x and
 # mariadb_* since (the test schema left out, as --skip-test-db does).
 BOOTSTRAP_FILES = ("system_tables", "performance_tables", "system_tables_data",
@@ -30,26 +31,16 @@ def initialize(datadir: Path, build: Build = HOST) -> None:
     if build.is_host:
         install_datadir(datadir)
         return
-    datadir.mkdir(parents=True, exist_ok=True)
-    tmpdir = datadir.with_name(datadir.name + ".install-tmp")
-    tmpdir.mkdir(exist_ok=True)
-    argv = [*build.command(), "--no-defaults", *build.base_options(), f"--datadir={datadir}",
-            f"--tmpdir={tmpdir}", *(["--user=root"] if os.geteuid() == 0 else [])]
-    try:
-        if build.flavor == "MySQL":
-            out = subprocess.run([*argv, "--initialize-insecure"], capture_output=True,
-                                 text=True, check=False, timeout=900)
-        else:
-            out = subprocess.run([*argv, "--bootstrap", "--log-warnings=0",
-                                  "--enforce-storage-engine=", "--max_allowed_packet=8M",
-                                  "--net_buffer_length=16K"], input=bootstrap_sql(build),
-                                 capture_output=True, text=True, check=False, timeout=900)
-    finally:
-        shutil.rmtree(tmpdir, ignore_errors=True)
+    argv = [*build.command(), "--no-defaults", *build.base_options(), f"--datadir={datadir}"]
+    if build.flavor == "MySQL":
+        out = _bootstrap([*argv, "--initialize-insecure"], datadir, timeout=BUILD_TIMEOUT)
+    else:
+        out = _bootstrap([*argv, "--bootstrap", "--log-warnings=0", "--enforce-storage-engine=",
+                          "--max_allowed_packet=8M", "--net_buffer_length=16K"], datadir,
+                         bootstrap_sql(build), timeout=BUILD_TIMEOUT)
     if out.returncode != 0:
-        tail = "\n".join((out.stdout + out.stderr).strip().splitlines()[-15:])
         raise PerflabError(f"{build.name} could not initialize {datadir} "
-                           f"(exit code {out.returncode})", detail=tail,
+                           f"(exit code {out.returncode})", detail=_tail(out),
                            hint="the lab directory must be writable, with free space")
 
 
@@ -87,25 +78,33 @@ def install_datadir(datadir: Path) -> None:
         datadir.with_name(datadir.name + ".install-crash.log").write_text(out.stdout + out.stderr)
         shutil.rmtree(datadir, ignore_errors=True)
     if out.returncode != 0:
-        tail = "\n".join((out.stdout + out.stderr).strip().splitlines()[-15:])
         raise PerflabError(f"mariadb-install-db failed for {datadir}",
                            hint="the lab directory must be writable, on a local disk with free "
-                           "space; its output follows", detail=tail)
+                           "space; its output follows", detail=_tail(out))
 
 
 def _run_install(datadir: Path) -> subprocess.CompletedProcess:
-    """One mariadb-install-db. Its bootstrap server gets a tmpdir of its own, as every server
-    perflab starts does (managed.py): with /tmp it deleted the on-disk temporary tables of every
-    other server using /tmp (CI: a test's file there vanished)."""
+    """One mariadb-install-db (its --tmpdir is passed on to the bootstrap mariadbd)."""
+    return _bootstrap([INSTALL_DB, "--no-defaults", f"--datadir={datadir}",
+                       "--auth-root-authentication-method=normal", "--skip-test-db"], datadir)
+
+
+def _bootstrap(argv: list[str], datadir: Path, sql: str | None = None,
+               timeout: float | None = None) -> subprocess.CompletedProcess:
+    """An installer's run on a new datadir. Its bootstrap server gets a tmpdir of its own, as
+    every server perflab starts does (managed.py): with /tmp it deleted the on-disk temporary
+    tables of every other server using /tmp (CI: a test's file there vanished)."""
     datadir.mkdir(parents=True, exist_ok=True)
     tmpdir = datadir.with_name(datadir.name + ".install-tmp")
     tmpdir.mkdir(exist_ok=True)
-    argv = [INSTALL_DB, "--no-defaults", f"--datadir={datadir}",
-            "--auth-root-authentication-method=normal", "--skip-test-db",
-            f"--tmpdir={tmpdir}"]  # passed on to the bootstrap mariadbd
-    if os.geteuid() == 0:
-        argv.append("--user=root")
+    argv = [*argv, f"--tmpdir={tmpdir}", *(["--user=root"] if os.geteuid() == 0 else [])]
     try:
-        return subprocess.run(argv, capture_output=True, text=True, check=False)
+        return subprocess.run(argv, input=sql, capture_output=True, text=True, check=False,
+                              timeout=timeout)
     finally:
         shutil.rmtree(tmpdir, ignore_errors=True)
+
+
+def _tail(out: subprocess.CompletedProcess) -> str:
+    """The installer's last words: what an error about it shows."""
+    return "\n".join((out.stdout + out.stderr).strip().splitlines()[-15:])

@@ -18,11 +18,20 @@ def builtin_names() -> list[str]:
                   | {path.parent.name for path in STUDIES_DIR.glob("*/*.toml")})
 
 
+def suite_paths(name: str) -> list[Path] | None:
+    """A suite's plan files in the order they run (by their number), or None when `name` is
+    no suite."""
+    suite = STUDIES_DIR / name
+    if name.startswith((".", "_")) or not suite.is_dir():
+        return None
+    return sorted(suite.glob("*.toml"), key=lambda path: int(path.stem.split("-")[0]))
+
+
 def builtin_description(name: str) -> str:
     """What a built-in study measures (a suite: how many studies, over what)."""
-    suite = STUDIES_DIR / name
-    if suite.is_dir():
-        plans = [load_plan(path) for path in sorted(suite.glob("*.toml"))]
+    paths = suite_paths(name)
+    if paths is not None:
+        plans = [load_plan(path) for path in paths]
         return (f"{len(plans)} studies, every installed server build: "
                 + ", ".join(plan.workload.name for plan in plans))
     return load_plan(builtin_path(name)).description
@@ -31,16 +40,15 @@ def builtin_description(name: str) -> str:
 def resolve_plans(name_or_path: str) -> list[Plan]:
     """The plans a name stands for: a suite's, in order, across every installed server build;
     else the one plan of resolve_plan."""
-    suite = STUDIES_DIR / name_or_path
-    if not suite.is_dir() or name_or_path.startswith((".", "_")):
+    paths = suite_paths(name_or_path)
+    if paths is None:
         return [resolve_plan(name_or_path)]
     names = [HOST_BUILD, *(build.name for build in builds.installed())]
     if len(names) < 2:
         raise PerflabError(f"the {name_or_path} study compares server builds, and only the "
                            "host's is installed", hint="perflab servers add mysql-9.7 "
                            "mariadb-11.8 mariadb-10.5 (once per machine)")
-    return [load_plan(path).across_builds(names)
-            for path in sorted(suite.glob("*.toml"), key=lambda p: int(p.stem.split("-")[0]))]
+    return [load_plan(path).across_builds(names) for path in paths]
 
 
 def builtin_path(name: str) -> Path:
@@ -59,7 +67,7 @@ def resolve_plan(name_or_path: str) -> Plan:
     builtin = builtin_path(name_or_path)
     if builtin.exists():
         return load_plan(builtin)
-    if (STUDIES_DIR / name_or_path).is_dir() and not name_or_path.startswith((".", "_")):
+    if suite_paths(name_or_path) is not None:
         raise PerflabError(f"{name_or_path!r} is a suite of several studies, which only "
                            "perflab run takes whole",
                            hint=f"perflab run {name_or_path}; for one of them, give its plan "

@@ -37,7 +37,6 @@ from perflab.plan import Plan, Schedule, ServerConfig
 from perflab.probes import busy
 from perflab.running.measurer import Measurer
 from perflab.say import Say
-from perflab.server import builds
 from perflab.store import ResultStore
 from perflab.tune import workers
 from perflab.tune.additive import AdditiveSearch
@@ -119,7 +118,7 @@ class Tuner:
         self.runner = Measurer(self.plan, self.lab, store, self.say)
         if self.storage is None:
             self.storage = workers.open_storage(f"sqlite:///{self.lab.db_path}")
-        self.catalog = self.lab.catalog(builds.find(self.baseline.environment.server))
+        self.catalog = self.runner.catalog  # the baseline's build's, read by its backend
         # the engines of the tables the trials measure (an sql workload's file names its own)
         engines = self.runner.workload.family.engines(self.plan.dataset_for(self.baseline))
         self.knobs = knob_space(self.catalog, list(self.settings.knobs), self.allow_unsafe, engines,
