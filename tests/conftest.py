@@ -219,7 +219,7 @@ repeats = {repeats}
 def existing_plan(path: Path, name: str, statements: Path, *, threads=(1, 4),
                   configs: str = "[configs.asis]\n", workload_extra: str = "") -> Path:
     """A plan at `path` for a server perflab did not start: the `sql` workload of the file
-    `statements` on its schema appdb as it is, 1-s points, one round."""
+    `statements` on its schema appdb as it is, 1-s points with no warm-up, one round."""
     path.write_text(f"""
 [study]
 name = "{name}"
@@ -230,7 +230,7 @@ name = "sql"
 options = {{ file = "{statements}" {workload_extra}}}
 [run]
 threads = {list(threads)}
-warmup_seconds = 1
+warmup_seconds = 0
 run_seconds = 1
 repeats = 1
 {configs}

@@ -13,7 +13,9 @@ from hypothesis import strategies as st
 from conftest import installed_build, write_plan
 from perflab.errors import PerflabError
 from perflab.lab import Lab
-from perflab.plan import parse_plan
+from perflab.load.workloads import resolve
+from perflab.plan import Plan, parse_plan
+from perflab.running.backend import check_configs
 from perflab.running.existing_backend import check_no_build
 from perflab.running.runner import run_study
 from perflab.server import builds
@@ -112,6 +114,24 @@ def test_a_plan_names_builds_per_configuration_by_axis_and_by_override():
 
 
 @pytest.mark.fast
+def test_variables_only_where_present_are_named_shared_and_checked():
+    shared = PLAN.replace("[configs.a]", '[server]\nonly_where_present = ["Query-Cache-Type"]\n'
+                          "query_cache_type = 0\n[configs.a]")
+    plan = parse_plan(shared.format(extra='only_where_present = ["key_cache_segments"]\n'
+                                          "key_cache_segments = 4"))
+    config = plan.config("a")
+    assert config.only_where_present == {"query_cache_type", "key_cache_segments"}
+    assert Plan.from_json(plan.to_json()).config("a") == config
+    plain = parse_plan(shared.replace('only_where_present = ["Query-Cache-Type"]\n', "")
+                       .format(extra="key_cache_segments = 4"))
+    assert plan.config_hash(config) != plain.config_hash(plain.config("a"))
+    with pytest.raises(PerflabError, match="names innodb_log_file_size, which this"):
+        parse_plan(PLAN.format(extra='only_where_present = ["innodb_log_file_size"]'))
+    with pytest.raises(PerflabError, match="must be a list of server variable names"):
+        parse_plan(PLAN.format(extra='only_where_present = "query_cache_type"'))
+
+
+@pytest.mark.fast
 @given(st.text(min_size=1, max_size=20))
 def test_a_builds_name_is_a_name_or_an_error_naming_the_key(name):
     try:
@@ -168,6 +188,16 @@ def test_a_study_across_builds_measures_each_on_its_own_datadir(tmp_path, mysql_
     with pytest.raises(PerflabError, match="'key_cache_segments'.*MySQL 9.7"):
         run_study(key_cache, lab, lambda _: None)
     assert sorted(p.name for p in (lab.root / "datasets").iterdir()) == datasets
+    # ... unless the plan sets it only where it exists: there, the server starts without it
+    marked = replace(key_cache, configs=tuple(
+        replace(c, only_where_present=frozenset({"key_cache_segments"}))
+        for c in key_cache.configs))
+    said: list[str] = []
+    options = check_configs(marked, lambda _: lab.catalog(mysql_build),
+                            resolve(marked.workload), said.append)
+    assert all("key_cache_segments" not in own for own in options.values())
+    assert all(own["key_buffer_size"] for own in options.values())
+    assert len(said) == len(marked.configs) and "left out" in said[0]
 
 
 @pytest.mark.fast

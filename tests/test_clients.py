@@ -136,7 +136,15 @@ def test_a_scheduler_without_workers_is_one_error_before_anything_runs(tmp_path)
 
 @pytest.fixture
 def cluster(tmp_path):
+    """Two workers of a test's own, which it may kill."""
     with LocalCluster(tmp_path, workers=2) as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="module")
+def shared_cluster(tmp_path_factory):
+    """Two workers that the module's tests which leave them running share."""
+    with LocalCluster(tmp_path_factory.mktemp("cluster"), workers=2) as cluster:
         yield cluster
 
 
@@ -156,9 +164,10 @@ def _children(pid: int, name: str) -> list[int]:
     return found
 
 
-def test_a_point_spread_over_two_workers_is_their_merge(cluster, seed_lab, tmp_path):
+def test_a_point_spread_over_two_workers_is_their_merge(shared_cluster, seed_lab, tmp_path):
+    cluster = shared_cluster
     plan = write_plan(tmp_path / "plan.toml", "two-clients", configs="[configs.base]",
-                      threads=(64,), repeats=1, run_seconds=2, warmup_seconds=1,
+                      threads=(64,), repeats=1, run_seconds=2, warmup_seconds=0,
                       run=f'clients = "{cluster.address}"')
     lab = Lab(seed_lab(tmp_path / "lab", plan))
     summary = perflab.run(plan, lab, say=lambda _: None)
@@ -194,7 +203,7 @@ def test_a_point_spread_over_two_workers_is_their_merge(cluster, seed_lab, tmp_p
     logs = []
     try:
         with slot.server({}, server_environment(Environment(connection="tcp"))) as server:
-            measure(server, workload, dataset, 64, 2)  # a warm-up, not counted
+            measure(server, workload, dataset, 64, 1)  # a warm-up, not counted
             for pair in range(4):
                 figures = {}
                 for side in (("one", "two") if pair % 2 == 0 else ("two", "one")):
@@ -212,7 +221,7 @@ def test_a_point_spread_over_two_workers_is_their_merge(cluster, seed_lab, tmp_p
 def test_a_worker_lost_mid_point_fails_that_point_and_the_next_runs_on_the_others(
         cluster, seed_lab, tmp_path):
     plan = write_plan(tmp_path / "plan.toml", "lost-client", configs="[configs.base]",
-                      threads=(8, 4), repeats=1, run_seconds=6, warmup_seconds=1,
+                      threads=(8, 4), repeats=1, run_seconds=6, warmup_seconds=0,
                       run=f'clients = "{cluster.address}"')
     lab = Lab(seed_lab(tmp_path / "lab", plan))
     doomed = cluster.processes["w2"]
@@ -258,7 +267,9 @@ Clients(spec["address"], lambda _: None).run_window(spec["options"], spec["varia
 """
 
 
-def test_a_killed_perflab_leaves_no_sysbench_on_the_workers(cluster, seed_lab, tmp_path):
+def test_a_killed_perflab_leaves_no_sysbench_on_the_workers(shared_cluster, seed_lab,
+                                                            tmp_path):
+    cluster = shared_cluster
     plan = write_plan(tmp_path / "plan.toml", "killed-run", configs="[configs.base]",
                       threads=(2,), repeats=1, run_seconds=1, warmup_seconds=0)
     lab = Lab(seed_lab(tmp_path / "lab", plan))  # the dataset, without a run to make it

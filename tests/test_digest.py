@@ -1,5 +1,6 @@
-"""perflab digest on logs written by a real managed server while a scripted client does seed
-004's anti-patterns and some honest work; fingerprints checked against pt-query-digest."""
+"""perflab digest on logs written by a real managed server (MariaDB, and MySQL 9.7 where the
+build installs) while a scripted client does the STAR tuning notes' anti-patterns and some
+honest work: findings checked against a hand count, fingerprints against pt-query-digest."""
 
 from __future__ import annotations
 
@@ -12,12 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from conftest import copy_datadir, run_cli, write_plan
+from conftest import copy_datadir, installed_build, run_cli, write_plan
 from perflab.digest.digest import digest_logs
 from perflab.digest.fingerprint import fingerprint, query_id
 from perflab.load.sqlworkload import load_sql_workload
+from perflab.server.builds import HOST
 from perflab.server.connection import query
-from perflab.server.managed import ManagedServer
+from perflab.server.datadir import initialize
+from perflab.server.managed import ManagedServer, ServerEnvironment
 
 REPEATS = 14  # the STAR notes: select elementID from CorrectionIDs, fourteen times in a row
 N_PLUS_ONE = 25
@@ -33,8 +36,9 @@ def scripted_client(srv: ManagedServer) -> None:
         query(setup, "INSERT INTO Geometry_tpc.CorrectionIDs VALUES (1), (2), (3)")
         query(setup, "CREATE TABLE Geometry_tpc.items (id INT PRIMARY KEY, name VARCHAR(20), "
                      "price INT)")
-        query(setup, "INSERT INTO Geometry_tpc.items SELECT seq, CONCAT('item', seq), seq % 97 "
-                     "FROM Geometry_tpc.seq_1_to_200")
+        query(setup, "INSERT INTO Geometry_tpc.items WITH RECURSIVE s (n) AS (SELECT 1 UNION "
+                     "ALL SELECT n + 1 FROM s WHERE n < 200) SELECT n, CONCAT('item', n), n % 97 "
+                     "FROM s")
     with srv.connect() as api, srv.connect() as honest:
         api.select_db("Geometry_tpc")
         api.select_db("Geometry_tpc")  # redundant: already there
@@ -58,22 +62,46 @@ def scripted_client(srv: ManagedServer) -> None:
 
 
 @pytest.fixture(scope="module")
-def logs(session_root, pristine_datadir) -> tuple[Path, Path]:
-    root = session_root / "digest-server"
-    shutil.rmtree(root, ignore_errors=True)
-    copy_datadir(pristine_datadir, root / "data")
-    general, slow = root / "general.log", root / "slow.log"
-    options = {"general_log": "ON", "general_log_file": str(general),
-               "slow_query_log": "ON", "slow_query_log_file": str(slow),
-               "long_query_time": "0", "log_output": "FILE"}
-    with ManagedServer(root / "data", root, options) as srv:
-        scripted_client(srv)
-        time.sleep(0.2)
-    return general, slow
+def written_logs(session_root, pristine_datadir):
+    """The general and slow log of each flavor's server, written once per module."""
+    written: dict[str, tuple[Path, Path]] = {}
+
+    def logs_of(build_name: str) -> tuple[Path, Path]:
+        if build_name not in written:
+            root = session_root / f"digest-server-{build_name}"
+            shutil.rmtree(root, ignore_errors=True)
+            build = HOST if build_name == "host" else installed_build(build_name)
+            if build.is_host:
+                copy_datadir(pristine_datadir, root / "data")
+            else:
+                initialize(root / "data", build)
+            general, slow = root / "general.log", root / "slow.log"
+            options = {"general_log": "ON", "general_log_file": str(general),
+                       "slow_query_log": "ON", "slow_query_log_file": str(slow),
+                       "long_query_time": "0", "log_output": "FILE"}
+            with ManagedServer(root / "data", root, options,
+                               environment=ServerEnvironment(build=build)) as srv:
+                scripted_client(srv)
+                time.sleep(0.2)
+            written[build_name] = general, slow
+        return written[build_name]
+
+    return logs_of
 
 
-def test_findings_on_a_general_log_have_the_right_counts(logs):
-    general, _ = logs
+@pytest.fixture(scope="module")
+def logs(written_logs) -> tuple[Path, Path]:
+    return written_logs("host")
+
+
+@pytest.fixture(scope="module", params=["host", "mysql-9.7"])
+def flavor_logs(request, written_logs) -> tuple[Path, Path]:
+    """The logs of MariaDB (the host's) and of MySQL 9.7: the same findings and classes."""
+    return written_logs(request.param)
+
+
+def test_findings_on_a_general_log_have_the_right_counts(flavor_logs):
+    general, _ = flavor_logs
     digest = digest_logs([general])
     found = digest.findings.to_json()
     assert digest.files[0]["format"] == "general" and digest.files[0]["malformed"] == 0
@@ -83,6 +111,7 @@ def test_findings_on_a_general_log_have_the_right_counts(logs):
     assert (item["calls"], item["removable"], item["runs"], item["longest"]) == \
         (REPEATS - 1, REPEATS - 1, 1, REPEATS)
     assert len(item["connections"]) == 1 and item["examples"]
+    assert 0 not in item["connections"]  # the connection read, not "-"
 
     assert [(i["key"], i["calls"]) for i in found["schema_redundant"]] == [("Geometry_tpc", 1)]
     assert sorted((i["key"], i["calls"]) for i in found["schema_unused"]) == [
@@ -110,8 +139,8 @@ def test_findings_on_a_general_log_have_the_right_counts(logs):
                    for key in flagged)
 
 
-def test_slow_log_gives_times_rows_and_the_same_classes(logs):
-    general, slow = logs
+def test_slow_log_gives_times_rows_and_the_same_classes(flavor_logs):
+    general, slow = flavor_logs
     digest = digest_logs([slow])
     assert digest.files[0]["format"] == "slow" and digest.files[0]["malformed"] == 0
     classes = {c.fingerprint: c for c in digest.classes}
@@ -127,6 +156,12 @@ def test_slow_log_gives_times_rows_and_the_same_classes(logs):
     assert times == sorted(times, reverse=True)
     multi = classes["select id, name from items where price in(?+) order by id limit ?"]
     assert multi.calls == 1 and "\n" in multi.example
+    # every event's connection is read (MariaDB's Thread_id line, MySQL's Id on User@Host):
+    # the per-connection findings of the slow log are the general log's
+    repeats = {i["key"]: i for i in digest.findings.to_json()["repeats"]}
+    item = repeats["select elementid from correctionids"]
+    assert (item["calls"], item["longest"]) == (REPEATS - 1, REPEATS)
+    assert len(item["connections"]) == 1 and 0 not in item["connections"]
 
 
 def pt_classes(log: Path, kind: str) -> dict[str, int]:
@@ -139,8 +174,8 @@ def pt_classes(log: Path, kind: str) -> dict[str, int]:
 
 
 @pytest.mark.parametrize("kind", ["genlog", "slowlog"])
-def test_fingerprints_and_calls_match_pt_query_digest(logs, kind):
-    log = logs[0] if kind == "genlog" else logs[1]
+def test_fingerprints_and_calls_match_pt_query_digest(flavor_logs, kind):
+    log = flavor_logs[0] if kind == "genlog" else flavor_logs[1]
     ours = {c.fingerprint: c.calls for c in digest_logs([log]).classes}
     theirs = pt_classes(log, kind)
     assert ours == theirs

@@ -234,23 +234,19 @@ def test_allow_set_puts_variables_back_at_the_end_and_a_killed_run_only_on_its_o
         site, other, tmp_path):
     server, option_file, _ = site
     target = tcp_args(server, option_file)
+    with server.connect() as conn:
+        before = query(conn, "SELECT @@GLOBAL.collation_server")[0][0]
+    # a collation, which SYSTEM_VARIABLES gives no option and the server lists no values for,
+    # is set and put back too
     plan = app_plan(tmp_path, "app-set", configs='[configs.asis]\n[configs.big]\n'
-                    'key_buffer_size = "64M"\n', threads=(1,))
+                    'key_buffer_size = "64M"\n[configs.bin]\ncollation_server = "latin1_bin"\n',
+                    threads=(1,))
     lab = tmp_path / "lab"
     out = run_cli("run", str(plan), "--lab", str(lab), *target, "--allow-set")
     assert out.returncode == 0, out.stderr
     assert "SET GLOBAL key_buffer_size=67108864" in out.stderr
-    assert key_buffer(server) == SITE_KEY_BUFFER
-    assert not (lab / "journal.json").exists()
-    # a collation, which SYSTEM_VARIABLES gives no option and the server lists no values for,
-    # is set and put back too
-    with server.connect() as conn:
-        before = query(conn, "SELECT @@GLOBAL.collation_server")[0][0]
-    collation = app_plan(tmp_path, "app-collation", configs='[configs.asis]\n[configs.bin]\n'
-                         'collation_server = "latin1_bin"\n', threads=(1,))
-    out = run_cli("run", str(collation), "--lab", str(lab), *target, "--allow-set")
-    assert out.returncode == 0, out.stderr
     assert "SET GLOBAL collation_server=latin1_bin" in out.stderr
+    assert key_buffer(server) == SITE_KEY_BUFFER
     with server.connect() as conn:
         assert query(conn, "SELECT @@GLOBAL.collation_server")[0][0] == before != "latin1_bin"
     assert not (lab / "journal.json").exists()

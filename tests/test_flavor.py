@@ -26,3 +26,5 @@ def test_a_version_that_does_not_say_mariadb_is_never_called_mariadb(release, su
     flavor = flavor_of(version)
     assert flavor.mariadb == ("mariadb" in version.lower())
     assert flavor.release == release
+    # the my.cnf section a tuned answer goes under: MySQL reads no [mariadbd]
+    assert flavor.option_group == ("mariadbd" if flavor.mariadb else "mysqld")

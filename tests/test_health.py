@@ -150,12 +150,12 @@ def test_cli_reports_text_and_json_reads_an_option_file_and_changes_nothing(temp
 
 def test_lab_health_is_stored_and_shown_in_the_html_report(shared_lab, tmp_path):
     plan = write_plan(tmp_path / "plan.toml", "health-lab", threads=(2,), repeats=1,
-                      configs='[configs.base]\nkey_buffer_size = "8M"')
+                      warmup_seconds=0, configs='[configs.base]\nkey_buffer_size = "8M"')
     out = run_cli("run", str(plan), "--lab", str(shared_lab.root), "--quiet")
     assert out.returncode == 0, out.stderr
-    out = run_cli("health", "--lab", str(shared_lab.root), "--study", str(plan), "--interval", "2")
+    out = run_cli("health", "--lab", str(shared_lab.root), "--study", str(plan), "--interval", "1")
     assert out.returncode in (0, 1), out.stderr
-    assert "since start" in out.stdout and "hot (2 s)" in out.stdout
+    assert "since start" in out.stdout and "hot (1 s)" in out.stdout
     assert "Queries/second (QPS)" in out.stdout
     page = tmp_path / "report.html"
     out = run_cli("report", str(shared_lab.root), "--study", "health-lab", "--html", str(page))

@@ -2,12 +2,12 @@ import json
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from perflab.errors import PerflabError
-from perflab.plan import Plan, parse_plan
-from perflab.studies import builtin_names, resolve_plan
+from perflab.plan import Plan, load_plan, parse_plan
+from perflab.studies import STUDIES_DIR, builtin_names, resolve_plan
 
 pytestmark = pytest.mark.fast  # needs no server: scripts/test -m fast
 
@@ -143,7 +143,7 @@ def test_unknown_study_name_is_a_user_error(tmp_path: Path):
         resolve_plan(str(tmp_path / "missing.toml"))
 
 
-def test_builtin_studies_of_seeds_001_to_003_parse():
+def test_builtin_studies_parse_and_each_decides_within_a_budget():
     assert {"myisam-scalability", "runtime-environment", "ladder-innodb"} <= set(builtin_names())
     scalability = resolve_plan("myisam-scalability")
     assert [(c.name, c.engine) for c in scalability.configs] == [
@@ -158,6 +158,10 @@ def test_builtin_studies_of_seeds_001_to_003_parse():
     ladder = resolve_plan("ladder-innodb")
     assert ladder.ladder and ladder.config("flush log at commit 2").as_dict()[
         "innodb_doublewrite"] == "OFF"
+    # every built-in study decides within a time budget, not in a fixed number of rounds
+    plans = [load_plan(path) for path in STUDIES_DIR.rglob("*.toml")]
+    assert len(plans) > len(builtin_names())
+    assert all(p.run.time > 0 and p.run.max_rounds > p.run.repeats for p in plans)
 
 
 def test_axes_cross_every_configuration():
@@ -183,6 +187,7 @@ def test_bad_environment_settings_are_one_line(edit, message):
     assert message in err.value.message
 
 
+@settings(deadline=None)  # the first call imports the tuner
 @given(st.integers(0, 9), st.integers(0, 59), st.integers(0, 59))
 def test_tune_takes_its_time_budget_as_run_time_does(hours, minutes, seconds):
     """`perflab tune --time` (the API's `seconds`) reads a duration as run.time does: "1h30m",

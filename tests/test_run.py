@@ -127,7 +127,7 @@ def test_unknown_plan_key_fails_without_touching_the_lab(tmp_path):
 
 def test_sigkill_of_perflab_resumes_with_no_loss_and_no_duplicate(shared_lab, tmp_path):
     plan = write_plan(tmp_path / "kill.toml", "killed", configs=ONE_CONFIG,
-                      threads=(1, 2, 4), repeats=2, run_seconds=1)
+                      threads=(1, 2, 4), repeats=2, run_seconds=1, warmup_seconds=0)
     proc = subprocess.Popen([*PERFLAB, "run", str(plan), "--lab", str(shared_lab.root)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
@@ -157,7 +157,8 @@ def test_mariadbd_killed_mid_point_gives_one_failed_point_and_the_sweep_goes_on(
     shared_lab, tmp_path
 ):
     plan = write_plan(tmp_path / "crash.toml", "crash", configs=ONE_CONFIG,
-                      threads=(1, 2, 4), repeats=1, run_seconds=3)
+                      threads=(1, 2, 4), repeats=1, run_seconds=3,
+                      warmup_seconds=0)
     pid_file = Path(shared_lab.slot(0).root / "mysqld.pid")
     proc = subprocess.Popen([*PERFLAB, "run", str(plan), "--lab", str(shared_lab.root)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -179,7 +180,8 @@ def test_mariadbd_killed_mid_point_gives_one_failed_point_and_the_sweep_goes_on(
 
 def test_ctrl_c_stops_the_server_cleanly_and_keeps_finished_points(shared_lab, tmp_path):
     plan = write_plan(tmp_path / "int.toml", "interrupted", configs=ONE_CONFIG,
-                      threads=(1, 2, 4), repeats=2, run_seconds=2)
+                      threads=(1, 2, 4), repeats=2, run_seconds=2,
+                      warmup_seconds=0)
     proc = subprocess.Popen([*PERFLAB, "run", str(plan), "--lab", str(shared_lab.root)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
@@ -207,7 +209,7 @@ schedule = "serial"
 key_buffer_size = "16M"
 [configs.kb0]
 key_buffer_size = 0
-""", threads=(1,), repeats=1, run_seconds=1)
+""", threads=(1,), repeats=1, run_seconds=1, warmup_seconds=0)
     out = run_cli("run", str(plan), "--lab", str(shared_lab.root))
     assert out.returncode == 0, out.stderr
     assert "SET GLOBAL refused (Cannot drop default keycache): restarting instead" in out.stderr

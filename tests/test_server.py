@@ -143,14 +143,15 @@ def test_tcp_environment_listens_on_loopback_only(tmp_path, pristine_datadir):
     assert (bind, port) == ("127.0.0.1", server.port)
 
 
-def test_a_starting_server_leaves_other_servers_temporary_tables_alone(tmp_path):
+def test_a_starting_server_leaves_other_servers_temporary_tables_alone(tmp_path,
+                                                                      pristine_datadir):
     """mariadbd deletes every #sql* file in its tmpdir at start-up: with /tmp shared, starting
     one server removed the on-disk temporary tables of the others (CI: an Optuna storage
     server's query failed with 'Error on delete of /tmp/#sql-temptable-...'). The bootstrap
     server of mariadb-install-db does it too (CI: this test's file in /tmp vanished while
     another test prepared a datadir)."""
     first, second = tmp_path / "first", tmp_path / "second"
-    install_datadir(first / "data")
+    copy_datadir(pristine_datadir, first / "data")
     system_file = f"/tmp/#sql-perflab-test-{os.getpid()}.MAI"  # as the system service's
     with ManagedServer(first / "data", first) as server:
         with server.connect() as conn:

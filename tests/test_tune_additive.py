@@ -6,6 +6,7 @@ the search in test_tune.py."""
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 import random
 
@@ -79,6 +80,19 @@ def search(space: Space, seed: int, trials: int, fast_noise: float = 0.05) -> op
     return study
 
 
+_SEARCHED: dict[tuple[int, float], list] = {}
+
+
+def searched(space: Space, seed: int, trials: int, fast_noise: float = 0.05) -> list:
+    """search's first `trials` trials, each seed's run made once per module: with no budget
+    given, a seed's search and noise draw the same sequence, so a shorter run is a prefix of a
+    longer one."""
+    known = _SEARCHED.get((seed, fast_noise))
+    if known is None or len(known) < trials:
+        known = _SEARCHED[(seed, fast_noise)] = search(space, seed, trials, fast_noise).trials
+    return known[:trials]
+
+
 def test_screening_moves_every_knob_to_both_sides_within_two_dozen_trials(space):
     """Each pass of the screening moves every knob once, a number to the longer side of its
     default first, then to the other; every group is measured within 24 trials, follow-ups of a
@@ -99,7 +113,7 @@ def test_screening_moves_every_knob_to_both_sides_within_two_dozen_trials(space)
             assert (first > default) == (u0 <= 0.5), knob.name  # the longer side first
     # a clear gain found early is followed up first (attribution, jumps), which can push a
     # seed's last groups past 24 trials: seed 1 of 1..8 on the curated space of 2026-11-27
-    screened = [{t.user_attrs.get(SCREENING) for t in search(space, seed, trials=24).trials}
+    screened = [{t.user_attrs.get(SCREENING) for t in searched(space, seed, 24)}
                 >= set(range(2 * groups)) for seed in range(1, 5)]
     assert sum(screened) >= 3, screened
 
@@ -110,8 +124,8 @@ def test_the_best_believed_setting_has_the_gain_and_not_the_harm(space):
     knob that rode in with the gain."""
     good = 0
     for seed in range(10):
-        study = search(space, seed, trials=20)
-        best = space.within(believed_order(space, study.trials, "maximize")[0].params)
+        trials = searched(space, seed, 20)
+        best = space.within(believed_order(space, trials, "maximize")[0].params)
         good += response(space, best) >= 0.99
     assert good >= 9
 
@@ -139,7 +153,8 @@ def test_a_companion_of_the_gain_harmful_only_with_it_is_put_back(space):
     good = 0
     # the engines' knobs are screened first, so a server-wide knob shares the pool's group only
     # in the group where the engines' knobs run out: about one seed in sixty
-    seeds = [seed for seed in range(2000) if _rides_with_the_pool(space, seed)][:4]
+    seeds = list(itertools.islice((seed for seed in range(2000)
+                                   if _rides_with_the_pool(space, seed)), 4))
     for seed in seeds:
         study = search(space, seed, trials=22)
         best = space.within(believed_order(space, study.trials, "maximize")[0].params)

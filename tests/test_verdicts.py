@@ -120,10 +120,10 @@ def test_a_budget_after_the_planned_rounds_never_cuts_them_short(shared_lab, tmp
     rounds when it starts with the study, starts after them instead: both rounds are measured
     whole, the A/A goes on past them unless they decided it, and the looks are fitted at the
     first look.
-    (One server, SET GLOBAL between the two: a round takes about 7 s; 6 looks at most, whose
+    (One server, SET GLOBAL between the two: a round takes about 5 s; 6 looks at most, whose
     boundary is quick to compute.)"""
     plan = parse_plan(write_plan(
-        tmp_path / "after.toml", "after-live", threads=(1,), repeats=2,
+        tmp_path / "after.toml", "after-live", threads=(1,), repeats=2, warmup_seconds=0,
         configs='time = "4s"\nmax_rounds = 6\nschedule = "serial"\n[configs.a]\n'
                 '[configs.b]\n').read_text())
     said: list[str] = []

@@ -234,7 +234,7 @@ server_cpus = "64"
                     reason="perf needs root or a permissive perf_event_paranoid")
 def test_profile_names_where_the_server_cpu_goes(shared_lab, tmp_path):
     plan = write_plan(tmp_path / "prof.toml", "profiled-one", configs="[configs.default]\n",
-                      threads=(2,), repeats=1, run_seconds=2)
+                      threads=(2,), repeats=1, run_seconds=2, warmup_seconds=0)
     plan.write_text(plan.read_text().replace("repeats = 1", "repeats = 1\nprofile = true"))
     out = run_cli("run", str(plan), "--lab", str(shared_lab.root))
     assert out.returncode == 0, out.stderr

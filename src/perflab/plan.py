@@ -46,6 +46,8 @@ REMOVED_HINT = ("give the study a budget, run.time (and max_rounds): rounds go o
 TOP_KEYS = (*SECTION_KEYS, "server", "configs", "steps", "axes", "tune")
 # Keys of [server], [configs.NAME] and [[steps]] that are perflab's, not server variables.
 ENVIRONMENT_KEYS = ("engine", "allocator", "server_cpus", "client_cpus", "connection", "server")
+# The key of those tables naming variables set only on a build whose catalog has them.
+ONLY_WHERE_PRESENT = "only_where_present"
 ALLOCATORS = ("glibc", "jemalloc", "tcmalloc")
 CONNECTIONS = ("socket", "tcp")
 AXES = ("engine", "allocator", "connection", "pinning", "server")
@@ -135,6 +137,9 @@ class ServerConfig:
     variables: tuple[tuple[str, Scalar], ...] = ()
     environment: Environment = Environment()
     engine: str | None = None
+    # Variables among `variables` set only on a build that has them (the query cache, which
+    # MySQL 8+ lacks): on another, the configuration runs without them.
+    only_where_present: frozenset[str] = frozenset()
 
     def as_dict(self) -> dict[str, Scalar]:
         return dict(self.variables)
@@ -247,6 +252,8 @@ class Plan:
             "layout": self.layout,
             "changes": dict(self.changes),
             "config_engines": {c.name: c.engine for c in self.configs},
+            "only_where_present": {c.name: sorted(c.only_where_present) for c in self.configs
+                                   if c.only_where_present},
             "tune": {k: list(v) if isinstance(v, tuple) else v for k, v in self.tune},
         }
 
@@ -268,7 +275,9 @@ class Plan:
             else:
                 effective = data.get("engines", {}).get(name, dataset.engine)
                 engine = effective if effective != dataset.engine else None
-            configs.append(ServerConfig(name, tuple(variables.items()), environment, engine))
+            optional = frozenset(data.get("only_where_present", {}).get(name, ()))
+            configs.append(ServerConfig(name, tuple(variables.items()), environment, engine,
+                                        optional))
         workload = Workload(data["workload"]["name"],
                             tuple(data["workload"].get("options", {}).items()),
                             tuple(data["workload"].get("files", {}).items()))
@@ -292,6 +301,8 @@ class Plan:
         """
         payload = {
             "config": [config.name, list(config.variables)],
+            **({"only_where_present": sorted(config.only_where_present)}
+               if config.only_where_present else {}),
             "workload": self.workload.identity(),
             "dataset": self.dataset_for(config).describe(),
             "warmup_seconds": self.run.warmup_seconds,
@@ -457,7 +468,7 @@ def _build(data: dict[str, Any], origin: str) -> Plan:
     description = _string(study, "description", f"{origin}: study.description") or ""
     source = _string(study, "source", f"{origin}: study.source") or ""
 
-    shared = _settings(data.get("server", {}), "server", origin)
+    shared, shared_optional = _server_table(data.get("server", {}), "server", origin)
     if "steps" in data:
         if "configs" in data:
             raise PerflabError(
@@ -465,9 +476,9 @@ def _build(data: dict[str, Any], origin: str) -> Plan:
                 hint="[configs.NAME] for independent configurations, [[steps]] for a ladder "
                 "whose steps add up; keep one of them",
             )
-        configs, changes = _ladder(data["steps"], shared, origin)
+        configs, changes = _ladder(data["steps"], shared, shared_optional, origin)
     else:
-        configs, changes = _configs(data.get("configs"), shared, origin), ()
+        configs, changes = _configs(data.get("configs"), shared, shared_optional, origin), ()
     configs = _cross(configs, data.get("axes", {}), origin)
     names = [c.name for c in configs]
 
@@ -558,7 +569,8 @@ def _run_settings(run_table: dict[str, Any], origin: str) -> RunSettings:
     return run
 
 
-def _configs(table: Any, shared: dict[str, Scalar], origin: str) -> list[ServerConfig]:
+def _configs(table: Any, shared: dict[str, Scalar], shared_optional: frozenset[str],
+             origin: str) -> list[ServerConfig]:
     if not isinstance(table, dict) or not table:
         raise PerflabError(
             f"{origin}: the plan has no server configurations",
@@ -566,14 +578,22 @@ def _configs(table: Any, shared: dict[str, Scalar], origin: str) -> list[ServerC
         )
     configs = []
     for config_name, own in table.items():
-        settings = {**shared, **_settings(own, f"configs.{config_name}", origin)}
-        configs.append(_config(config_name, settings, f"configs.{config_name}", origin))
+        where = f"configs.{config_name}"
+        settings, optional = _server_table(own, where, origin)
+        configs.append(_config(config_name, {**shared, **settings}, shared_optional | optional,
+                               where, origin))
     return configs
 
 
-def _config(name: str, settings: dict[str, Scalar], where: str, origin: str) -> ServerConfig:
+def _config(name: str, settings: dict[str, Scalar], optional: frozenset[str], where: str,
+            origin: str) -> ServerConfig:
     """Split a table's settings into server variables and perflab's environment keys."""
     variables = {k: v for k, v in settings.items() if k not in ENVIRONMENT_KEYS}
+    unset = sorted(optional - variables.keys())
+    if unset:
+        raise PerflabError(f"{origin}: {where}.{ONLY_WHERE_PRESENT} names {', '.join(unset)}, "
+                           "which this configuration does not set",
+                           hint=f"set it too, or take it out of {ONLY_WHERE_PRESENT}")
     env: dict[str, str] = {}
     for key, value in settings.items():
         if key in ENVIRONMENT_KEYS:
@@ -592,7 +612,7 @@ def _config(name: str, settings: dict[str, Scalar], where: str, origin: str) -> 
     environment = Environment(allocator, env.get("server_cpus"), env.get("client_cpus"),
                               connection, _server_build(env.get("server", HOST_BUILD),
                                                  f"{origin}: {where}.server"))
-    return ServerConfig(name, tuple(sorted(variables.items())), environment, engine)
+    return ServerConfig(name, tuple(sorted(variables.items())), environment, engine, optional)
 
 
 def _cross(configs: list[ServerConfig], axes: Any, origin: str) -> list[ServerConfig]:
@@ -682,14 +702,14 @@ def _engine(value: str, where: str) -> str:
     return engine
 
 
-def _ladder(steps: Any, shared: dict[str, Scalar], origin: str
+def _ladder(steps: Any, shared: dict[str, Scalar], shared_optional: frozenset[str], origin: str
             ) -> tuple[list[ServerConfig], tuple[tuple[str, str], ...]]:
     """[[steps]] tables, each `name = "..."` plus the variables that step changes."""
     if not isinstance(steps, list) or not steps or not all(isinstance(s, dict) for s in steps):
         raise PerflabError(f"{origin}: steps must be an array of tables ([[steps]])")
     configs: list[ServerConfig] = []
     changes: list[tuple[str, str]] = []
-    applied = dict(shared)
+    applied, optional = dict(shared), shared_optional
     for number, step in enumerate(steps, 1):
         where = f"steps[{number}]"
         step = dict(step)
@@ -698,15 +718,30 @@ def _ladder(steps: Any, shared: dict[str, Scalar], origin: str
             raise PerflabError(f"{origin}: {where}.name is required (what this step changes)")
         if name in (c.name for c in configs):
             raise PerflabError(f"{origin}: {where}.name = {name!r} is used twice")
-        own = _settings(step, where, origin)
+        own, own_optional = _server_table(step, where, origin)
         applied.update(own)
-        configs.append(_config(name, applied, where, origin))
+        optional |= own_optional
+        configs.append(_config(name, applied, optional, where, origin))
         changes.append((name, ", ".join(f"{k}={_show(v)}" for k, v in own.items()) or "-"))
     return configs, tuple(changes)
 
 
 def normalize_variable_name(name: str) -> str:
     return name.strip().lower().replace("-", "_")
+
+
+def _server_table(table: Any, where: str, origin: str) -> tuple[dict[str, Scalar],
+                                                                 frozenset[str]]:
+    """A [server]-like table's settings, and the variables its only_where_present names."""
+    if not isinstance(table, dict) or ONLY_WHERE_PRESENT not in table:
+        return _settings(table, where, origin), frozenset()
+    names = table[ONLY_WHERE_PRESENT]
+    if not isinstance(names, list) or not all(isinstance(n, str) and n.strip() for n in names):
+        raise PerflabError(f"{origin}: {where}.{ONLY_WHERE_PRESENT} must be a list of server "
+                           "variable names",
+                           hint=f'e.g. {ONLY_WHERE_PRESENT} = ["query_cache_type"]')
+    rest = {k: v for k, v in table.items() if k != ONLY_WHERE_PRESENT}
+    return _settings(rest, where, origin), frozenset(map(normalize_variable_name, names))
 
 
 def _settings(table: Any, where: str, origin: str) -> dict[str, Scalar]:

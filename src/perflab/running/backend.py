@@ -28,6 +28,7 @@ from perflab.running._progress import pairs
 from perflab.say import Say
 from perflab.server import builds
 from perflab.server import environment as env
+from perflab.server.flavor import server_label
 from perflab.server.managed import ManagedServer
 from perflab.server.protocol import Server
 from perflab.server.variables import Catalog
@@ -84,14 +85,19 @@ class Backend(Protocol):
 
 
 def check_configs(plan: Plan, catalog_of: Callable[[ServerConfig], Catalog],
-                  workload: ResolvedWorkload) -> dict[str, dict[str, str]]:
+                  workload: ResolvedWorkload, say: Say | None = None) -> dict[str, dict[str, str]]:
     """Every configuration's variables as command-line strings, each checked against the
     catalog of its own server; a PerflabError on the first bad one. Nothing has started when
-    this raises."""
+    this raises. A variable only_where_present names is left out where the catalog lacks it,
+    and `say` is told."""
     checked = {}
     for config in plan.configs:
         where = f"configs.{config.name}"
         catalog = catalog_of(config)
+        absent = sorted(config.only_where_present - catalog.variables.keys())
+        if absent and say:
+            say(f"{where}: {', '.join(absent)} left out: not a variable of "
+                f"{server_label(catalog.version)} (only_where_present)")
         workload.family.check(plan.dataset_for(config), where)
         engine = plan.dataset_for(config).engine
         plugin = env.engine_options(engine, f"{where}: dataset engine", config.environment.server)
@@ -100,7 +106,8 @@ def check_configs(plan: Plan, catalog_of: Callable[[ServerConfig], Catalog],
         env.check(config.environment, where)
         checked[config.name] = {
             **plugin,
-            **{name: catalog.check(name, value, where) for name, value in config.variables},
+            **{name: catalog.check(name, value, where) for name, value in config.variables
+               if name in catalog.variables or name not in config.only_where_present},
         }
         asked = checked[config.name].get("max_connections")
         if not asked:
@@ -136,7 +143,7 @@ class ManagedBackend:
                 option="server")
         self.catalogs: dict[str, Catalog] = {}  # by build, each read once (catalog_of)
         self.catalog = self.catalog_of(plan.config(plan.baseline))
-        self.options = check_configs(plan, self.catalog_of, workload)  # every build's read
+        self.options = check_configs(plan, self.catalog_of, workload, say)  # every build's
         self.server: ManagedServer | None = None
         self.active: str | None = None  # name of the configuration the server runs
         self.slot = lab.slot(0)

@@ -89,7 +89,7 @@ class ExistingBackend:
             powers = account_powers([row[0] for row in query(conn, "SHOW GRANTS")])
         self._check_account(account, powers)
         self._check(plan)
-        self.options = check_configs(plan, self.catalog_of, workload)
+        self.options = check_configs(plan, self.catalog_of, workload, say)
         # the server enforces what the checks promised: read-write only for an allowed writer,
         # and no statement of the workload outlives its run (a SLEEP, a runaway join)
         run = plan.run

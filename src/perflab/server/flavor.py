@@ -26,6 +26,12 @@ class Flavor:
         return tuple(int(part) for part in self.version.split(".") if part.isdigit())
 
     @property
+    def option_group(self) -> str:
+        """The my.cnf section its server reads: [mariadbd] is MariaDB's own, [mysqld] every
+        flavor's."""
+        return "mariadbd" if self.mariadb else "mysqld"
+
+    @property
     def label(self) -> str:
         """"MariaDB 10.11.19", "MySQL 9.7.4": the name and release, for a heading."""
         return f"{self.name} {self.version}"

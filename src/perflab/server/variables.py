@@ -107,7 +107,8 @@ class Catalog:
         if spec is None:
             close = difflib.get_close_matches(name, self.variables, n=3)
             hint = f"did you mean {' or '.join(close)}?" if close else (
-                "remove it, or check its name in SHOW GLOBAL VARIABLES of this server")
+                "remove it, list it in only_where_present (a plan's) to set it only where a "
+                "server has it, or check its name in SHOW GLOBAL VARIABLES of this server")
             raise PerflabError(
                 f"{where}: unknown server variable {name!r} "
                 f"(not in the catalog of {server_label(self.version)})",

@@ -161,6 +161,7 @@ class TuneResult:
     ranked: list[TrialOutcome] = field(default_factory=list)  # ok trials, the search's best first
     ranked_by: Ranking = Ranking.FIGURE
     why: list[str] = field(default_factory=list)  # what the counters did under the winner
+    option_group: str = "mariadbd"  # the my.cnf section of the server tuned (server/flavor.py)
     # each moved knob put back alone: the winner without it, against the winner
     knob_effects: dict[str, Verdict] = field(default_factory=dict)
     # more moved knobs than are put back one at a time: each group of them put back first
@@ -212,7 +213,7 @@ class TuneResult:
             return f"{name} = {changed[name]}{unsafe}"
 
         in_force = [name for name in sorted(changed) if self.kept is None or name in self.kept]
-        lines = ["[mariadbd]"] + [setting(name) for name in in_force]
+        lines = [f"[{self.option_group}]"] + [setting(name) for name in in_force]
         left_out = self.left_out(in_force)
         if in_force and left_out:
             lines.append("# measured without these settings of the plan's baseline (the "

@@ -37,6 +37,7 @@ from perflab.plan import Plan, Schedule, ServerConfig
 from perflab.probes import busy
 from perflab.running.measurer import Measurer
 from perflab.say import Say
+from perflab.server.flavor import flavor_of
 from perflab.store import ResultStore
 from perflab.tune import workers
 from perflab.tune.additive import AdditiveSearch
@@ -249,7 +250,7 @@ class Tuner:
                 self.say(f"{self.method}: {proposal.reason}; stopping early")
                 return
             if proposal.step is Step.WAIT:  # for other workers' trials
-                time.sleep(2)
+                time.sleep(workers.POLL_SECONDS)
                 continue
             with workers.heartbeat(self.storage, trial_id):
                 self.trials.run(study, session, trial)
@@ -280,7 +281,8 @@ class Tuner:
                           defaults=self.trials.startup(), measured=self.measured, ranked=ranked,
                           baseline=self.trials.baseline_values(),
                           ranked_by=self.search.ranking, objective=self.settings.objective,
-                          direction=self.settings.direction)
+                          direction=self.settings.direction,
+                          option_group=flavor_of(self.catalog.version).option_group)
 
 
 def _checked(method: str, sampler: str | None, budget: int | None, seconds: float | None,

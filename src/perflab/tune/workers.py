@@ -35,6 +35,7 @@ from perflab.errors import PerflabError
 HEARTBEAT_SECONDS = 10
 GRACE_SECONDS = 60  # six missed heartbeats: the worker is dead or cut off
 LOCK_WAIT_SECONDS = 600
+POLL_SECONDS = 0.5  # a worker waiting on others' trials looks again this often
 
 
 def open_storage(url: str) -> optuna.storages.RDBStorage:
@@ -218,7 +219,7 @@ def wait_for_others(storage: optuna.storages.RDBStorage, study: optuna.Study, la
         if not told:
             say(f"waiting for {left} trial(s) of other workers to finish")
             told = True
-        time.sleep(2)
+        time.sleep(POLL_SECONDS)
 
 
 def claim(study: optuna.Study, key: str, lab_root: Path) -> dict | None:
