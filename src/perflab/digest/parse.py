@@ -58,8 +58,12 @@ GENERAL_EVENT = re.compile(
     rf"^({STAMP})?[ \t]+(\d+)[ \t](\w+)(?:[ \t]+([^\n]*))?\n((?:(?!{GENERAL_START})[^\n]*\n)*)",
     re.M)
 GENERAL_LINE = re.compile(rf"{GENERAL_START}")
-# A slow-log entry: a run of `#` header lines, then the statement lines.
-SLOW_ENTRY = re.compile(r"^((?:#[^\n]*\n)+)((?:(?!#)[^\n]*\n)*)", re.M)
+# A slow-log entry: a run of `#` header lines, then the statement lines. MySQL writes a
+# command that is no statement (Init DB, Quit) as its entry's last line, a comment:
+# `# administrator command: Init DB;`, after the entry's `use` and `SET timestamp` lines.
+ADMIN = "# administrator command: "
+SLOW_ENTRY = re.compile(rf"^((?:(?!{ADMIN})#[^\n]*\n)+)((?:(?!#)[^\n]*\n|{ADMIN}[^\n]*\n)*)",
+                        re.M)
 MARIADB_HEADER = re.compile(
     r"(?:# Time: ([^\n]*)\n)?# User@Host: [^\n]*\n# Thread_id: (\d+)[ \t]+Schema: (\S*)[^\n]*\n"
     r"# Query_time: ([\d.]+)[ \t]+Lock_time: [\d.]+[ \t]+Rows_sent: (\d+)[ \t]+"
@@ -390,14 +394,19 @@ def _malformed(text: str, line_no: int, stats: ParseStats) -> None:
 
 
 def _general(entries, stats: ParseStats) -> Iterator[Event]:
+    """Connection 0 is the server itself (MySQL logs the DDL of its own start-up so): no
+    client's work, left out as pt-query-digest leaves it. A prepared statement's text
+    (Execute, Prepare) may span lines, as a Query's does."""
     clock = _Clock()
     now = None
     for match, line_no in entries:
         stamp, thread, command, argument, more = match.groups()
         if stamp:
             now = clock.seconds(stamp)
+        if int(thread) == 0:
+            continue
         argument = argument or ""
-        if command == "Query":
+        if command in ("Query", "Execute", "Prepare"):
             if more:
                 if "Version: " in more or "Tcp port: " in more or "Argument" in more:
                     more = "".join(line for line in more.splitlines(True)
@@ -456,8 +465,12 @@ def _slow(entries, stats: ParseStats) -> Iterator[Event]:
             text = text[:-1]
         if not text:
             continue  # a header with no statement, e.g. the log's last, cut entry
+        command = "Query"
+        if text.startswith(ADMIN):  # as the general log has it: Init DB's text is the schema
+            command = text[len(ADMIN):].strip()
+            text = (db or "") if command == "Init DB" else ""
         stats.events += 1
-        yield Event(line_no, int(thread) if thread and thread.isdigit() else None, "Query",
+        yield Event(line_no, int(thread) if thread and thread.isdigit() else None, command,
                     text, stamp, schema or db, _float(query_time), _float(sent),
                     _float(examined))
 

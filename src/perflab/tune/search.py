@@ -279,9 +279,8 @@ class Tuner:
         return TuneResult(self.plan.name, self.method, self.knobs, trials,
                           ranked[0] if ranked else None, importance=importance,
                           defaults=self.trials.startup(), measured=self.measured, ranked=ranked,
-                          baseline=self.trials.baseline_values(),
-                          ranked_by=self.search.ranking, objective=self.settings.objective,
-                          direction=self.settings.direction,
+                          baseline=self.trials.baseline_values(), ranked_by=self.search.ranking,
+                          objective=self.settings.objective, direction=self.settings.direction,
                           option_group=flavor_of(self.catalog.version).option_group)
 
 
