@@ -242,13 +242,25 @@ Time                 Id Command    Argument
 # Query_time: 0.000100  Lock_time: 0.000001 Rows_sent: 1  Rows_examined: 1
 SET timestamp=1764599760;
 SELECT name FROM items WHERE id = 7;
+# Time: 2026-12-01T14:36:00.000100Z
+# User@Host: app[app] @ localhost []  Id:    12
+# Query_time: 0.000040  Lock_time: 0.000000 Rows_sent: 1  Rows_examined: 1
+use stock;
+SET timestamp=1764599760;
+# administrator command: Init DB;
+# Time: 2026-12-01T14:36:00.000200Z
+# User@Host: app[app] @ localhost []  Id:    12
+# Query_time: 0.000030  Lock_time: 0.000000 Rows_sent: 0  Rows_examined: 0
+SET timestamp=1764599760;
+# administrator command: Quit;
 """
 
 
 def test_a_mysql_slow_log_gives_every_event_its_connection(tmp_path):
     """MySQL writes the connection as `Id:` on the User@Host line, padded to a column. By hand:
     connection 8 reads id 5 twice (separated only by connection 12's read), 12 reads id 5
-    then id 7 after a restart's banner: one repeated read back to back on one connection."""
+    then id 7 after a restart's banner, then switches to schema stock (an Init DB, which MySQL
+    writes as a comment line) and quits: one repeated read back to back on one connection."""
     from perflab.digest.digest import digest_logs
     from perflab.digest.parse import ParseStats, Part, read_events
 
@@ -256,11 +268,40 @@ def test_a_mysql_slow_log_gives_every_event_its_connection(tmp_path):
     log.write_text(MYSQL_SLOW.replace(" \\\n", " "))
     stats = ParseStats()
     events = list(read_events(Part(log, "slow"), stats))
-    assert [e.thread for e in events] == [8, 12, 8, 12] and stats.malformed == 0
+    assert [e.thread for e in events] == [8, 12, 8, 12, 12, 12] and stats.malformed == 0
     assert events[0].db == "shop" and events[0].time == pytest.approx(1764599701)
-    assert [e.text for e in events][-1] == "SELECT name FROM items WHERE id = 7"
+    assert [e.text for e in events][3] == "SELECT name FROM items WHERE id = 7"
+    assert [(e.command, e.text) for e in events[4:]] == [("Init DB", "stock"), ("Quit", "")]
     found = digest_logs([log])
     (select,) = [c for c in found.classes if "from items" in c.fingerprint]
     assert select.calls == 4
+    assert {c.fingerprint: c.calls for c in found.classes}["administrator command: Init DB"] == 1
     (repeat,) = found.findings.items["repeats"].values()
     assert repeat.connections == {8} and repeat.longest == 2 and repeat.removable == 1
+
+
+MYSQL_GENERAL = """/usr/sbin/mysqld, Version: 9.7.4-2 ((Debian)). started with:
+Tcp port: 0  Unix socket: /run/mysqld/mysqld.sock
+Time                 Id Command    Argument
+2026-12-02T04:32:49.590036Z\t    0 Execute\tCREATE TABLE performance_schema.innodb_redo_log_files(
+`FILE_ID` BIGINT NOT NULL COMMENT 'Id of the file.'
+)engine = 'performance_schema'
+2026-12-02T04:32:49.678190Z\t    8 Connect\troot@localhost on shop using Socket
+2026-12-02T04:32:49.678585Z\t    8 Execute\tSELECT name
+FROM items WHERE id = 5
+2026-12-02T04:32:49.678915Z\t    8 Quit\t
+"""
+
+
+def test_a_mysql_general_log_leaves_out_the_servers_own_statements(tmp_path):
+    """Connection 0 is MySQL's own start-up DDL, which pt-query-digest leaves out too; a
+    prepared statement's text spans lines as a query's does: nothing is malformed."""
+    from perflab.digest.parse import ParseStats, Part, read_events
+
+    log = tmp_path / "mysql-general.log"
+    log.write_text(MYSQL_GENERAL)
+    stats = ParseStats()
+    events = list(read_events(Part(log, "general"), stats))
+    assert [(e.thread, e.command) for e in events] == [(8, "Connect"), (8, "Execute"),
+                                                       (8, "Quit")]
+    assert events[1].text == "SELECT name\nFROM items WHERE id = 5" and stats.malformed == 0
