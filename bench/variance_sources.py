@@ -5,7 +5,9 @@ ratio, the share of it the points' own slices explain (within-point, their lag-1
 allowed for), the seconds of a round that measure nothing (warm-up, connections) and those one
 more slice of every configuration costs, and the slices per point that would buy the most
 precision per second (Kalibera & Jones 2013), with the time that split needs for today's
-precision as a share of today's. perflab.analysis.variance holds the arithmetic.
+precision as a share of today's; and the round SD of the log ratio of the server's CPU time per
+query, a second response, where the points recorded it. perflab.analysis.variance holds the
+arithmetic.
 
     .venv/bin/python bench/variance_sources.py lab/ [--study key-cache-segments]
 """
@@ -33,12 +35,13 @@ def main() -> None:
             plan = latest[0]
             print(f"\n{study} (baseline {plan.baseline})")
             print("threads  rounds  round SD  within  lag-1  slices  fixed s  s/slice  "
-                  "best slices  time at best")
+                  "best slices  time at best  CPU/query SD")
             for s in split(store.points(study), plan.baseline):
+                cpu = "-" if s.cpu_round_variance is None else f"{s.cpu_round_variance ** 0.5:.1%}"
                 print(f"{s.threads:7d}  {s.rounds:6d}  {s.round_variance ** 0.5:7.1%}  "
                       f"{s.within_share:6.0%}  {s.lag1:5.2f}  {s.slices:6.0f}  "
                       f"{s.fixed_seconds:7.1f}  {s.slice_seconds:7.2f}  "
-                      f"{s.best_slices:11.0f}  {s.time_at_best:12.0%}")
+                      f"{s.best_slices:11.0f}  {s.time_at_best:12.0%}  {cpu:>12}")
 
 
 if __name__ == "__main__":

@@ -46,16 +46,16 @@ def missing_tools() -> list[str]:
     return found
 
 
-# The files that take longest, longest first (their totals in a full run, from 190 s down to
-# 28 s, measured 2026-11-28 with --durations=0). The two workers take whole files (--dist
-# loadfile) in collection order (--no-loadscope-reorder, pyproject.toml): long files first and
-# the many short ones last let the two finish together, where xdist's own order (most tests
-# first) left the long files with few tests to the end and one worker idle for a minute.
-LONGEST_FIRST = ("test_existing.py", "test_run.py", "test_workloads.py", "test_verdicts.py",
-                 "test_mysql.py", "test_builds.py",
-                 "test_tune.py", "test_report.py", "test_tune_workers.py",
-                 "test_tune_additive.py", "test_clients.py", "test_error_rates.py",
-                 "test_health.py", "test_types.py")
+# The files that take longest, longest first (their totals in a full run at -n 3, from 187 s
+# down to 31 s, with --durations=0). The workers take whole files (--dist loadfile) in
+# collection order (--no-loadscope-reorder, pyproject.toml): long files first and the many
+# short ones last let them finish together, where xdist's own order (most tests first) left
+# the long files with few tests to the end and one worker idle for a minute.
+LONGEST_FIRST = ("test_existing.py", "test_run.py", "test_tune.py", "test_verdicts.py",
+                 "test_workloads.py", "test_tune_workers.py", "test_error_rates.py",
+                 "test_report.py", "test_tune_additive.py", "test_clients.py",
+                 "test_builds.py", "test_health.py", "test_mysql.py",
+                 "test_server_contract.py", "test_digest.py")
 
 
 def _longest_first(item) -> int:

@@ -5,6 +5,8 @@ slow log. Skipped, with the reason, where the build cannot be installed."""
 from __future__ import annotations
 
 import json
+import re
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -83,6 +85,59 @@ def test_health_on_mysql_judges_what_it_has_and_names_the_server(mysql):
     for rule in ("innodb_dirty", "redo_checkpoint_age", "buffer_pool_wait_free"):
         assert results[rule].status in ("ok", "fail", "few"), rule  # MySQL's own figures
     assert "of redo not checkpointed" in results["redo_checkpoint_age"].detail
+
+
+# MySQLTuner's lines for the figures perflab's health also gives: "[OK] Slow queries: 0% (0/53)"
+TUNER_LINE = re.compile(r"^\[(?:OK|!!)\] (?P<title>[A-Za-z ]+): (?P<pct>[\d.]+)%\s+"
+                        r"\((?P<part>[\d.]+[KMB]?)[^\d/]*/\s*(?P<whole>[\d.]+)(?P<unit>[KMB]?)",
+                        re.M)
+TUNER_RULES = {"Slow queries": "slow_queries",
+               "Highest usage of available connections": "connections_used",
+               "Aborted connections": "aborted_connects",
+               "Temporary tables created on disk": "tmp_disk",
+               "Thread cache hit rate": "thread_cache",
+               "Table cache hit rate": "table_cache_hit_rate",
+               "Sorts requiring temporary tables": "sort_merge",
+               "Table locks acquired immediately": "table_locks",
+               "InnoDB Read buffer efficiency": "innodb_hit_rate"}
+
+
+def test_health_on_mysql_agrees_with_mysqltuner(mysql, tmp_path):
+    """Each figure MySQLTuner 1.9.9 and perflab's health both give, read from the same server
+    one after the other, agrees: within MySQLTuner's truncation to a whole percent and what
+    the tools' own statements add between their readings (a few events over `whole`)."""
+    import perflab
+
+    if shutil.which("mysqltuner") is None:
+        pytest.skip("needs mysqltuner (Debian package mysqltuner): run scripts/test")
+    server, _ = mysql
+    with server.connect() as conn:  # some temporary tables and sorts to judge
+        for n in range(20):
+            query(conn, f"SELECT name, COUNT(*) FROM appdb.items WHERE id < {100 * n + 100} "
+                        "GROUP BY name ORDER BY 2 DESC LIMIT 3")
+    # its clients take the socket from a defaults file: with --socket it also passes a port,
+    # and MariaDB's mysqladmin then goes over TCP
+    client = tmp_path / "client.cnf"
+    client.write_text(f"[client]\nuser=root\nsocket={server.socket}\nprotocol=socket\n")
+    tuner = subprocess.run(["mysqltuner", "--defaults-file", str(client), "--nocolor",
+                            "--forcemem", "24576", "--forceswap", "0", "--skipsize",
+                            "--skippassword", "--nodbstat", "--notbstat", "--noidxstat",
+                            "--nosysstat", "--nopfstat"],
+                           capture_output=True, text=True, timeout=300)
+    report = perflab.check_health(server.endpoint, interval=0)
+    figures = {r.id: r for r in report.views[0].rules}
+    compared = []
+    for match in TUNER_LINE.finditer(tuner.stdout):
+        rule = TUNER_RULES.get(match["title"])
+        if rule is None:
+            continue
+        whole = float(match["whole"]) * {"": 1, "K": 1e3, "M": 1e6, "B": 1e9}[match["unit"]]
+        ours = figures[rule]
+        assert ours.status != "n/a" and ours.value is not None, (rule, ours.detail)
+        slack = 1 + 100 * 4 / max(whole, 1)
+        assert abs(ours.value - float(match["pct"])) <= slack, (rule, ours.value, match[0])
+        compared.append(rule)
+    assert len(compared) >= 6, tuner.stdout + tuner.stderr
 
 
 def test_a_read_only_run_on_mysql_changes_nothing_and_its_slow_log_digests(mysql, tmp_path):

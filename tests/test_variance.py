@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from perflab.analysis.variance import GROWTH_CAP, _union, split
 from perflab.store import Metrics, StoredPoint
-from perflab.store.records import Sample
+from perflab.store.records import CPU_SECONDS, Sample
 
 pytestmark = pytest.mark.fast  # needs no server: scripts/test -m fast
 
@@ -62,6 +62,22 @@ def test_a_rounds_seconds_are_split_into_measured_and_fixed():
     assert row.threads == 4 and row.comparisons == 2 and row.rounds == 10
     assert row.fixed_seconds == pytest.approx(WALL - 3 * SECONDS)
     assert row.slice_seconds == pytest.approx(3 * SECONDS / SLICES)
+
+
+def test_the_servers_cpu_per_query_is_a_second_response_with_its_own_round_noise():
+    """Throughput that moves 10% from round to round while the server's CPU per query moves
+    1%: the second response's round SD is its own, and missing where a point lacks it."""
+    rng = random.Random(3)
+    points = []
+    for p in study(60, between=0.10, within=0.01):
+        cpu = 1e-3 * math.exp(rng.gauss(0, 0.01 / math.sqrt(2)))  # seconds for 1,000 queries
+        points.append(dataclasses.replace(
+            p, status_delta={"Questions": 1000, CPU_SECONDS: cpu * 1000}))
+    (row,) = split(points, "base")
+    assert row.cpu_round_variance is not None
+    assert 0.007 < row.cpu_round_variance ** 0.5 < 0.013
+    assert row.round_variance ** 0.5 > 0.1
+    assert split(study(5, 0.05, 0.05), "base")[0].cpu_round_variance is None
 
 
 def test_thread_counts_with_fewer_than_three_paired_rounds_are_left_out():

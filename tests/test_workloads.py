@@ -240,7 +240,7 @@ def test_profile_names_where_the_server_cpu_goes(shared_lab, tmp_path):
     assert out.returncode == 0, out.stderr
     if "profiles skipped" in out.stderr:
         pytest.skip(out.stderr.split("profiles skipped: ", 1)[1].splitlines()[0])
-    assert "Where mariadbd's CPU goes" in out.stdout
+    assert "Where the server's CPU goes" in out.stdout
     document = json.loads(run_cli("report", str(shared_lab.root), "--study", "profiled-one",
                                   "--format", "json").stdout)
     profile = document["points"][0]["profile"]

@@ -190,7 +190,7 @@ def ladder_tables(plan: Plan, points: list[StoredPoint]) -> list[Table]:
 
 
 def profile_table(plan: Plan, points: list[StoredPoint], top: int = 5) -> Table | None:
-    """Where mariadbd's CPU went: per configuration, its first profiled point at the most
+    """Where the server's CPU went: per configuration, its first profiled point at the most
     threads, with the top symbols and their share of samples (the MyISAM key-buffer benchmark's
     oprofile table)."""
     rows = []
@@ -204,7 +204,7 @@ def profile_table(plan: Plan, points: list[StoredPoint], top: int = 5) -> Table 
                      "; ".join(f"{s.share:.0%} {s.symbol}" for s in symbols)])
     if not rows:
         return None
-    return Table("Where mariadbd's CPU goes (perf, share of samples)",
+    return Table("Where the server's CPU goes (perf, share of samples)",
                  ["Config", "Threads", f"Top {top} symbols"], rows)
 
 

@@ -27,6 +27,7 @@ from perflab.stats.dependence import lag1
 from perflab.store.records import StoredPoint, ok_metrics
 
 MAX_LAG1 = 0.8  # a higher pooled lag-1 says the point is one or two level shifts, not noise
+CPU_PER_QUERY = "server_cpu_us_per_query"
 GROWTH_CAP = 8.0  # best slices per point are reported up to this multiple of today's
 
 
@@ -43,6 +44,9 @@ class Split:
     slices: float  # per point, today
     fixed_seconds: float  # per round at this thread count, measuring nothing
     slice_seconds: float  # one more slice of every configuration
+    # of a round's log ratio of the server's CPU per query, a second response (None: the
+    # points hold no server CPU)
+    cpu_round_variance: float | None = None
 
     @property
     def within_share(self) -> float:
@@ -115,7 +119,21 @@ def _split(threads: int, pairs: list[list[tuple[StoredPoint, StoredPoint]]],
     fixed, per_slice_all = costs
     count = statistics.fmean(slices)
     return Split(threads, len(pairs), sum(len(c) for c in pairs), round_var / weights,
-                 within / weights, lag1, count, fixed, per_slice_all / count)
+                 within / weights, lag1, count, fixed, per_slice_all / count,
+                 _cpu_round_variance(pairs))
+
+
+def _cpu_round_variance(pairs: list[list[tuple[StoredPoint, StoredPoint]]]) -> float | None:
+    """The pooled round variance of the log ratio of the server's CPU per query, over the
+    comparisons whose every pair has it (at least 3 rounds), or None."""
+    total, weights = 0.0, 0
+    for cell in pairs:
+        values = [(a.value(CPU_PER_QUERY), b.value(CPU_PER_QUERY)) for a, b in cell]
+        ratios = [math.log(x / y) for x, y in values if x and y]
+        if len(ratios) == len(cell):
+            total += statistics.variance(ratios) * (len(ratios) - 1)
+            weights += len(ratios) - 1
+    return total / weights if weights else None
 
 
 def _log_slices(point: StoredPoint) -> list[float]:

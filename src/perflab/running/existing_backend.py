@@ -123,7 +123,7 @@ class ExistingBackend:
         allowed = self.existing.permissions
         check_no_build(plan)
         if plan.run.profile:
-            raise PerflabError("run.profile records mariadbd with perf on this machine; it "
+            raise PerflabError("run.profile records the server with perf on this machine; it "
                                "cannot profile a server perflab did not start",
                                hint="set profile = false for this run")
         schema = plan.dataset.existing or self.workload.family.schema

@@ -158,6 +158,32 @@ def forecast(plan: Plan, design, noise: tuple[float, str]) -> list[str]:
     return lines
 
 
+def budget_reach(plan: Plan, design, ok: list[StoredPoint], seconds_per_round: float
+                 ) -> str | None:
+    """At a budgeted study's first look, once its pace and its own rounds' noise are known:
+    when the intervals its last look reaches on that noise are wider than the margin, the
+    rounds and the budget that would reach the margin (about: a half width shrinks as the
+    square root of the rounds), so that a user knows before the rest of the budget is spent;
+    None when the budget reaches it."""
+    cells = (len(plan.configs) - 1) * len(plan.run.threads)
+    series = [list(rounds.values()) for rounds in comparisons(plan, ok).values()
+              if len(rounds) >= 3]
+    if cells == 0 or not plan.run.time or not series:
+        return None
+    df = sum(len(values) - 1 for values in series)
+    sd = math.sqrt(sum((len(v) - 1) * statistics.variance(v) for v in series) / df)
+    level = design.alpha / cells
+    last = design.last_look
+    half = as_change(forecast_half_width(sd, last, level, cells, design))
+    if half <= design.margin:
+        return None
+    needed = math.ceil(last * (half / design.margin) ** 2)
+    return (f"on {sd:.1%} noise per round the budget's {last} rounds reach intervals of about "
+            f"±{half:.0%}, wider than the ±{design.margin:.0%} margin: about {needed} rounds "
+            f"would reach it, a budget of about {duration(needed * seconds_per_round)} at "
+            f"{seconds_per_round:.0f} s a round (run.time; with max_rounds to match)")
+
+
 def save_noise(store: ResultStore, plan: Plan, workload: ResolvedWorkload, schedule: Schedule,
                ok: list[StoredPoint], source: str | None) -> None:
     """What a study's rounds say of the noise: per thread count, the pooled sd of its

@@ -26,7 +26,7 @@ from perflab.procs import check_stop
 from perflab.running._fleet import Fleet
 from perflab.running._progress import Progress
 from perflab.running.measurer import Measurer
-from perflab.running.noise import forecast, frozen_dependence, save_noise
+from perflab.running.noise import budget_reach, forecast, frozen_dependence, save_noise
 from perflab.running.rounds import Stop, fitted_looks, next_round
 from perflab.say import Say
 from perflab.server.existing import ExistingServer, restore_pending
@@ -198,6 +198,10 @@ class Runner(Measurer):
                 assert deadline is not None
                 self.plan, design = fit_looks(self.store, self.plan, round_number - 1,
                                               deadline, timed, self.say)
+                reach = budget_reach(self.plan, design, self._stored_ok(),
+                                     statistics.mean(timed))
+                if reach:
+                    self.say(reach)
             step = next_round(self.plan, self._stored_ok(), design, round_number)
             if step.note:
                 self.say(step.note)

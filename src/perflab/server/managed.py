@@ -304,7 +304,8 @@ def _check_preload(environment: ServerEnvironment, pid: int) -> None:
     maps = Path(f"/proc/{pid}/maps").read_text()
     for lib in environment.preload:
         if os.path.realpath(lib) not in maps and lib not in maps:
-            raise PerflabError(f"{lib} was preloaded but is not mapped into mariadbd",
+            raise PerflabError(f"{lib} was preloaded but is not mapped into "
+                               f"{environment.build.binary.name}",
                                hint='check the library with ldd, or use allocator = "glibc"')
 
 
