@@ -57,8 +57,12 @@ def test_text_report_has_verdicts_statistics_and_flags_section(labs):
         "comparisons)" in text
     assert text.splitlines()[0].startswith("qc vs base: ")  # the headline comes first
     assert "Decided " in text.splitlines()[1]
-    rows = [line.split() for line in text.splitlines() if re.match(r"qc\s+[12]\s+3\s+[+-]", line)]
+    verdicts = text.split("Change vs base (paired by round", 1)[1].split("\n\n", 1)[0]
+    rows = [line.split() for line in verdicts.splitlines()
+            if re.match(r"qc\s+[12]\s+3\s+[+-]", line)]
     assert len(rows) == 2
+    # the server's CPU per query, a second response with its own verdicts
+    assert "Server CPU per query: change vs base" in text
     # each row says what the statistics decided for its cell, no other word
     assert {int(row[1]): row[6] for row in rows} == _verdicts(labs[0])
     assert "Queries per second over rounds" in text

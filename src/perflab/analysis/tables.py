@@ -20,7 +20,7 @@ import statistics
 from perflab.analysis.verdicts import Judgement, paired_change
 from perflab.output.table import Table
 from perflab.plan import Plan
-from perflab.stats.decide import INCONCLUSIVE
+from perflab.stats.decide import FASTER, INCONCLUSIVE, SLOWER
 from perflab.stats.summary import summarize
 from perflab.stats.trimmed import TRIM, TRIM_FROM
 from perflab.store.records import StoredPoint
@@ -127,6 +127,28 @@ def verdict_table(plan: Plan, judgement: Judgement) -> Table:
                 f"rounds' ratios" if any(v.n >= TRIM_FROM for v in judgement.verdicts.values())
                 else ""),
     )
+
+
+# a second response's verdicts in its own words: more of the server's CPU per query is worse
+PER_QUERY_WORDS = {FASTER: "more", SLOWER: "less"}
+
+
+def per_query_table(plan: Plan, judgement: Judgement, title: str) -> Table:
+    """A per-query figure's change against the baseline, with its verdicts (verdicts.
+    judge_per_query): more or less of it per query, equivalent, or inconclusive."""
+    margin = judgement.design.margin
+    rows = []
+    for (config, threads), v in judgement.verdicts.items():
+        change = "-" if math.isnan(v.change) else f"{v.change:+.1%}"
+        said = PER_QUERY_WORDS.get(v.verdict, v.verdict)
+        rows.append([config, str(threads), str(v.n), change, v.interval_text(),
+                     f"{said}, within ±{margin:.0%}" if v.within(margin) else said])
+    return Table(f"{title}: change vs {plan.baseline} (paired by round; one look at the rounds "
+                 f"measured, a {judgement.design.alpha:.0%} error rate over its "
+                 f"{len(judgement.verdicts)} comparisons)",
+                 ["Config", "Threads", "Rounds", "Change", "Interval", "Verdict"], rows,
+                 note=f"more/less: the interval excludes 0; equivalent: within ±{margin:.0%}; "
+                      f"{judgement.exploratory}")
 
 
 CLIENT_BOUND = 0.8  # the load generator used this share of the client's CPUs: it may limit

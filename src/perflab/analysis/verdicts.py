@@ -70,6 +70,22 @@ def judge(plan: Plan, points: list[StoredPoint], design: Design,
     return Judgement(design, decide(cells, design), exploratory)
 
 
+def judge_per_query(plan: Plan, points: list[StoredPoint], design: Design, metric: str
+                    ) -> Judgement | None:
+    """A second response (the server's CPU per query, where less is better): every comparison
+    with the baseline, paired by round, judged as its own family at one look on the rounds
+    measured, with the study's error rate and margin. Exploratory: the rounds were stopped by
+    throughput's verdicts, not by these. None when the points hold no such figure."""
+    values = {(p.config, p.threads, p.round): value for p in points
+              if (value := p.value(metric)) is not None}
+    if not values:
+        return None
+    cells = log_ratios(values, plan.baseline, plan.config_names, plan.run.threads)
+    one_look = replace(design, first_look=design.first_look, last_look=design.first_look)
+    return Judgement(one_look, decide(cells, one_look),
+                     "exploratory: the rounds were stopped by throughput's verdicts")
+
+
 def headline(plan: Plan, judgement: Judgement) -> list[str]:
     """One line per configuration, what the study found, then how decided it is."""
     if not judgement.verdicts:

@@ -17,13 +17,14 @@ from perflab.analysis.tables import (
     absolute_table,
     groups,
     ladder_tables,
+    per_query_table,
     profile_table,
     relative_table,
     response_time_table,
     stats_table,
     verdict_table,
 )
-from perflab.analysis.verdicts import Judgement, judge
+from perflab.analysis.verdicts import Judgement, judge, judge_per_query
 from perflab.analysis.verdicts import headline as verdict_headline
 from perflab.errors import PerflabError
 from perflab.output.table import Table
@@ -71,6 +72,10 @@ def tables(study: Study, options: ReportOptions) -> list[Table]:
         response_time_table(plan, points),
         absolute_table(plan, points, "rows_per_query", "Rows read per query", 1),
     ]
+    cpu = judge_per_query(plan, points, study.design, "server_cpu_us_per_query") \
+        if len(plan.configs) > 1 else None
+    if cpu is not None:
+        out.append(per_query_table(plan, cpu, "Server CPU per query"))
     if any(p.value("server_cpu_us_per_query") is not None for p in points):  # managed points
         out += [absolute_table(plan, points, "server_cpu_us_per_query",
                                "Server CPU per query, µs", 1),
