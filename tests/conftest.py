@@ -46,8 +46,8 @@ def missing_tools() -> list[str]:
     return found
 
 
-# The files that take longest, longest first (their totals in a full run at -n 3, from 187 s
-# down to 31 s, with --durations=0). The workers take whole files (--dist loadfile) in
+# The files that take longest, longest first (their totals in a full run, from 187 s down to
+# 31 s, with --durations=0 at -n 3). The workers take whole files (--dist loadfile) in
 # collection order (--no-loadscope-reorder, pyproject.toml): long files first and the many
 # short ones last let them finish together, where xdist's own order (most tests first) left
 # the long files with few tests to the end and one worker idle for a minute.
