@@ -23,11 +23,10 @@ import math
 import statistics
 from dataclasses import dataclass
 
-from perflab.stats.dependence import lag1
-from perflab.store.records import StoredPoint, ok_metrics
+from perflab.stats.dependence import lag1, pooled_sd
+from perflab.store.records import CPU_PER_QUERY, StoredPoint, ok_metrics
 
 MAX_LAG1 = 0.8  # a higher pooled lag-1 says the point is one or two level shifts, not noise
-CPU_PER_QUERY = "server_cpu_us_per_query"
 GROWTH_CAP = 8.0  # best slices per point are reported up to this multiple of today's
 
 
@@ -126,14 +125,14 @@ def _split(threads: int, pairs: list[list[tuple[StoredPoint, StoredPoint]]],
 def _cpu_round_variance(pairs: list[list[tuple[StoredPoint, StoredPoint]]]) -> float | None:
     """The pooled round variance of the log ratio of the server's CPU per query, over the
     comparisons whose every pair has it (at least 3 rounds), or None."""
-    total, weights = 0.0, 0
+    series = []
     for cell in pairs:
         values = [(a.value(CPU_PER_QUERY), b.value(CPU_PER_QUERY)) for a, b in cell]
         ratios = [math.log(x / y) for x, y in values if x and y]
         if len(ratios) == len(cell):
-            total += statistics.variance(ratios) * (len(ratios) - 1)
-            weights += len(ratios) - 1
-    return total / weights if weights else None
+            series.append(ratios)
+    sd = pooled_sd(series)
+    return None if sd is None else sd ** 2
 
 
 def _log_slices(point: StoredPoint) -> list[float]:

@@ -81,7 +81,7 @@ def judge_per_query(plan: Plan, points: list[StoredPoint], design: Design, metri
     if not values:
         return None
     cells = log_ratios(values, plan.baseline, plan.config_names, plan.run.threads)
-    one_look = replace(design, first_look=design.first_look, last_look=design.first_look)
+    one_look = replace(design, last_look=design.first_look)
     return Judgement(one_look, decide(cells, one_look),
                      "exploratory: the rounds were stopped by throughput's verdicts")
 

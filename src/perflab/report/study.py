@@ -31,7 +31,7 @@ from perflab.output.table import Table
 from perflab.report.builds import builds_line, defaults_table
 from perflab.server.flavor import server_label
 from perflab.stats.summary import summarize
-from perflab.store.records import Metrics, StoredPoint, Study
+from perflab.store.records import CPU_PER_QUERY, Metrics, StoredPoint, Study
 
 
 @dataclass(frozen=True)
@@ -72,12 +72,12 @@ def tables(study: Study, options: ReportOptions) -> list[Table]:
         response_time_table(plan, points),
         absolute_table(plan, points, "rows_per_query", "Rows read per query", 1),
     ]
-    cpu = judge_per_query(plan, points, study.design, "server_cpu_us_per_query") \
+    cpu = judge_per_query(plan, points, study.design, CPU_PER_QUERY) \
         if len(plan.configs) > 1 else None
     if cpu is not None:
         out.append(per_query_table(plan, cpu, "Server CPU per query"))
-    if any(p.value("server_cpu_us_per_query") is not None for p in points):  # managed points
-        out += [absolute_table(plan, points, "server_cpu_us_per_query",
+    if any(p.value(CPU_PER_QUERY) is not None for p in points):  # managed points
+        out += [absolute_table(plan, points, CPU_PER_QUERY,
                                "Server CPU per query, µs", 1),
                 absolute_table(plan, points, "context_switches_per_query",
                                "Server context switches per query", 2)]

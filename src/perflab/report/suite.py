@@ -7,7 +7,7 @@ from __future__ import annotations
 from perflab.analysis.tables import medians, percent
 from perflab.output.table import Table
 from perflab.report.study import DEFAULT_OPTIONS, ReportOptions, judgement
-from perflab.store.records import Study
+from perflab.store.records import CPU_PER_QUERY, Study
 
 
 def suite_tables(studies: list[Study], options: ReportOptions = DEFAULT_OPTIONS) -> list[Table]:
@@ -19,7 +19,7 @@ def suite_tables(studies: list[Study], options: ReportOptions = DEFAULT_OPTIONS)
     changes, costs = [], []
     for study in studies:
         judged = judgement(study, options)
-        cpu = medians(study.points, "server_cpu_us_per_query")
+        cpu = medians(study.points, CPU_PER_QUERY)
         switches = medians(study.points, "context_switches_per_query")
         workload = study.plan.workload.label
         for threads in study.plan.run.threads:

@@ -19,7 +19,7 @@ from perflab.probes.busy import under_load
 from perflab.running._progress import duration
 from perflab.running.rounds import comparisons
 from perflab.stats.decide import as_change, forecast_detectable, forecast_half_width
-from perflab.stats.dependence import lag1, skewness
+from perflab.stats.dependence import lag1, pooled_sd, skewness
 from perflab.stats.design import Design
 from perflab.store import Noise, ResultStore, StoredPoint
 
@@ -166,12 +166,10 @@ def budget_reach(plan: Plan, design, ok: list[StoredPoint], seconds_per_round: f
     square root of the rounds), so that a user knows before the rest of the budget is spent;
     None when the budget reaches it."""
     cells = (len(plan.configs) - 1) * len(plan.run.threads)
-    series = [list(rounds.values()) for rounds in comparisons(plan, ok).values()
-              if len(rounds) >= 3]
-    if cells == 0 or not plan.run.time or not series:
+    sd = pooled_sd([list(rounds.values()) for rounds in comparisons(plan, ok).values()
+                    if len(rounds) >= 3])
+    if cells == 0 or not plan.run.time or sd is None:
         return None
-    df = sum(len(values) - 1 for values in series)
-    sd = math.sqrt(sum((len(v) - 1) * statistics.variance(v) for v in series) / df)
     level = design.alpha / cells
     last = design.last_look
     half = as_change(forecast_half_width(sd, last, level, cells, design))
@@ -201,8 +199,8 @@ def save_noise(store: ResultStore, plan: Plan, workload: ResolvedWorkload, sched
     records = []
     for threads, series in sorted(per_threads.items()):
         df = sum(len(values) - 1 for values in series)
-        sd = math.sqrt(sum((len(values) - 1) * statistics.variance(values)
-                           for values in series) / df)
+        sd = pooled_sd(series)
+        assert sd is not None, "every series has 3 rounds or more"
         shares = [share for p in ok if p.threads == threads
                   and (share := p.value("other_cpu")) is not None]
         loaded = sum(map(under_load, shares)) / len(shares) if shares else math.nan

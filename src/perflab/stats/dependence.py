@@ -10,6 +10,7 @@ few rounds say little, a table's say more.
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Sequence
 
 
@@ -35,6 +36,16 @@ def lag1(series: Sequence[Sequence[float]]) -> float:
     r = products / squares
     length = rounds / len(lengths)  # the comparisons' mean length
     return max(-1.0, min(1.0, (r * length + 1) / (length - 3))) if length > 3 else math.nan
+
+
+def pooled_sd(series: Sequence[Sequence[float]]) -> float | None:
+    """The per-round sd pooled over `series` (each comparison about its own mean, weighted by
+    its degrees of freedom); None when no comparison has two rounds."""
+    used = [values for values in series if len(values) >= 2]
+    df = sum(len(values) - 1 for values in used)
+    if not df:
+        return None
+    return math.sqrt(math.fsum((len(v) - 1) * statistics.variance(v) for v in used) / df)
 
 
 def skewness(series: Sequence[Sequence[float]]) -> float:

@@ -134,7 +134,8 @@ CONTEXT_SWITCHES = "perflab_server_context_switches"
 # Figures per statement the server received, from a point's counters: (counter, scale). A fleet
 # point's cover its whole sliced run, the server's background work in the others' turns
 # included (its own cost; its idle turns cost it next to nothing).
-PER_QUERY = {"server_cpu_us_per_query": (CPU_SECONDS, 1e6),
+CPU_PER_QUERY = "server_cpu_us_per_query"  # the server's CPU microseconds per statement
+PER_QUERY = {CPU_PER_QUERY: (CPU_SECONDS, 1e6),
              "context_switches_per_query": (CONTEXT_SWITCHES, 1.0)}
 
 
