@@ -74,6 +74,7 @@ from perflab.running.runner import Runner
 from perflab.stats.decide import Verdict
 from perflab.store.study import load_study
 from perflab.tune.additive import believed_order, measured
+from perflab.tune.render import time_line
 from perflab.tune.search import (
     Tuner,
     TuneResult,
@@ -557,6 +558,11 @@ def main() -> None:
                                    if reach.verdict and reach.how != "first-pass estimate" else "")
                 said = f"reached at trial {n} ({how})"
             print(f"  {method:6} seed {seed}: {trail(pick, decided)}  {said}")
+    print("each run's time (this process's: a run resumed from stored trials counts only what "
+          "it measured again):")
+    for method in methods:
+        for seed, result in zip(args.seeds, runs[method], strict=True):
+            print(f"  {method:6} seed {seed}: {(time_line(result) or ['-'])[0]}")
     default = METHODS[0]
     judged = [d for d in duels if d.judgement]
     if judged:

@@ -7,8 +7,8 @@ import random
 
 import pytest
 
+from perflab.output.text import duration
 from perflab.plan import parse_plan
-from perflab.running._progress import duration
 from perflab.running.noise import budget_reach
 from perflab.stats.design import FITTED_SHAPE, Design
 from perflab.store import Metrics, StoredPoint

@@ -2,6 +2,7 @@
 (analysis/verdicts.judge_per_query): synthetic stored points, no server."""
 
 import dataclasses
+import json
 import math
 import random
 
@@ -61,3 +62,24 @@ def test_less_cpu_per_query_is_decided_as_less_and_no_change_as_equivalent():
     # points without the server's CPU (someone else's server): no second response
     bare = [dataclasses.replace(p, status_delta={}) for p in points(4, {1: 0.0, 4: 0.0})]
     assert judge_per_query(plan, bare, Design(), "server_cpu_us_per_query") is None
+
+
+def test_the_reports_carry_the_second_response_and_name_how_they_measured():
+    from perflab.report.study import render_json, render_text
+    from perflab.store import Study
+
+    plan = parse_plan(PLAN)
+    study = Study("lab", plan, points(8, {1: -0.2, 4: 0.0}), [], [], [], Design())
+    cpu = json.loads(render_json(study))["analysis"]["server_cpu_per_query"]
+    verdicts = {(c["config"], c["threads"]): c["verdict"] for c in cpu["vs_baseline"]}
+    assert verdicts == {("b", 1): "less", ("b", 4): EQUIVALENT}
+    assert "exploratory" in cpu["exploratory"]
+    bare = dataclasses.replace(study, points=[dataclasses.replace(p, status_delta={})
+                                              for p in study.points])
+    assert json.loads(render_json(bare))["analysis"]["server_cpu_per_query"] is None
+    # the report names how it measured: the points carry an off-turn share, so side by side
+    said = next(line for line in render_text(study).splitlines() if line.startswith("Measured"))
+    assert said == ("Measured side by side (a server per configuration, taking turns in time "
+                    "slices); no CPU pinning; the server's CPU per query judged beside throughput")
+    assert "CPU per query" not in next(line for line in render_text(bare).splitlines()
+                                       if line.startswith("Measured"))

@@ -149,6 +149,10 @@ def test_compare_two_labs_gives_a_table_with_verdicts(labs):
     table = perflab.compare(labs[0].root, labs[1].root)  # the verdicts the API gives
     assert [r[-1] for r in rows] == [row[-1] for row in table.rows]
     assert "B vs A" in out.stdout
+    assert "within ±5%" in table.note  # lab A's plan's run.margin, unless one is given
+    assert "within ±20%" in perflab.compare(labs[0].root, labs[1].root, margin=0.2).note
+    dead = run_cli("compare", str(labs[0].root), str(labs[1].root), "--cv-threshold", "0.2")
+    assert dead.returncode == 2 and "--cv-threshold" in dead.stderr  # compare flags nothing
 
 
 def test_ladder_applies_steps_cumulatively_and_reports_the_progression(shared_lab, tmp_path):

@@ -37,6 +37,7 @@ def test_tiny_plan_runs_end_to_end_and_every_point_is_stored(shared_lab, tmp_pat
     assert "(seg/off)" in out.stdout
     assert "Traceback" not in out.stderr
     assert "[round 2]" in out.stderr and "schedule: fleet" in out.stderr
+    assert "Measured side by side" in out.stdout and "no CPU pinning" in out.stdout
     # two configurations, one dataset: prepared at most once (the lab may hold it already),
     # one working copy per server, restored at most once (the workload only reads)
     assert out.stderr.count("preparing dataset") <= 1
@@ -71,9 +72,9 @@ def test_tiny_plan_runs_end_to_end_and_every_point_is_stored(shared_lab, tmp_pat
                  "open_files_limit", "perflab"):
         assert fact in session["host"]
     states = document["server_states"]
-    # side by side: both configurations' servers start afresh every round, in an order rotated
-    # per round (the first started runs while the others start), and move to the other copy of
-    # the dataset the next round
+    # side by side: both configurations' servers start afresh every round, launched together
+    # and recorded in an order rotated per round, and move to the other copy of the dataset the
+    # next round
     assert [(s["config"], s["how"]) for s in states] == [
         ("off", "start"), ("seg", "start"), ("seg", "start"), ("off", "start")]
     datadirs = {config: [s["process"]["datadir"] for s in states if s["config"] == config]

@@ -253,6 +253,8 @@ def test_interrupted_study_resumes_to_its_budget(shared_lab, tmp_path):
     assert "Gain of the best configuration" in out.stdout
     assert "the setting the search's model believes best" in out.stdout
     assert "[mariadbd]" in out.stdout
+    timed = next(line for line in out.stdout.splitlines() if line.startswith("Time: trials "))
+    assert "; re-measure " in timed  # this run's time, the end phase that checked it named
 
 
 def test_tune_plan_mistakes_are_one_line(tmp_path):

@@ -588,3 +588,22 @@ def test_a_put_back_moves_a_knob_with_its_followers(setting):
     assert with_followers(["sort_buffer_size"], changed, followers) == ["sort_buffer_size"]
     assert with_followers(["tmp_table_size"], {"tmp_table_size": "16777216"}, followers) == \
         ["tmp_table_size"]  # a follower that did not move is no line of the my.cnf
+
+
+def test_the_report_says_where_the_runs_time_went_and_the_end_phases_are_timed():
+    from perflab.tune.final import timed
+    from perflab.tune.render import time_line
+
+    result = TuneResult("s", "bayes", [], [], None, seconds=600.0)
+
+    @timed("put-back")
+    def phase(store, result):
+        raise RuntimeError("a failed phase is timed too")
+
+    with pytest.raises(RuntimeError):
+        phase(None, result)
+    assert 0 <= result.phases["put-back"] < 1
+    result.phases = {"re-measure": 300.0, "put-back": 150.0}
+    assert time_line(result) == ["Time: trials 2m30s; re-measure 5m00s; put-back 2m30s "
+                                 "(checking the answer: 3.0 times the trials' time)"]
+    assert time_line(TuneResult("s", "bayes", [], [], None)) == []  # not run here

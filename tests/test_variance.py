@@ -99,3 +99,16 @@ def test_the_best_split_is_never_worse_than_todays(rounds, between, within, seed
         assert row.between_variance >= 0.0
         assert 1.0 <= row.best_slices <= GROWTH_CAP * row.slices
         assert row.time_at_best <= 1.0 + 1e-9
+
+
+def test_calibrate_says_where_the_noise_lies_and_the_point_length_it_wants():
+    from perflab.running.calibrate import where_table
+
+    long_points, short_points = (split(study(200, between=b, within=w), "base")[0]
+                                 for b, w in ((0.0, 0.10), (0.10, 0.01)))
+    table = where_table([long_points, short_points], run_seconds=SECONDS)
+    assert table.title == "Where the noise lies"
+    (long_row, short_row) = table.rows
+    # the point length follows the best slices: longer where the slices hold the noise
+    assert float(long_row[5].split()[0]) > SECONDS > float(short_row[5].split()[0])
+    assert int(long_row[3].rstrip("%")) > 80 > int(short_row[3].rstrip("%"))

@@ -89,6 +89,7 @@ def test_calibration_measures_the_noise_the_next_run_forecasts_with(shared_lab, 
     rows = [line.split() for line in out.stdout.splitlines() if line.startswith("4 ")]
     assert rows and rows[0][-1] in ("equivalent", "inconclusive")
     assert "What cal-live can resolve with this noise" in out.stdout
+    assert "Where the noise lies" in out.stdout  # a fleet's points hold slices to split by
     # a runner asked before it runs (as tune's re-measure plans its rounds) finds that noise
     # under the way the plan will be measured (a fleet here), not under "serial"
     parsed = parse_plan(plan.read_text())

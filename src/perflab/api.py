@@ -137,14 +137,16 @@ def write_charts(study: Study, directory: str | Path,
 
 
 def compare(lab_a: str | Path | Lab, lab_b: str | Path | Lab, study_a: str | None = None,
-            study_b: str | None = None, margin: float = 0.05) -> Table:
+            study_b: str | None = None, margin: float | None = None) -> Table:
     """Two labs' studies (default: each lab's latest) side by side, B against A: per shared
     (configuration, workload, threads), the change with its interval and verdict (Welch, one
-    error rate over the table)."""
+    error rate over the table), "equivalent" within ±`margin` (default: study A's plan's)."""
     from perflab.analysis.compare import compare_labs
 
     _check_margin(margin)
-    return compare_labs(load_study(lab_a, study_a), load_study(lab_b, study_b), margin)
+    reference = load_study(lab_a, study_a)
+    return compare_labs(reference, load_study(lab_b, study_b),
+                        reference.plan.run.margin if margin is None else margin)
 
 
 def calibrate(plan: str | Path | Plan, lab: str | Path | Lab, rounds: int = 8,

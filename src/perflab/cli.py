@@ -26,6 +26,7 @@ from perflab.probes.system import host_facts
 from perflab.procs import stop_on_signals
 from perflab.say import silent
 from perflab.server.connection import Endpoint
+from perflab.stats.design import MARGIN
 from perflab.studies import builtin_description, builtin_names, resolve_plans
 from perflab.version import __version__
 
@@ -154,7 +155,10 @@ def _add_report(sub) -> None:
                         help="also write every chart as PNG and SVG into DIR")
     report.add_argument("--series", metavar="CONFIG:THREADS[:ROUND]",
                         help="the point whose per-second series is charted")
-    _statistics_options(report)
+    _margin_option(report)
+    report.add_argument("--cv-threshold", type=float, default=0.15, metavar="FRACTION",
+                        help="flag cells whose throughput varies more than this over rounds "
+                        "(default 0.15)")
     report.set_defaults(func=cmd_report)
 
 
@@ -165,7 +169,7 @@ def _add_compare(sub) -> None:
     compare.add_argument("--study-a", help="study of lab A (default: its latest)")
     compare.add_argument("--study-b", help="study of lab B (default: its latest)")
     compare.add_argument("--format", choices=("text", "md", "csv"), default="text")
-    _statistics_options(compare)
+    _margin_option(compare, "study A's plan's")
     compare.set_defaults(func=cmd_compare)
 
 
@@ -371,13 +375,10 @@ def _permissions(args: argparse.Namespace) -> perflab.Permissions | None:
 FORMATS = perflab.REPORT_FORMATS
 
 
-def _statistics_options(parser: argparse.ArgumentParser) -> None:
+def _margin_option(parser: argparse.ArgumentParser, whose: str = "the plan's") -> None:
     parser.add_argument("--margin", type=float, metavar="FRACTION",
                         help="'equivalent' means the interval lies within ±FRACTION (default: "
-                        "the plan's run.margin, 0.05 unless it says otherwise)")
-    parser.add_argument("--cv-threshold", type=float, default=0.15, metavar="FRACTION",
-                        help="flag cells whose throughput varies more than this over rounds "
-                        "(default 0.15)")
+                        f"{whose} run.margin, {MARGIN} unless it says otherwise)")
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -397,8 +398,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    table = perflab.compare(args.lab_a, args.lab_b, args.study_a, args.study_b,
-                            args.margin or 0.05)
+    table = perflab.compare(args.lab_a, args.lab_b, args.study_a, args.study_b, args.margin)
     print({"text": table.render, "md": table.markdown, "csv": table.csv}[args.format]())
     return 0
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from perflab.errors import PerflabError
-from perflab.stats.design import FITTED_SHAPE, Design
+from perflab.stats.design import FITTED_SHAPE, MARGIN, Design
 
 HOST_BUILD = "host"  # the installed mariadb-server, as server/builds.py names it
 BUILD_NAME = re.compile(r"[a-z][a-z0-9.-]*")
@@ -157,7 +157,7 @@ class RunSettings:
     # comparisons not yet resolved (undecided, or a difference not yet measured to the margin),
     # until all are resolved, the time is spent or max_rounds.
     time: float = 0.0
-    margin: float = 0.05  # "equivalent" means within ±margin
+    margin: float = MARGIN  # "equivalent" means within ±margin
     alpha: float = 0.05  # the chance of any false verdict in a table
     # A safety cap: a budget that holds fewer rounds fits its looks to those (as budgets on
     # this machine do: 30 minutes held ~70 rounds of the small-effects plan, which a cap of 60

@@ -11,6 +11,7 @@ import statistics
 from perflab.analysis.tables import groups
 from perflab.probes.busy import BUSY_SHARE, under_load
 from perflab.stats.decide import log_ratios
+from perflab.stats.design import MARGIN
 from perflab.stats.summary import outliers, summarize, trend
 from perflab.stats.trimmed import trimmed
 from perflab.store.records import StoredPoint, throughput
@@ -30,7 +31,7 @@ PARTITIONED_KEYS = {
 
 
 def flags(points: list[StoredPoint], cv_threshold: float, baseline: str | None = None,
-          margin: float = 0.05) -> list[str]:
+          margin: float = MARGIN) -> list[str]:
     """Every flag of a study's points. With a `baseline`, flags are looked for where the
     verdicts are made, in each comparison's per-round ratios, and only where they could move
     a verdict: a round the machine's drift slowed for every configuration alike is no outlier

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from perflab.analysis import quality
 from perflab.analysis.tables import (
+    PER_QUERY_WORDS,
     absolute_by_threads,
     absolute_table,
     groups,
@@ -30,6 +31,7 @@ from perflab.errors import PerflabError
 from perflab.output.table import Table
 from perflab.report.builds import builds_line, defaults_table
 from perflab.server.flavor import server_label
+from perflab.stats.decide import Decision
 from perflab.stats.summary import summarize
 from perflab.store.records import CPU_PER_QUERY, Metrics, StoredPoint, Study
 
@@ -106,7 +108,26 @@ def headline(study: Study) -> list[str]:
         f" warm-up {run.warmup_seconds} s, run {run.run_seconds} s, {repeats}; baseline "
         f"{plan.baseline}",
         f"Points: {ok} ok, {failed} failed",
+        *measures_line(study),
     ]
+
+
+def measures_line(study: Study) -> list[str]:
+    """How the points were measured, in one line: side by side or one server at a time, the
+    configurations pinned to CPUs, and the second response judged beside throughput."""
+    ok = study.ok_points
+    if not ok:
+        return []
+    fleet = any(p.metrics and p.metrics.off_turn_cpu is not None for p in ok)
+    parts = ["side by side (a server per configuration, taking turns in time slices)" if fleet
+             else "one server at a time"]
+    pinned = [f"{c.name} (server CPUs {c.environment.server_cpus or 'any'}, client CPUs "
+              f"{c.environment.client_cpus or 'any'})" for c in study.plan.configs
+              if c.environment.server_cpus or c.environment.client_cpus]
+    parts.append(f"pinned: {', '.join(pinned)}" if pinned else "no CPU pinning")
+    if len(study.plan.configs) > 1 and any(p.value(CPU_PER_QUERY) is not None for p in ok):
+        parts.append("the server's CPU per query judged beside throughput")
+    return ["Measured " + "; ".join(parts)]
 
 
 def findings(study: Study, options: ReportOptions) -> list[str]:
@@ -220,14 +241,8 @@ def analysis(study: Study, options: ReportOptions) -> dict:
             "outliers": [values[i] for i in s.outliers],
         })
     judged = judgement(study, options)
-    compared = [
-        {"config": config, "threads": threads, "rounds": v.n, "change": _finite(v.change),
-         "interval": [_finite(v.low), _finite(v.high)], "level": v.level,
-         "verdict": v.verdict, "within_margin": v.within(judged.design.margin),
-         "decided_after_round": v.look, "disputed": v.disputed,
-         "more_rounds": v.more_rounds}
-        for (config, threads), v in judged.verdicts.items()
-    ]
+    cpu = judge_per_query(study.plan, study.points, study.design, CPU_PER_QUERY) \
+        if len(study.plan.configs) > 1 else None
     return {
         "alpha": judged.design.alpha,
         "margin": judged.design.margin,
@@ -238,9 +253,26 @@ def analysis(study: Study, options: ReportOptions) -> dict:
         "detectable_change_open": judged.detectable(),
         "cv_threshold": options.cv_threshold,
         "qps": summaries,
-        "vs_baseline": compared,
+        "vs_baseline": _compared(judged),
+        # the server's CPU per query, a second response: "more"/"less" for faster/slower
+        "server_cpu_per_query": None if cpu is None else {
+            "exploratory": cpu.exploratory, "alpha": cpu.design.alpha,
+            "vs_baseline": _compared(cpu, PER_QUERY_WORDS)},
         "flags": study_flags(study, options),
     }
+
+
+def _compared(judged: Judgement, words: dict[Decision, str] | None = None) -> list[dict]:
+    """Every comparison of `judged` with the baseline, its verdict in `words` where given."""
+    return [
+        {"config": config, "threads": threads, "rounds": v.n, "change": _finite(v.change),
+         "interval": [_finite(v.low), _finite(v.high)], "level": v.level,
+         "verdict": (words or {}).get(v.verdict, v.verdict),
+         "within_margin": v.within(judged.design.margin),
+         "decided_after_round": v.look, "disputed": v.disputed,
+         "more_rounds": v.more_rounds}
+        for (config, threads), v in judged.verdicts.items()
+    ]
 
 
 def render_json(study: Study, options: ReportOptions = DEFAULT_OPTIONS) -> str:

@@ -85,6 +85,34 @@ class FleetServer:
         assert pid is not None, f"{self.config.name}'s server has no process"
         return pid
 
+    def launch(self, key: str, options: dict[str, str], say: Say) -> ManagedServer | None:
+        """This round's copy of dataset `key` checked out and a server launched on it, not
+        yet waited for; None when either fails (the reason kept, `give_up`)."""
+        server = None
+        try:
+            self.slot.checkout(key, say)
+            server = self.slot.server(options, env.server_environment(self.config.environment))
+            server.launch()
+            return server
+        except PerflabError as exc:
+            self.give_up(exc, server is not None, say)
+            return None
+
+    def give_up(self, exc: Exception, start_failed: bool, say: Say) -> None:
+        """No server this round: why, said and kept for its points (`start_failed`: its
+        server's start failed, the setting's own failure)."""
+        self.error = error_text(exc)
+        self.start_failed = start_failed
+        self.slot.set_state(dirty=True)
+        say(f"configuration {self.config.name}: {self.error.splitlines()[0]}")
+        if self.server is not None:
+            self.server.stop()
+            self.server = None
+
+    def death_report(self) -> str:
+        self.slot.set_state(dirty=True)  # tables may be marked crashed: restore
+        return self.running.death_report()
+
 
 def fits(plan: Plan, catalog_of: Callable[[ServerConfig], Catalog],
          options: dict[str, dict[str, str]], lab: Lab, snapshot_bytes: int) -> str | None:
@@ -140,32 +168,35 @@ class Fleet:
 
     def start_round(self, round_number: int, configs: list[ServerConfig]) -> None:
         """Every configuration of the round on a freshly started server, in its slot for this
-        round, with its caches preloaded. A server that will not start is noted, and its
+        round, with its caches preloaded. The servers are launched together, in the order
+        given, then waited for in that order. A server that will not start is noted, and its
         configuration's points of the round fail with the reason."""
         self.stop()
+        launched: list[tuple[FleetServer, ManagedServer]] = []
         for config in configs:
             member = FleetServer(config, self.slot_of(config, round_number))
             self.members[config.name] = member
-            key = self.dataset_key(config)
             if self.workload.writes:
                 member.slot.set_state(dirty=True)  # equal footing: every round from the snapshot
-            server = None
-            try:
-                member.slot.checkout(key, self.say)
-                server = member.slot.server(self.options[config.name],
-                                            env.server_environment(config.environment))
-                server.start()
-                member.server = server
-                member.state_id = self.states.record(self.session, server, config, "start")
-                preload(server.endpoint, self.workload.family.schema, member.slot.datadir)
-            except (PerflabError, pymysql.MySQLError) as exc:
-                member.error = error_text(exc)
-                member.start_failed = server is not None and member.server is None
-                member.slot.set_state(dirty=True)
-                self.say(f"configuration {config.name}: {member.error.splitlines()[0]}")
-                if member.server is not None:
-                    member.server.stop()
-                    member.server = None
+            server = member.launch(self.dataset_key(config), self.options[config.name],
+                                   self.say)
+            if server is not None:
+                launched.append((member, server))
+        try:
+            for member, server in launched:
+                try:
+                    server.wait_started()
+                    member.server = server
+                    member.state_id = self.states.record(self.session, server, member.config,
+                                                         "start")
+                    preload(server.endpoint, self.workload.family.schema, member.slot.datadir)
+                except (PerflabError, pymysql.MySQLError) as exc:
+                    member.give_up(exc, member.server is None, self.say)
+        except BaseException:  # interrupted: the servers not yet waited for stop too
+            for member, server in launched:
+                if member.server is None:
+                    server.kill()
+            raise
 
     def measure(self, round_number: int, threads: int, configs: list[ServerConfig],
                 lead_seconds: float) -> list[PointRecord]:
@@ -177,7 +208,7 @@ class Fleet:
             member = self.members[config.name]
             point = self.plan.point(config, threads, round_number)
             if member.server is None or not member.server.alive():
-                error = member.error or self._died(member)
+                error = member.error or member.death_report()
                 records.append(points.failed(point, started, member.state_id, error,
                                              server_failed=member.error is None
                                              or member.start_failed))
@@ -282,7 +313,7 @@ class Fleet:
                 ) -> PointRecord:
         if isinstance(result, sysbench.LoadFailed) or not member.running.alive():
             died = member.running.died()
-            error = self._died(member) if died else error_text(result)
+            error = member.death_report() if died else error_text(result)
             self.say(f"point {point.label} failed: {error.splitlines()[0]}")
             return points.failed(point, started, member.state_id, error, server_failed=died)
         try:
@@ -293,10 +324,6 @@ class Fleet:
         if self.workload.writes:
             member.slot.set_state(dirty=True)
         return points.measured(point, started, member.state_id, result, moved, profile)
-
-    def _died(self, member: FleetServer) -> str:
-        member.slot.set_state(dirty=True)  # tables may be marked crashed: restore
-        return member.running.death_report()
 
     def stop(self) -> None:
         for member in self.members.values():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+from perflab.output.text import duration
 from perflab.plan import Plan, ServerConfig
 from perflab.say import Say
 from perflab.store import PointRecord
@@ -46,15 +47,6 @@ class Progress:
             left = f"{duration(elapsed)} so far"
         self.say(f"[round {point.round}] {point.config.name:>10}  threads={point.threads:<4} "
                  f"{figures}  {left}")
-
-
-def duration(seconds: float) -> str:
-    seconds = int(round(seconds))
-    if seconds >= 3600:
-        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
-    if seconds >= 60:
-        return f"{seconds // 60}m{seconds % 60:02d}s"
-    return f"{seconds}s"
 
 
 def pairs(options: dict[str, str]) -> str:

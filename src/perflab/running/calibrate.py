@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+from perflab.analysis.variance import GROWTH_CAP, Split, split
 from perflab.analysis.verdicts import Judgement, judge
 from perflab.errors import PerflabError
 from perflab.lab import Lab
@@ -40,6 +41,7 @@ class Calibration:
     seconds_per_round: float  # at the calibrated thread counts
     study_plan: Plan  # the plan it calibrates
     rounds: dict[int, list[float]]  # per thread count, the A/A log ratios in round order
+    splits: list[Split]  # per thread count, where the noise lies (analysis/variance.py)
 
     def noise(self) -> dict[int, float]:
         """Per thread count: the standard deviation of one round's log ratio."""
@@ -66,6 +68,7 @@ class Calibration:
         noise = self.noise()
         if not noise:
             return [measured]
+        where = [where_table(self.splits, self.plan.run.run_seconds)] if self.splits else []
         sd = statistics.median(noise.values())
         study = self.study_plan
         cells = max(1, (len(study.configs) - 1) * len(study.run.threads))
@@ -88,7 +91,25 @@ class Calibration:
             note=f"an interval narrower than ±{design.margin:.0%} around 0 is needed to call a "
                  "comparison equivalent; a change larger than the interval's half width is "
                  "called faster or slower")
-        return [measured, projected]
+        return [measured, *where, projected]
+
+
+def where_table(splits: list[Split], run_seconds: float) -> Table:
+    """Where each thread count's round noise lies, and the point length that would buy the
+    most precision per second of measuring."""
+    rows = [[str(s.threads), str(s.rounds), f"{s.round_variance ** 0.5:.1%}",
+             f"{s.within_share:.0%}", f"{s.slices:.0f}",
+             f"{run_seconds * s.best_slices / s.slices:.2g} s" if s.slices else "-",
+             f"{s.time_at_best:.0%}"] for s in splits]
+    return Table("Where the noise lies",
+                 ["Threads", "Rounds", "Noise per round", "In the points' slices",
+                  "Slices per point", "Best point length", "Time at best"], rows,
+                 note="in the points' slices: the share of a round's noise that a point's own "
+                      "slices explain (the rest lies between rounds: starts, caches, copies "
+                      "of the data; only more rounds average it); best point length: what "
+                      "buys the most precision per second (Kalibera & Jones 2013), up to "
+                      f"{GROWTH_CAP:g} times today's; time at best: what it needs for today's "
+                      "precision, as a share of today's (run_seconds sets it)")
 
 
 def calibrate(plan: Plan, lab: Lab, rounds: int, threads: tuple[int, ...] | None,
@@ -119,7 +140,7 @@ def calibrate(plan: Plan, lab: Lab, rounds: int, threads: tuple[int, ...] | None
     judged = judge(aa, study.points, study.design, plan.run.margin)
     ratios = {threads: [v for _, v in sorted(values.items())]
               for (_, threads), values in comparisons(aa, study.points).items()}
-    return Calibration(aa, judged, seconds, plan, ratios)
+    return Calibration(aa, judged, seconds, plan, ratios, split(study.points, aa.baseline))
 
 
 def _study_name(store: ResultStore, study: str, again: bool) -> str:

@@ -14,9 +14,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import replace
 
 from perflab.load.workloads import ResolvedWorkload
+from perflab.output.text import duration
 from perflab.plan import Plan, Schedule
 from perflab.probes.busy import under_load
-from perflab.running._progress import duration
 from perflab.running.rounds import comparisons
 from perflab.stats.decide import as_change, forecast_detectable, forecast_half_width
 from perflab.stats.dependence import lag1, pooled_sd, skewness

@@ -90,6 +90,12 @@ class ManagedServer:
     # -- lifecycle ---------------------------------------------------------------------------
 
     def start(self, timeout: float = 300) -> None:
+        self.launch()
+        self.wait_started(timeout)
+
+    def launch(self) -> None:
+        """Start the process without waiting for it to answer (wait_started does), so that a
+        fleet's servers start together: each start waits mostly on its own files."""
         require_binary(self.build)
         self.tmpdir.mkdir(parents=True, exist_ok=True)
         stop_stale(self.pid_file, self.datadir)
@@ -97,14 +103,7 @@ class ManagedServer:
         self._out_offset = self.out_file.stat().st_size if self.out_file.exists() else 0
         if self.environment.tcp:
             self.port = free_port()
-        env = dict(os.environ)
-        if self.environment.preload:
-            for lib in self.environment.preload:
-                if not Path(lib).exists():
-                    raise PerflabError(f"library {lib} to preload does not exist",
-                                       hint='install the allocator again, or use '
-                                       'allocator = "glibc"')
-            env["LD_PRELOAD"] = ":".join(self.environment.preload)
+        env = _process_env(self.environment)
         start_sentinel()
         try:  # from here on, an interrupt (Ctrl-C, SIGTERM) kills the server it started
             with open(self.out_file, "ab") as out:
@@ -118,7 +117,39 @@ class ManagedServer:
                     start_new_session=True,  # a Ctrl-C in the terminal is perflab's to handle
                 )
             tell_sentinel("start", self.process.pid)
-            self._wait_ready(timeout)
+        except BaseException:
+            self.kill()
+            raise
+
+    def wait_started(self, timeout: float = 300) -> None:
+        """Wait until the launched server answers (its preloaded allocator checked)."""
+        assert self.process is not None, "called after launch()"
+        try:  # a start that fails or is interrupted kills the server
+            deadline = time.monotonic() + timeout
+            while True:
+                code = self.process.poll()
+                if code is not None:
+                    tail = "\n".join(filter(None, (_since(self.out_file, self._out_offset, 20),
+                                                    self.error_log_tail())))
+                    raise PerflabError(
+                        f"{self.build.binary.name} exited during start-up (exit code {code})"
+                        + first_error(tail, self.build),
+                        hint=f"see {self.error_log}",
+                        detail=tail,
+                    )
+                if os.path.exists(self.socket):
+                    try:
+                        self.endpoint.connect(timeout=2).close()
+                        break
+                    except pymysql.err.OperationalError:
+                        pass
+                if time.monotonic() > deadline:
+                    raise PerflabError(
+                        f"{self.build.binary.name} did not answer within {timeout:.0f} s",
+                        hint=f"see {self.error_log}",
+                        detail=self.error_log_tail(),
+                    )
+                time.sleep(0.05)
             _check_preload(self.environment, self.process.pid)
         except BaseException:
             self.kill()
@@ -147,34 +178,6 @@ class ManagedServer:
             argv = ["taskset", "-c", self.environment.cpus, *argv]
         return argv
 
-    def _wait_ready(self, timeout: float) -> None:
-        assert self.process is not None, "called by start() once the process runs"
-        deadline = time.monotonic() + timeout
-        while True:
-            code = self.process.poll()
-            if code is not None:
-                tail = "\n".join(filter(None, (_since(self.out_file, self._out_offset, 20),
-                                                self.error_log_tail())))
-                raise PerflabError(
-                    f"{self.build.binary.name} exited during start-up (exit code {code})"
-                    + first_error(tail, self.build),
-                    hint=f"see {self.error_log}",
-                    detail=tail,
-                )
-            if os.path.exists(self.socket):
-                try:
-                    self.endpoint.connect(timeout=2).close()
-                    return
-                except pymysql.err.OperationalError:
-                    pass
-            if time.monotonic() > deadline:
-                raise PerflabError(
-                    f"{self.build.binary.name} did not answer within {timeout:.0f} s",
-                    hint=f"see {self.error_log}",
-                    detail=self.error_log_tail(),
-                )
-            time.sleep(0.05)
-
     def facts(self) -> dict:
         """What the lab records of this server's process and how it is reached."""
         facts = process_facts(self.pid) if self.pid else {}
@@ -187,17 +190,13 @@ class ManagedServer:
 
     def stop(self, timeout: float = 600) -> None:
         """Clean shutdown (SIGTERM), escalating to SIGKILL only if it hangs."""
-        if self.process is None:
-            return
-        if self.process.poll() is None:
+        if self.process is not None and self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
             try:
                 self.process.wait(timeout)
             except subprocess.TimeoutExpired:
-                self.kill()
-        if self.process is not None:
-            tell_sentinel("gone", self.process.pid)
-        self.process = None
+                pass  # hung: kill() below
+        self.kill()
 
     def kill(self) -> None:
         if self.process is not None:
@@ -266,6 +265,18 @@ class ManagedServer:
     def error_log_tail(self, lines: int = 20) -> str:
         """The last lines this server wrote to its error log since perflab started it."""
         return _since(self.error_log, self._log_offset, lines)
+
+
+def _process_env(environment: ServerEnvironment) -> dict[str, str]:
+    """The server process's environment: perflab's own, with its allocator preloaded."""
+    env = dict(os.environ)
+    for lib in environment.preload:
+        if not Path(lib).exists():
+            raise PerflabError(f"library {lib} to preload does not exist",
+                               hint='install the allocator again, or use allocator = "glibc"')
+    if environment.preload:
+        env["LD_PRELOAD"] = ":".join(environment.preload)
+    return env
 
 
 def _since(path: Path, offset: int, lines: int) -> str:

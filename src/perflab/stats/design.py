@@ -10,6 +10,9 @@ POCOCK_SHAPE = 0.5  # the Wang-Tsiatis shape of a constant level at every look
 FITTED_SHAPE = 0.25  # between Pocock (1/2) and O'Brien-Fleming (0): see docs/STATISTICS.md §5
 
 
+MARGIN = 0.05  # the default equivalence margin: "equivalent" means within ±5%
+
+
 @dataclass(frozen=True)
 class Design:
     """How a family is judged: error rate, equivalence margin, and the looks.
@@ -22,7 +25,7 @@ class Design:
     """
 
     alpha: float = 0.05
-    margin: float = 0.05  # equivalence: the true ratio lies within 1 ± margin
+    margin: float = MARGIN  # equivalence: the true ratio lies within 1 ± margin
     first_look: int = 3
     last_look: int = 3
     # the least lag-1 autocorrelation of rounds an interval allows for (stats/dependence.py),

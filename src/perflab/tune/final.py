@@ -25,8 +25,10 @@ what the server did differently under the winner (tune/why.py)."""
 
 from __future__ import annotations
 
+import functools
 import math
 import statistics
+import time
 from collections.abc import Callable
 from dataclasses import replace
 
@@ -62,6 +64,21 @@ KEPT = "kept"  # the name of the kept knobs together, measured against the winne
 Variables = tuple[tuple[str, str], ...]
 
 
+def timed(phase: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """An end phase (store, result, ...) whose wall time goes to result.phases[phase]."""
+    def wrap(run: Callable[..., None]) -> Callable[..., None]:
+        @functools.wraps(run)
+        def timed_run(store: ResultStore, result: TuneResult, *args, **kwargs) -> None:
+            started = time.monotonic()
+            try:
+                run(store, result, *args, **kwargs)
+            finally:
+                result.phases[phase] = time.monotonic() - started
+        return timed_run
+    return wrap
+
+
+@timed("re-measure")
 def remeasure(store: ResultStore, result: TuneResult, plan: Plan, settings: TuneSettings,
               variables: Callable[[dict], Variables], round_sd: float, lab: Lab,
               say: Say) -> None:
@@ -161,6 +178,7 @@ def unsearched(baseline: ServerConfig, result: TuneResult) -> tuple[tuple[str, S
                  if name not in result.defaults)
 
 
+@timed("put-back")
 def put_back(store: ResultStore, result: TuneResult, plan: Plan, settings: TuneSettings,
              variables: Callable[[dict], Variables], lab: Lab, say: Say) -> None:
     """Keep in the winner only the knobs whose own effect is shown: first the knobs that cannot

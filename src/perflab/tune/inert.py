@@ -11,19 +11,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from perflab.server.variables import parse_integer
+
 MYISAM_BLOCK = 1024  # myisam_block_size's default: the index block MyISAM reads and writes
 
 
 def _size(value: str | None) -> int | None:
-    """A size as the server reads it (a number, or one with K/M/G), None when not one."""
-    if value is None:
-        return None
-    text = str(value).strip().upper()
-    scale = {"K": 2**10, "M": 2**20, "G": 2**30}.get(text[-1:], 1)
-    try:
-        return int(float(text[:-1] if scale > 1 else text) * scale)
-    except ValueError:
-        return None
+    """A size as the plan's checks read one (server/variables.parse_integer), None if none."""
+    return None if value is None else parse_integer(value)
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ import math
 from perflab.output.figure import new_figure, png_data_uri
 from perflab.output.page import page
 from perflab.output.table import Table
+from perflab.output.text import duration
 from perflab.probes.busy import under_load
 from perflab.stats.decide import Verdict
 from perflab.stats.summary import summarize
@@ -153,7 +154,20 @@ def render_text(result: TuneResult) -> str:
                      f"{result.mycnf()}")
     else:
         parts.append("No trial succeeded: nothing to recommend.")
-    return "\n\n".join(parts)
+    return "\n\n".join([*parts, *time_line(result)])
+
+
+def time_line(result: TuneResult) -> list[str]:
+    """Where this run's time went: the trials, and each end phase that checked the answer."""
+    if not result.seconds:
+        return []
+    checking = sum(result.phases.values())
+    trials = max(0.0, result.seconds - checking)
+    parts = [f"trials {duration(trials)}"] + [f"{phase} {duration(seconds)}"
+                                             for phase, seconds in result.phases.items()]
+    share = f" (checking the answer: {checking / trials:.1f} times the trials' time)" \
+        if checking and trials else ""
+    return [f"Time: {'; '.join(parts)}{share}"]
 
 
 def convergence(result: TuneResult):

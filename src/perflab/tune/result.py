@@ -156,7 +156,10 @@ class TuneResult:
     # candidates whose re-measured throughput fell under tune.min_qps: trial -> median qps
     under_floor: dict[int, float] = field(default_factory=dict)
     searched_best: int | None = None  # the search's best trial, when re-measured
-    seconds: float = 0.0
+    seconds: float = 0.0  # this run's, end phases included
+    # this run's seconds in each end phase ("re-measure", "put-back"): what checking the
+    # answer cost beside finding it
+    phases: dict[str, float] = field(default_factory=dict)
     measured: Measured = Measured.ALONE  # or SIDE_BY_SIDE: values are ratios to the reference
     ranked: list[TrialOutcome] = field(default_factory=list)  # ok trials, the search's best first
     ranked_by: Ranking = Ranking.FIGURE
