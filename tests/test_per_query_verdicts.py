@@ -83,3 +83,18 @@ def test_the_reports_carry_the_second_response_and_name_how_they_measured():
                     "slices); no CPU pinning; the server's CPU per query judged beside throughput")
     assert "CPU per query" not in next(line for line in render_text(bare).splitlines()
                                        if line.startswith("Measured"))
+
+
+def test_the_measured_line_names_pinned_configurations_by_group():
+    from perflab.report.study import measures_line
+    from perflab.store import Study
+
+    def line(plan_text: str) -> str:
+        plan = parse_plan(plan_text)
+        return measures_line(Study("lab", plan, points(3, {1: 0.0}), [], [], [], Design()))[0]
+
+    everyone = PLAN.replace("[configs.a]", '[server]\nserver_cpus = "1"\nclient_cpus = "0"\n'
+                            "[configs.a]")
+    assert "; pinned: every configuration (server CPUs 1, client CPUs 0);" in line(everyone)
+    one = PLAN + 'server_cpus = "1"\n'
+    assert "; pinned: b (server CPUs 1, client CPUs any);" in line(one)

@@ -206,7 +206,7 @@ connection = ["socket", "tcp"]
 """, threads=(2,), repeats=1, run_seconds=1)
     out = run_cli("run", str(plan), "--lab", str(shared_lab.root))
     assert out.returncode == 0, out.stderr
-    assert "pinned: glibc pin 0/1 socket (server CPUs 0, client CPUs 1), " in out.stdout
+    assert "; pinned: every configuration (server CPUs 0, client CPUs 1);" in out.stdout
     document = json.loads(run_cli("report", str(shared_lab.root), "--study", "axes",
                                   "--format", "json").stdout)
     assert {p["config"] for p in document["points"]} == {

@@ -121,10 +121,16 @@ def measures_line(study: Study) -> list[str]:
     fleet = any(p.metrics and p.metrics.off_turn_cpu is not None for p in ok)
     parts = ["side by side (a server per configuration, taking turns in time slices)" if fleet
              else "one server at a time"]
-    pinned = [f"{c.name} (server CPUs {c.environment.server_cpus or 'any'}, client CPUs "
-              f"{c.environment.client_cpus or 'any'})" for c in study.plan.configs
-              if c.environment.server_cpus or c.environment.client_cpus]
-    parts.append(f"pinned: {', '.join(pinned)}" if pinned else "no CPU pinning")
+    pins: dict[tuple[str | None, str | None], list[str]] = {}
+    for config in study.plan.configs:
+        cpus = (config.environment.server_cpus, config.environment.client_cpus)
+        if any(cpus):
+            pins.setdefault(cpus, []).append(config.name)
+    every = len(study.plan.configs)
+    pinned = [f"{'every configuration' if len(names) == every else ', '.join(names)} (server "
+              f"CPUs {server or 'any'}, client CPUs {client or 'any'})"
+              for (server, client), names in pins.items()]
+    parts.append(f"pinned: {' and '.join(pinned)}" if pinned else "no CPU pinning")
     if len(study.plan.configs) > 1 and any(p.value(CPU_PER_QUERY) is not None for p in ok):
         parts.append("the server's CPU per query judged beside throughput")
     return ["Measured " + "; ".join(parts)]
