@@ -33,6 +33,7 @@ from common import ROOT, run_main
 from perflab import run as perflab_run
 from perflab.analysis.variance import split
 from perflab.lab import Lab
+from perflab.stats.decide import log_ratios as paired_log_ratios
 from perflab.store import StoredPoint, ok_metrics
 from perflab.store.records import CPU_PER_QUERY
 from perflab.studies import resolve_plan
@@ -75,16 +76,11 @@ RESAMPLES = 4000
 
 def log_ratios(points: list[StoredPoint], changed: str, base: str, threads: int,
                value) -> dict[int, float]:
-    """Per round, log(value(changed) / value(base)) at `threads`, where both points are ok."""
-    by = {(p.config, p.round): p for p in points if p.ok and p.threads == threads}
-    out = {}
-    for (config, number), point in by.items():
-        other = by.get((base, number))
-        if config == changed and other is not None:
-            a, b = value(point), value(other)
-            if a and b and a > 0 and b > 0:
-                out[number] = math.log(a / b)
-    return out
+    """Per round, log(value(changed) / value(base)) at `threads`, where both points are ok
+    (stats.decide.log_ratios, the pairing the verdicts use)."""
+    values = {(p.config, p.threads, p.round): figure for p in points
+              if p.ok and (figure := value(p)) is not None}
+    return paired_log_ratios(values, base, [changed], [threads])[(changed, threads)]
 
 
 def sd_ratio_interval(series: list[float], reference: list[float], seed: int = 1

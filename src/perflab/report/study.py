@@ -55,6 +55,16 @@ def judgement(study: Study, options: ReportOptions) -> Judgement:
     return study.judged[options.margin]
 
 
+def per_query_judgement(study: Study) -> Judgement | None:
+    """The verdicts on the server's CPU per query (a second response), judged once per study
+    read; None for a single configuration or points without the server's CPU."""
+    if "cpu" not in study.judged:
+        study.judged["cpu"] = judge_per_query(study.plan, study.points, study.design,
+                                              CPU_PER_QUERY) \
+            if len(study.plan.configs) > 1 else None
+    return study.judged["cpu"]
+
+
 def tables(study: Study, options: ReportOptions) -> list[Table]:
     plan, points = study.plan, study.points
     if plan.layout == "threads-down":
@@ -74,8 +84,7 @@ def tables(study: Study, options: ReportOptions) -> list[Table]:
         response_time_table(plan, points),
         absolute_table(plan, points, "rows_per_query", "Rows read per query", 1),
     ]
-    cpu = judge_per_query(plan, points, study.design, CPU_PER_QUERY) \
-        if len(plan.configs) > 1 else None
+    cpu = per_query_judgement(study)
     if cpu is not None:
         out.append(per_query_table(plan, cpu, "Server CPU per query"))
     if any(p.value(CPU_PER_QUERY) is not None for p in points):  # managed points
@@ -131,7 +140,7 @@ def measures_line(study: Study) -> list[str]:
               f"CPUs {server or 'any'}, client CPUs {client or 'any'})"
               for (server, client), names in pins.items()]
     parts.append(f"pinned: {' and '.join(pinned)}" if pinned else "no CPU pinning")
-    if len(study.plan.configs) > 1 and any(p.value(CPU_PER_QUERY) is not None for p in ok):
+    if per_query_judgement(study) is not None:
         parts.append("the server's CPU per query judged beside throughput")
     return ["Measured " + "; ".join(parts)]
 
@@ -247,8 +256,7 @@ def analysis(study: Study, options: ReportOptions) -> dict:
             "outliers": [values[i] for i in s.outliers],
         })
     judged = judgement(study, options)
-    cpu = judge_per_query(study.plan, study.points, study.design, CPU_PER_QUERY) \
-        if len(study.plan.configs) > 1 else None
+    cpu = per_query_judgement(study)
     return {
         "alpha": judged.design.alpha,
         "margin": judged.design.margin,

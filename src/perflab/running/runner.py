@@ -194,15 +194,15 @@ class Runner(Measurer):
             if self.budget_after_planned and run.time and round_number - 1 == run.repeats:
                 deadline = progress.deadline = time.monotonic() + self._budget_left(
                     run.repeats)
+            stored = self._stored_ok()
             if self._first_look_unfitted(round_number - 1, deadline, timed):
                 assert deadline is not None
                 self.plan, design = fit_looks(self.store, self.plan, round_number - 1,
                                               deadline, timed, self.say)
-                reach = budget_reach(self.plan, design, self._stored_ok(),
-                                     statistics.mean(timed))
+                reach = budget_reach(self.plan, design, stored, statistics.mean(timed))
                 if reach:
                     self.say(reach)
-            step = next_round(self.plan, self._stored_ok(), design, round_number)
+            step = next_round(self.plan, stored, design, round_number)
             if step.note:
                 self.say(step.note)
             if isinstance(step, Stop):

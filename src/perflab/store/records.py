@@ -331,9 +331,12 @@ class Study:
     # its data as the workload's family described it when measured (load/family.describe; the
     # engine aside); empty in a lab of a perflab before it was stored
     dataset: str = ""
-    # its verdicts per margin, judged once for every table, chart and headline that shows them
-    # (report/study.judgement); a Study is read whole and never changes
-    judged: dict[float | None, Any] = field(default_factory=dict, repr=False, compare=False)
+    # its verdicts per margin, and its CPU-per-query verdicts under "cpu", judged once for
+    # every table, chart and headline that shows them (report/study.judgement and
+    # per_query_judgement); a Study is read whole and never changes. Not an __init__ field, so
+    # that a copy made by dataclasses.replace judges its own points afresh.
+    judged: dict[float | str | None, Any] = field(default_factory=dict, init=False,
+                                                  repr=False, compare=False)
 
     @property
     def ok_points(self) -> list[StoredPoint]:
