@@ -8,7 +8,7 @@ import statistics
 import subprocess
 import sys
 from collections.abc import Callable
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
@@ -20,8 +20,9 @@ from perflab.lab import Lab  # noqa: E402
 from perflab.load import sysbench  # noqa: E402
 from perflab.load.family import LOADER_OPTIONS  # noqa: E402
 from perflab.load.workloads import ResolvedWorkload, resolve  # noqa: E402
-from perflab.plan import Dataset, Workload  # noqa: E402
+from perflab.plan import Dataset, Plan, Workload  # noqa: E402
 from perflab.procs import stop_on_signals  # noqa: E402
+from perflab.running.backend import ManagedBackend  # noqa: E402
 from perflab.server import environment as env  # noqa: E402
 from perflab.server.managed import ManagedServer  # noqa: E402
 
@@ -78,6 +79,38 @@ def plain_qps(argv: list[str], environment: dict[str, str]) -> float:
     if not found:
         raise SystemExit(f"cannot read sysbench's summary:\n{out}")
     return float(found.group(1))
+
+
+def plain(workload: ResolvedWorkload, plan: Plan, server: ManagedServer, threads: int,
+          seconds: int, client: list[str] | None = None) -> float:
+    """queries/s of plain sysbench against `server` (the peer), behind `client` (taskset for a
+    pinned load generator)."""
+    argv = [*(client or []), *plain_command(workload, plan.dataset, server, threads, seconds)]
+    return plain_qps(argv, sysbench.environment(workload))
+
+
+def started(stack: ExitStack, lab: Lab, plan: Plan, shift: int = 0,
+            only: str | None = None) -> dict[str, ManagedServer]:
+    """One freshly started server per configuration of `plan` (or of the one named `only`),
+    each on its own copy of the data, the copies taken in turn from slot `shift` on (so that
+    over pairs each configuration runs on every copy), in its configuration's environment
+    (build, allocator, pinned CPUs)."""
+    workload = resolve(plan.workload)
+    backend = ManagedBackend(plan, lab, workload, print)
+    servers = {}
+    count = len(plan.configs)
+    for number, config in enumerate(plan.configs):
+        if only is not None and config.name != only:
+            continue
+        backend.ensure_dataset(config)
+        slot = lab.slot((number + shift) % count)
+        slot.set_state(dirty=True)
+        slot.checkout(backend.dataset_key(config), print)
+        server = slot.server(backend.options[config.name],
+                             env.server_environment(config.environment))
+        stack.enter_context(server)
+        servers[config.name] = server
+    return servers
 
 
 def spread(values: list[float]) -> str:

@@ -37,15 +37,12 @@ import time
 from contextlib import ExitStack
 from dataclasses import replace
 
-from common import ROOT, plain_command, plain_qps, ratio_bounds, ratio_interval, run_main
+from common import ROOT, plain, ratio_bounds, ratio_interval, run_main, started
 from perflab import run as perflab_run
 from perflab.lab import Lab
-from perflab.load import sysbench
 from perflab.load.workloads import resolve
 from perflab.plan import Plan
-from perflab.running.backend import ManagedBackend
 from perflab.running.measurer import measure
-from perflab.server import environment as env
 from perflab.studies import resolve_plan
 
 INNODB = 'engine = "InnoDB"\ntables = 4\nrows = 25000'
@@ -140,35 +137,6 @@ def perflab_round(lab: Lab, plan: Plan) -> dict[int, float]:
     return {threads: qps[("changed", threads)] / qps[("base", threads)]
             for threads in plan.run.threads
             if ("changed", threads) in qps and ("base", threads) in qps}
-
-
-def plain(workload, plan: Plan, server, threads: int, seconds: int) -> float:
-    """queries/s of plain sysbench against `server` (the peer)."""
-    return plain_qps(plain_command(workload, plan.dataset, server, threads, seconds),
-                     sysbench.environment(workload))
-
-
-def started(stack: ExitStack, lab: Lab, plan: Plan, shift: int = 0,
-            only: str | None = None) -> dict:
-    """One freshly started server per configuration of `plan` (or of the one named `only`),
-    each on its own copy of the data, the copies taken in turn from slot `shift` on (so that
-    over pairs each configuration runs on every copy)."""
-    workload = resolve(plan.workload)
-    backend = ManagedBackend(plan, lab, workload, print)
-    servers = {}
-    count = len(plan.configs)
-    for number, config in enumerate(plan.configs):
-        if only is not None and config.name != only:
-            continue
-        backend.ensure_dataset(config)
-        slot = lab.slot((number + shift) % count)
-        slot.set_state(dirty=True)
-        slot.checkout(backend.dataset_key(config), print)
-        server = slot.server(backend.options[config.name],
-                             env.server_environment(config.environment))
-        stack.enter_context(server)
-        servers[config.name] = server
-    return servers
 
 
 def reference(lab: Lab, plan: Plan, args, stored: dict, save, pairs_wanted: int) -> None:
