@@ -132,3 +132,19 @@ def ratio_interval(ratios: list[float], confidence: float = 0.95, digits: int = 
     'ratio [low .. high]'."""
     mean, low, high = ratio_bounds(ratios, confidence)
     return f"{mean:.{digits}f} [{low:.{digits}f} .. {high:.{digits}f}]"
+
+
+def change_of(ratios: list[float]) -> tuple[float, float, float, int] | None:
+    """A change with its 95% interval and the number of ratios, from ratios (None for fewer
+    than two)."""
+    if len(ratios) < 2:
+        return None
+    mean, low, high = ratio_bounds(ratios)
+    return mean - 1, low - 1, high - 1, len(ratios)
+
+
+def shown_change(found: tuple[float, float, float, int] | None) -> str:
+    if found is None:
+        return "fewer than 2 rounds"
+    mid, low, high, count = found
+    return f"{mid:+.1%} [{low:+.1%}, {high:+.1%}] ({count})"

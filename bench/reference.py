@@ -10,9 +10,9 @@ configurations' order rotates from round to round, so that a drift of the machin
 alike.
 
 Per configuration and thread count against the plan's baseline, it prints the geometric mean
-of the rounds' ratios with a 95% t interval. With --lab, it sets perflab's stored verdict of
-the same study beside each (its change and interval) and says whether the two intervals
-overlap: perflab's figure must agree with the reference's, on every build.
+of the rounds' ratios with a 95% t interval (and the number of rounds). With --lab, it sets
+perflab's stored verdict of the same study beside each (its change and interval) and says
+whether the two intervals overlap: perflab's figure must agree with the reference's, on every build.
 
 Resumable: the rounds are kept in bench/out/reference-STAMP.json; the same command (the same
 --stamp) measures only the rounds still missing.
@@ -25,10 +25,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import time
 from contextlib import ExitStack
 
-from common import ROOT, plain, ratio_bounds, run_main, started
+from common import ROOT, change_of, plain, run_main, shown_change, started
 from perflab.api import load_study
 from perflab.lab import Lab
 from perflab.load.workloads import resolve
@@ -41,19 +42,17 @@ from perflab.studies import resolve_plan
 def measure_round(lab: Lab, plan: Plan, number: int, args) -> dict[str, dict[str, float]]:
     """Round `number`: per configuration (in rotated order), qps per thread count."""
     workload = resolve(plan.workload)
-    names = [c.name for c in plan.configs]
-    shift = number % len(names)
+    shift = number % len(plan.configs)
     found: dict[str, dict[str, float]] = {}
-    for name in names[shift:] + names[:shift]:
-        config = next(c for c in plan.configs if c.name == name)
+    for config in plan.configs[shift:] + plan.configs[:shift]:
         client = env.client_prefix(config.environment)
         with ExitStack() as stack:
-            (server,) = started(stack, lab, plan, shift=number, only=name).values()
-            found[name] = {}
+            (server,) = started(stack, lab, plan, shift=number, only=config.name).values()
+            found[config.name] = {}
             for threads in plan.run.threads:
                 plain(workload, plan, server, threads, args.warmup, client)
-                found[name][str(threads)] = plain(workload, plan, server, threads,
-                                                  args.seconds, client)
+                found[config.name][str(threads)] = plain(workload, plan, server, threads,
+                                                         args.seconds, client)
     return found
 
 
@@ -95,15 +94,22 @@ def main() -> None:
         if config.name == baseline:
             continue
         for threads in plan.run.threads:
-            ratios = [r[config.name][str(threads)] / r[baseline][str(threads)] for r in rounds]
-            mean, low, high = ratio_bounds(ratios)
+            reference = change_of([r[config.name][str(threads)] / r[baseline][str(threads)]
+                                   for r in rounds])
             verdict = ours.get((config.name, threads))
             theirs = (f"{verdict.change:+.1%} [{verdict.low:+.1%}, {verdict.high:+.1%}] "
                       f"{verdict.verdict}" if verdict else "-")
-            overlap = ("-" if verdict is None else
-                       "yes" if verdict.low <= high - 1 and low - 1 <= verdict.high else "NO")
-            print(f"| {config.name} | {threads} | {mean - 1:+.1%} [{low - 1:+.1%}, "
-                  f"{high - 1:+.1%}] | {theirs} | {overlap} |")
+            print(f"| {config.name} | {threads} | {shown_change(reference)} | {theirs} | "
+                  f"{_overlap(reference, verdict)} |")
+
+
+def _overlap(reference: tuple[float, float, float, int] | None, verdict) -> str:
+    """yes/NO: whether the reference's interval and perflab's meet; '-' where either has none
+    (fewer than 2 rounds, no stored verdict, or a verdict without an interval)."""
+    if reference is None or verdict is None or math.isnan(verdict.low + verdict.high):
+        return "-"
+    _, low, high, _ = reference
+    return "yes" if verdict.low <= high and low <= verdict.high else "NO"
 
 
 if __name__ == "__main__":

@@ -37,7 +37,7 @@ import time
 from contextlib import ExitStack
 from dataclasses import replace
 
-from common import ROOT, plain, ratio_bounds, ratio_interval, run_main, started
+from common import ROOT, change_of, plain, ratio_interval, run_main, shown_change, started
 from perflab import run as perflab_run
 from perflab.lab import Lab
 from perflab.load.workloads import resolve
@@ -221,8 +221,8 @@ def main() -> None:
                 + f" reference {theirs[str(threads)][block - 1]:.3f}"
                 for threads in args.threads), flush=True)
         for threads in args.threads:
-            rows.append((effect, threads, [_change(ours[s].get(threads, [])) for s in
-                                           args.schedules], _change(theirs[str(threads)])))
+            rows.append((effect, threads, [change_of(ours[s].get(threads, [])) for s in
+                                           args.schedules], change_of(theirs[str(threads)])))
     abs_ratios = (absolute(lab, plan_for(args.effects[0], "serial", args, 0), args,
                            stored.setdefault("absolute", {}), save)
                   if args.absolute_pairs else {})
@@ -232,8 +232,8 @@ def main() -> None:
     print("|---|---|" + "---|" * (2 * len(args.schedules) + 1))
     for effect, threads, found, ref in rows:
         gaps = [f"{(f[0] - ref[0]) * 100:+.1f} pp" if f else "-" for f in found]
-        print(f"| {effect} | {threads} | {' | '.join(_shown(f) for f in found)} | "
-              f"{_shown(ref)} | {' | '.join(gaps)} |")
+        print(f"| {effect} | {threads} | {' | '.join(shown_change(f) for f in found)} | "
+              f"{shown_change(ref)} | {' | '.join(gaps)} |")
     if not args.absolute_pairs:
         return
     print(f"\n| threads | perflab point ({args.seconds} s) / plain sysbench "
@@ -242,22 +242,6 @@ def main() -> None:
     for threads, ratios in sorted(abs_ratios.items()):
         shown = ratio_interval(ratios) if len(ratios) > 1 else f"{ratios[0]:.3f} (one pair)"
         print(f"| {threads} | {shown} |")
-
-
-def _change(ratios: list[float]) -> tuple[float, float, float, int] | None:
-    """A change with its 95% interval and the number of ratios, from ratios (None for fewer
-    than two)."""
-    if len(ratios) < 2:
-        return None
-    mean, low, high = ratio_bounds(ratios)
-    return mean - 1, low - 1, high - 1, len(ratios)
-
-
-def _shown(found: tuple[float, float, float, int] | None) -> str:
-    if found is None:
-        return "fewer than 2 rounds"
-    mid, low, high, count = found
-    return f"{mid:+.1%} [{low:+.1%}, {high:+.1%}] ({count})"
 
 
 if __name__ == "__main__":
