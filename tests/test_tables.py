@@ -204,3 +204,7 @@ def test_points_measured_under_load_are_flagged_with_how_much():
     assert flag.startswith("2 of 4 points were measured while other processes or the "
                            "hypervisor used more than 5% of the machine's CPU time (up to 48%; "
                            "rounds 2, 3)")
+    # the hypervisor's steal, where measured, is told apart
+    stolen = dataclasses.replace(loaded(5, 0.3), metrics=dataclasses.replace(
+        loaded(5, 0.3).metrics, steal_cpu=0.25))
+    assert "steal was up to 25% of it" in load_flags([loaded(1, 0.01), stolen])[0]

@@ -121,7 +121,8 @@ def measured(config, threads: int, repeat: int) -> SimpleNamespace:
 class SimulatedRunner:
     """What the tuner asks of perflab.running's Measurer and Runner, answered by `measured`."""
 
-    def __init__(self, plan, lab, store, say=print, budget_after_planned=False, noise_source="run"):
+    def __init__(self, plan, lab, store, say=print, budget_after_planned=False, noise_source="run",
+                 stop_at=None, at_least=0):
         self.plan, self.store = plan, store
         self.workload = resolve(plan.workload)
         self.catalog = catalog()  # the host's, whose trials are stored

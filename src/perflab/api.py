@@ -169,8 +169,9 @@ def tune_server(plan: str | Path | Plan, lab: str | Path | Lab, method: str = "b
          allow_unsafe: bool = False,
          say: Say = silent) -> TuneResult:
     """Search server settings for the plan's workload (its [tune] section; `knobs` or
-    `exclude`, when given, replaces both of the section's), `budget` trials or `seconds` long
-    (a number, or a duration such as "10m" or "1h30m", as run.time takes it), with `method`
+    `exclude`, when given, replaces both of the section's), `budget` trials and/or `seconds`
+    for the whole tune, end phases included (a number, or a duration such as "10m" or
+    "1h30m", as run.time takes it; tune/budget.py says how it splits), with `method`
     (bayes, random or ofat; `sampler`: bayes's, additive unless given); then re-measure the
     best, keep only the knobs with a shown effect and say why. `storage`: an
     Optuna RDB URL shared by workers on several machines."""

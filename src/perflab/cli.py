@@ -197,9 +197,11 @@ def _add_tune(sub) -> None:
     tune.add_argument("--lab", required=True, type=Path)
     tune.add_argument("--method", choices=("ofat", "bayes", "random"), default="bayes")
     tune.add_argument("--budget", type=int, help="number of trials (the study's total, "
-                      "whichever worker runs them)")
+                      "whichever worker runs them); checking the answer then takes at most "
+                      "twice the trials' time")
     tune.add_argument("--time", metavar="DURATION",
-                      help="or a time budget (this worker's), e.g. 600 or 10m")
+                      help="and/or the whole tune's time (this worker's), e.g. 600 or 15m: "
+                      "the trials take at most a third, checking the answer the rest")
     tune.add_argument("--sampler", help="bayes's search (bayes only): additive "
                       "(perflab's: screening in groups, then an additive model of the knobs' "
                       "effects, near the best-believed setting; the default) or an Optuna sampler: "

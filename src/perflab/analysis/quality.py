@@ -163,18 +163,26 @@ def load_flags(points: list[StoredPoint]) -> list[str]:
     """A flag when points were measured while other work loaded the machine (probes/busy.py):
     they are not evidence, and nothing else in the report can tell."""
     loaded: list[tuple[float, int]] = []  # (share of the CPU time other work used, round)
+    steals: list[float] = []  # the hypervisor's share among it, where measured
     for p in points:
         share = p.value("other_cpu")
         if share is not None and under_load(share):
             loaded.append((share, p.round))
+            if (steal := p.value("steal_cpu")) is not None:
+                steals.append(steal)
     if not loaded:
         return []
     rounds = sorted({r for _, r in loaded})
+    # which of the two it was: the hypervisor's steal no one on the machine can stop
+    stolen = f"the hypervisor's steal was up to {max(steals):.0%} of it" \
+        if steals and max(steals) >= 0.005 else "none of it was the hypervisor's steal"
+    whose = f"; {stolen}, the run's progress names the busiest processes" if steals else ""
     shown = ", ".join(str(r) for r in rounds[:8]) + (" ..." if len(rounds) > 8 else "")
     return [f"{len(loaded)} of {sum(p.ok for p in points)} points were measured while other "
             f"processes or the hypervisor used more than {BUSY_SHARE:.0%} of the machine's CPU "
-            f"time (up to {max(share for share, _ in loaded):.0%}; rounds {shown}): figures "
-            "taken beside other work are not evidence; measure again on an idle machine"]
+            f"time (up to {max(share for share, _ in loaded):.0%}; rounds {shown}){whose}: "
+            "figures taken beside other work are not evidence; measure again on an idle "
+            "machine"]
 
 
 def uneven_work_flags(points: list[StoredPoint]) -> list[str]:

@@ -52,6 +52,8 @@ class LoadResult:
     histogram: dict[int, int] = field(default_factory=dict)
     client_cpu: float | None = None  # share of this machine's usable CPUs sysbench used
     other_cpu: float | None = None  # share of the machine's CPU time others used (probes/busy)
+    steal_cpu: float | None = None  # the hypervisor's steal among it
+    other_work: tuple[str, ...] = ()  # under load: the busiest other processes (not stored)
     # fleet: the share of its server's CPU time that fell in the other servers' turns
     off_turn_cpu: float | None = None
     # load from several client machines (load/clients.py): each worker's part of the point
@@ -82,6 +84,7 @@ class LoadResult:
             latency_p99_ms=self.latency_p99_ms, latency_max_ms=self.latency_max_ms,
             rows_per_query=rows_per_query, client_cpu=self.client_cpu,
             off_turn_cpu=self.off_turn_cpu, other_cpu=self.other_cpu,
+            steal_cpu=self.steal_cpu,
         )
 
 
@@ -372,7 +375,8 @@ def run_sliced(jobs: list[tuple[list[str], dict[str, str]]], slicing: Slicing,
     for result in results:
         if isinstance(result, LoadResult):
             result.client_cpu = cpu.share
-            result.other_cpu = others.share
+            result.other_cpu, result.steal_cpu = others.share, others.steal
+            result.other_work = tuple(others.busiest)
     return results
 
 

@@ -30,12 +30,13 @@ TICKS = os.sysconf("SC_CLK_TCK")
 
 @dataclass(frozen=True)
 class CpuTimes:
-    """Cumulative CPU seconds at one moment: the machine's (busy, steal included) and perflab's
-    own process tree's."""
+    """Cumulative CPU seconds at one moment: the machine's (busy, steal included), the
+    hypervisor's steal alone, and perflab's own process tree's."""
 
     busy: float
     ours: float
     at: float  # time.monotonic()
+    steal: float = 0.0
 
 
 def sample(also: Sequence[int] = (), processes: dict | None = None) -> CpuTimes:
@@ -44,7 +45,8 @@ def sample(also: Sequence[int] = (), processes: dict | None = None) -> CpuTimes:
     already taken at this moment."""
     processes = _all() if processes is None else processes
     ours = sum(processes[pid][2] for pid in _tree([os.getpid(), *also], processes))
-    return CpuTimes(_machine_busy(), ours, time.monotonic())
+    busy, steal = _machine_times()
+    return CpuTimes(busy, ours, time.monotonic(), steal)
 
 
 def others_share(before: CpuTimes, after: CpuTimes) -> float | None:
@@ -57,20 +59,40 @@ def others_share(before: CpuTimes, after: CpuTimes) -> float | None:
     return min(1.0, max(0.0, others / (wall * (os.cpu_count() or 1))))
 
 
+def steal_share(before: CpuTimes, after: CpuTimes) -> float | None:
+    """The hypervisor's share of the machine's CPU time between two samples (0..1), part of
+    `others_share`; None over a window too short to tell."""
+    wall = after.at - before.at
+    if wall < 0.2:
+        return None
+    return min(1.0, max(0.0, (after.steal - before.steal) / (wall * (os.cpu_count() or 1))))
+
+
 class OtherCpu:
-    """The share of the machine's CPU time others used while the block ran (`share`); the
-    processes of `also` and theirs count as perflab's own."""
+    """While the block ran: the share of the machine's CPU time others used (`share`), the
+    hypervisor's steal among it (`steal`), and the processes outside perflab's tree that used
+    the most (`busiest`, as Watch.busiest names them), so that a point measured under load says
+    what loaded it. The processes of `also` and theirs count as perflab's own."""
 
     def __init__(self, also: Sequence[int] = ()):
         self.also = tuple(also)
 
     def __enter__(self) -> OtherCpu:
         self.share: float | None = None
-        self._before = sample(self.also)
+        self.steal: float | None = None
+        self.busiest: list[str] = []
+        self._first = _all()
+        self._before = sample(self.also, self._first)
         return self
 
     def __exit__(self, *exc) -> None:
-        self.share = others_share(self._before, sample(self.also))
+        second = _all()
+        after = sample(self.also, second)
+        self.share = others_share(self._before, after)
+        self.steal = steal_share(self._before, after)
+        if under_load(self.share):
+            self.busiest = _busiest(self._first, second, self.also,
+                                    after.at - self._before.at)
 
 
 def server_pid(connection) -> int | None:
@@ -123,18 +145,8 @@ class Watch:
         time.sleep(max(0.0, least - (time.monotonic() - self._before.at)))
         second = _all()
         after = sample(self.also, second)
-        wall = after.at - self._before.at
-        ours = _tree([os.getpid(), *self.also], second)
-        used = []
-        for pid, (_, name, cpu) in second.items():
-            if pid in ours or pid not in self._first:
-                continue
-            share = (cpu - self._first[pid][2]) / wall
-            if share >= 0.01:
-                used.append((share, pid, name))
-        used.sort(reverse=True)
-        return others_share(self._before, after), [f"pid {pid} {name} {share:.0%}"
-                                                   for share, pid, name in used[:count]]
+        return others_share(self._before, after), _busiest(
+            self._first, second, self.also, after.at - self._before.at, count)
 
     def warning(self, least: float = 0.5) -> str | None:
         """A sentence for the user when the machine was not idle while watched, else None."""
@@ -148,14 +160,31 @@ class Watch:
                 "load")
 
 
-def _machine_busy() -> float:
-    """Busy CPU seconds since boot over all CPUs: user, nice, system, steal (guest time is
-    inside user already). Interrupt time is left out: with IRQ time accounting no process is
-    charged for it, so perflab's own loopback traffic and disk interrupts would read as other
-    work."""
+def _busiest(first: dict, second: dict, also: Sequence[int], wall: float,
+             count: int = 3) -> list[str]:
+    """The processes outside perflab's tree (this process's and `also`'s) that used the most
+    CPU between two scans of /proc, the busiest first ("pid 4242 python3 48%", share of one
+    CPU); the hypervisor's steal and kernel work no process is charged for are not named."""
+    ours = _tree([os.getpid(), *also], second)
+    used = []
+    for pid, (_, name, cpu) in second.items():
+        if pid in ours or pid not in first:
+            continue
+        share = (cpu - first[pid][2]) / wall
+        if share >= 0.01:
+            used.append((share, pid, name))
+    used.sort(reverse=True)
+    return [f"pid {pid} {name} {share:.0%}" for share, pid, name in used[:count]]
+
+
+def _machine_times() -> tuple[float, float]:
+    """Busy CPU seconds since boot over all CPUs (user, nice, system, steal: guest time is
+    inside user already) and the steal among them. Interrupt time is left out: with IRQ time
+    accounting no process is charged for it, so perflab's own loopback traffic and disk
+    interrupts would read as other work."""
     fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
     user, nice, system, _idle, _iowait, _irq, _softirq, steal = (int(f) for f in fields[:8])
-    return (user + nice + system + steal) / TICKS
+    return (user + nice + system + steal) / TICKS, steal / TICKS
 
 
 def _stat(pid: int) -> tuple[int, str, float] | None:

@@ -16,7 +16,8 @@ def measured(point: Point, started: float, state_id: int | None, result: LoadRes
     metrics = result.metrics(rows_per_query(status_delta, result.reads + result.writes))
     return PointRecord(point, PointStatus.OK, started, time.time(), state_id, metrics,
                        series=result.series, status_delta=status_delta,
-                       histogram=result.histogram, profile=profile, clients=result.clients)
+                       histogram=result.histogram, profile=profile, clients=result.clients,
+                       other_work=result.other_work)
 
 
 def failed(point: Point, started: float, state_id: int | None, error: str,

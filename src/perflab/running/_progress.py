@@ -6,6 +6,7 @@ import time
 
 from perflab.output.text import duration
 from perflab.plan import Plan, ServerConfig
+from perflab.probes.busy import under_load
 from perflab.say import Say
 from perflab.store import PointRecord
 
@@ -46,7 +47,18 @@ class Progress:
         else:
             left = f"{duration(elapsed)} so far"
         self.say(f"[round {point.round}] {point.config.name:>10}  threads={point.threads:<4} "
-                 f"{figures}  {left}")
+                 f"{figures}  {left}{beside_other_work(record)}")
+
+
+def beside_other_work(record: PointRecord) -> str:
+    """What loaded the machine while a point was measured under load (probes/busy.py): the
+    others' share, the hypervisor's steal among it and the busiest other processes; else ""."""
+    m = record.metrics
+    if m is None or not under_load(m.other_cpu):
+        return ""
+    steal = f", steal {m.steal_cpu:.0%}" if m.steal_cpu else ""
+    named = f"; {', '.join(record.other_work)} of one CPU" if record.other_work else ""
+    return f"  UNDER LOAD: others {m.other_cpu:.0%} of the CPU time{steal}{named}"
 
 
 def pairs(options: dict[str, str]) -> str:

@@ -86,14 +86,19 @@ class Runner(Measurer):
 
     `noise_source`: what the lab's stored noise figure of this study is called ("run",
     "calibrate"); None stores none, for a study whose comparisons were chosen for their effects
-    (tune's re-measure and put-back): their drift is not the machine's noise."""
+    (tune's re-measure and put-back): their drift is not the machine's noise.
+
+    `stop_at` (time.monotonic()): no round starts after it once this run has measured
+    `at_least` rounds, whatever the study's own budget (a tune's whole budget, tune/budget.py)."""
 
     def __init__(self, plan: Plan, lab: Lab, store: ResultStore, say: Say = print,
                  existing: ExistingServer | None = None, *, budget_after_planned: bool = False,
-                 noise_source: str | None = "run"):
+                 noise_source: str | None = "run", stop_at: float | None = None,
+                 at_least: int = 0):
         super().__init__(plan, lab, store, say, existing)
         self.budget_after_planned = budget_after_planned
         self.noise_source = noise_source
+        self.stop_at, self.at_least = stop_at, at_least
 
     def run(self) -> RunSummary:
         """Every round not stored yet; with a time budget, the rounds that decide."""
@@ -209,7 +214,7 @@ class Runner(Measurer):
                 return "all decided" if step.decided else "complete"
             if not step.points:
                 continue  # stored by an earlier run
-            if deadline is not None and time.monotonic() >= deadline:
+            if deadline is not None and time.monotonic() >= deadline or self._stopped(summary):
                 return "budget spent"
             summary.rounds += 1
             progress.round(round_number, step.points)
@@ -228,6 +233,11 @@ class Runner(Measurer):
                 if self._first_look_unfitted(round_number, deadline, timed):
                     fit_looks(self.store, self.plan, round_number, deadline, timed, self.say)
                 return "budget spent"
+
+    def _stopped(self, summary: RunSummary) -> bool:
+        """Whether `stop_at` has passed and this run has its `at_least` rounds."""
+        return (self.stop_at is not None and summary.rounds >= self.at_least
+                and time.monotonic() >= self.stop_at)
 
     def _budget_left(self, after_round: int) -> float:
         """The seconds left of the study's time budget for its rounds after `after_round`,

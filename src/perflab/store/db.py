@@ -115,7 +115,7 @@ CREATE TABLE IF NOT EXISTS health_reports (
 # Columns added to the points table after its first release: a lab made before gets them.
 LATER_COLUMNS = {  # columns added after the first labs were made
     "points": {"profile_json": "TEXT", "client_cpu": "REAL", "clients_json": "TEXT",
-               "off_turn_cpu": "REAL", "other_cpu": "REAL"},
+               "off_turn_cpu": "REAL", "other_cpu": "REAL", "steal_cpu": "REAL"},
     "noise": {"lag1": "REAL", "skew": "REAL", "loaded": "REAL"},
 }
 

@@ -51,6 +51,8 @@ class Metrics:
     # Share of the machine's CPU time other processes and the hypervisor used during the point
     # (probes/busy.py): above BUSY_SHARE the point was measured under load
     other_cpu: float | None = None
+    # the hypervisor's steal among it (None: not measured, points stored before it was)
+    steal_cpu: float | None = None
 
     @classmethod
     def names(cls) -> tuple[str, ...]:
@@ -118,6 +120,8 @@ class PointRecord:
     # a failed point's server could not start or died: the setting's own failure, which
     # measuring again would repeat (not stored: the error says it)
     server_failed: bool = False
+    # measured under load: the busiest other processes (not stored: the run's progress says it)
+    other_work: tuple[str, ...] = ()
 
 
 def ok_metrics(point: PointRecord | StoredPoint) -> Metrics:

@@ -33,6 +33,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from perflab.lab import Lab
+from perflab.output.text import duration
 from perflab.plan import Plan, Scalar, ServerConfig
 from perflab.running.measurer import Measurer
 from perflab.running.runner import Runner
@@ -47,10 +48,12 @@ from perflab.stats.decide import (
 )
 from perflab.stats.design import Design
 from perflab.store import ResultStore, StoredPoint, ok_metrics
+from perflab.tune.budget import CheckEnded, TuneBudget
 from perflab.tune.inert import inert_knobs
 from perflab.tune.result import KeptCheck, TrialOutcome, TuneResult, figure, moved
 from perflab.tune.settings import TuneSettings, better
 from perflab.tune.space import folded, setting_key
+from perflab.tune.trial import Trials
 from perflab.tune.why import explain, summed
 
 CANDIDATES = 3  # the best trials re-measured at the end
@@ -78,14 +81,34 @@ def timed(phase: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
     return wrap
 
 
+def check_answer(store: ResultStore, result: TuneResult, plan: Plan, settings: TuneSettings,
+                 trials: Trials, lab: Lab, say: Say, allowance: TuneBudget,
+                 with_put_back: bool = True) -> None:
+    """The end phases, within what the tune's budget leaves them: the re-measure, then (unless
+    not `with_put_back`) the put-back; a phase the budget ended before is named in the result
+    (`ended`), and the my.cnf says what was decided."""
+    left = allowance.start_checking()
+    say(f"checking the answer: {duration(left)} of the budget left for the re-measure and the "
+        "put-back")
+    try:
+        remeasure(store, result, plan, settings, trials.variables, trials.round_sd, lab, say,
+                  allowance)
+        if with_put_back:
+            put_back(store, result, plan, settings, trials.variables, lab, say, allowance)
+    except CheckEnded as ended:
+        result.ended = str(ended)
+        say(f"the budget ended before {ended}: the my.cnf says what was decided")
+
+
 @timed("re-measure")
 def remeasure(store: ResultStore, result: TuneResult, plan: Plan, settings: TuneSettings,
               variables: Callable[[dict], Variables], round_sd: float, lab: Lab,
-              say: Say) -> None:
+              say: Say, allowance: TuneBudget) -> None:
     """Re-measure `result`'s candidates and record what was found in it: the re-measured
     figures, each candidate's verdict against the defaults, and the winner with its gains.
     `variables`: a trial's server variables, from its params; `round_sd`: the round's noise
-    the search judged its readings by (a knob's reading is clear beyond CLEAR_SDS of it)."""
+    the search judged its readings by (a knob's reading is clear beyond CLEAR_SDS of it);
+    `allowance`: the tune's budget, which stops it once it has tune.final_repeats rounds."""
     clear = max(plan.run.margin, math.expm1(CLEAR_SDS * round_sd))
     candidates = best_candidates(result, settings.direction, clear)
     baseline = plan.config(plan.baseline)
@@ -103,7 +126,8 @@ def remeasure(store: ResultStore, result: TuneResult, plan: Plan, settings: Tune
         store, plan, study, configs, "default", cells, settings, lab, say,
         lambda rounds, why: f"re-measuring the {len(candidates)} best trial(s) with the defaults"
         f"{' and the baseline' if len(configs) > len(candidates) + 1 else ''}, side by side: "
-        f"{rounds} rounds ({why})")
+        f"{rounds} rounds ({why})", allowance, "the re-measure",
+        at_least=settings.final_repeats)
     result.final = _scores(by_round, plan, settings)
     comparisons = {
         (trial.number, base): _gains(settings.direction, result.final.get(base, {}),
@@ -180,13 +204,18 @@ def unsearched(baseline: ServerConfig, result: TuneResult) -> tuple[tuple[str, S
 
 @timed("put-back")
 def put_back(store: ResultStore, result: TuneResult, plan: Plan, settings: TuneSettings,
-             variables: Callable[[dict], Variables], lab: Lab, say: Say) -> None:
+             variables: Callable[[dict], Variables], lab: Lab, say: Say,
+             allowance: TuneBudget) -> None:
     """Keep in the winner only the knobs whose own effect is shown: first the knobs that cannot
-    act beside its other settings are left out (tune/inert.py); then the others are measured
+    act beside its other settings are left out (tune/inert.py); then the smallest my.cnf the
+    search points at is measured against the winner (`_smallest_first`), and when it does not
+    carry the gain the others are measured
     side by side with the winner, put back one at a time and, when that cannot split them,
     alone (`choose_kept`); more than MAX_PUT_BACK of them are first put back in MAX_PUT_BACK
     groups, and only the knobs of groups whose absence costs are put back one at a time
-    (`_groups_that_cost`). A lone moved knob's effect is the winner's own gain."""
+    (`_groups_that_cost`). A lone moved knob's effect is the winner's own gain. When the
+    tune's budget (`allowance`) ends before a study, the winner's knobs all stay (CheckEnded
+    goes on to the caller)."""
     if result.best is None or result.gain_vs_default is None:
         return
     if result.gain_vs_default.verdict != FASTER:
@@ -216,10 +245,15 @@ def put_back(store: ResultStore, result: TuneResult, plan: Plan, settings: TuneS
     def measure(kind: str, others: dict[str, dict], saying: str) -> tuple[dict[str, Verdict],
                                                                          float]:
         effects, design = _against_winner(store, result, plan, settings, variables, lab, say,
-                                          params, kind, others, saying)
+                                          params, kind, others, saying, allowance)
         return effects, design.margin
 
-    choose_kept(result, params, knobs, measure, say)
+    try:
+        if not _smallest_first(result, params, knobs, measure, say):
+            choose_kept(result, params, knobs, measure, say)
+    except CheckEnded:
+        result.kept, result.unproven = None, []  # not reduced: the winner's whole set
+        raise
     dropped = [name for name in knobs
                if name not in (result.kept or ()) and name not in result.unproven]
     result.kept = with_followers(result.kept or [], changed, followers)
@@ -231,6 +265,48 @@ def put_back(store: ResultStore, result: TuneResult, plan: Plan, settings: TuneS
 # a study of settings side by side with the winner: (its kind, {name: setting}, what to say) ->
 # each name's verdict against the winner, and the study's margin
 Measure = Callable[[str, dict[str, dict], str], tuple[dict[str, Verdict], float]]
+
+
+def _smallest_first(result: TuneResult, params: dict, knobs: list[str], measure: Measure,
+                    say: Say) -> bool:
+    """The smallest my.cnf the search points at, before any knob is put back: the two knobs
+    the search found most important (result.importance), each alone, and, of three or more
+    moved, the two together, side by side with the winner in one study. When the gain is
+    carried by one or two knobs (the query cache's, among 19 a screening group moved), the rest
+    is settled in this one study instead of one comparison a knob. The smallest set carrying
+    the gain (`sufficient`: a non-inferiority test against the winner; alone before together,
+    the more important first; together only when each alone is shown slower) is the my.cnf:
+    True, result.kept set. False, nothing decided, without importances to rank by or when no
+    set carries it."""
+    assert result.gain_vs_default is not None
+    ranked = sorted((k for k in knobs if result.importance.get(k)),
+                    key=lambda k: -result.importance[k])[:2]
+    if not ranked:
+        return False
+    sets = {"first": ranked[:1]}
+    if len(ranked) > 1:
+        sets["second"] = ranked[1:]
+        if len(knobs) > 2:
+            sets["both"] = ranked
+    effects, margin = measure(
+        "smallest", {name: {k: params[k] for k in members} for name, members in sets.items()},
+        f"the smallest my.cnf first: the search's {len(ranked)} most important knob(s) "
+        f"({', '.join(ranked)}) alone" + (", and together" if "both" in sets else "")
+        + ", side by side with the winner")
+    for name, members in sets.items():  # the smaller first
+        # the two together only once each alone is shown slower: a knob alone left undecided
+        # is the put-back's to decide (its check gives the others as comments then)
+        alone_lost = all(effects[n].verdict == SLOWER for n in ("first", "second"))
+        if (name != "both" or alone_lost) and \
+                sufficient({name: effects[name]}, margin, result.gain_vs_default.low):
+            result.kept = sorted(members)
+            result.kept_checks.append(KeptCheck("smallest", tuple(result.kept), effects[name]))
+            say(f"{', '.join(result.kept)} carry the winner's gain without its other "
+                f"{len(knobs) - len(members)} knob(s) ({_against(effects[name], margin)})")
+            return True
+    say("the search's most important knob(s) do not carry the winner's gain alone: the "
+        "knobs are put back")
+    return False
 
 
 def choose_kept(result: TuneResult, params: dict, knobs: list[str], measure: Measure,
@@ -472,7 +548,7 @@ def put_back_budget(plan: Plan, settings: TuneSettings) -> float:
 
 def _against_winner(store: ResultStore, result: TuneResult, plan: Plan, settings: TuneSettings,
                     variables: Callable[[dict], Variables], lab: Lab, say: Say, params: dict,
-                    kind: str, others: dict[str, dict], saying: str
+                    kind: str, others: dict[str, dict], saying: str, allowance: TuneBudget
                     ) -> tuple[dict[str, Verdict], Design]:
     """The winner (`params`) and, per knob, another setting (`others`), side by side in a study
     of their own (`kind`): each knob's verdict against the winner, and the study's design."""
@@ -482,6 +558,7 @@ def _against_winner(store: ResultStore, result: TuneResult, plan: Plan, settings
         return replace(baseline, name=name, variables=variables(whole(result.defaults, setting)))
 
     prefix = {"put-back": "without", "groups": "without", "alone": "only", "together": "only",
+              "smallest": "only",
               "together-alone": "only", "together-groups": "only",
               "plus-one": "kept-and"}[kind]  # their names
     configs = [config("winner", params)] + [config(f"{prefix}-{name}", setting)
@@ -495,7 +572,8 @@ def _against_winner(store: ResultStore, result: TuneResult, plan: Plan, settings
     by_round = _side_by_side(store, plan, study, configs, "winner", len(others), settings, lab,
                              say, lambda rounds, why: f"{saying}: {rounds} rounds ({why})"
                              + (f", then on for the comparisons still open, for {budget:g} s "
-                                "at most" if budget else ""), budget)
+                                "at most" if budget else ""), allowance, f"the {kind} study",
+                             budget=budget)
     scores = _scores(by_round, plan, settings)
     comparisons = {name: _gains(settings.direction, scores.get("winner", {}),
                                 scores.get(f"{prefix}-{name}", {})) for name in others}
@@ -544,23 +622,30 @@ def sufficient(effects: dict[str, Verdict], margin: float, gain_low: float) -> s
 
 def _side_by_side(store: ResultStore, plan: Plan, name: str, configs: list[ServerConfig],
                   baseline: str, cells: int, settings: TuneSettings, lab: Lab, say: Say,
-                  saying: Callable[[int, str], str], budget: float = 0.0
+                  saying: Callable[[int, str], str], allowance: TuneBudget, what: str, *,
+                  budget: float = 0.0, at_least: int = 2
                   ) -> dict[str, dict[int, list[StoredPoint]]]:
     """`configs` measured in a study of their own, `name`, on the plan's workload, for the
     rounds the lab's noise needs for `cells` comparisons with `baseline` (announced by
     `saying`, from the rounds and why), then with a `budget` (seconds) on for the comparisons
     those left open, as `perflab run` decides within run.time; its successful points (where
-    queries finished): config -> round -> points."""
+    queries finished): config -> round -> points. The tune's `allowance` stops it once it has
+    `at_least` rounds (an interval needs two), and CheckEnded names `what` when none of it
+    is left before the study starts."""
+    allowance.before_study(what)
+    left = allowance.left()
     measured = replace(plan, name=name, configs=tuple(configs), baseline=baseline,
-                       run=replace(plan.run, time=budget))
+                       run=replace(plan.run, time=min(budget, left)))
     rounds, why = _rounds(store, measured, cells, plan, settings, lab)
     measured = replace(measured, run=replace(measured.run, repeats=rounds,
                                              max_rounds=MORE_ROUNDS * rounds))
-    say(saying(rounds, why))
+    say(saying(rounds, why) + (f"; {duration(left)} of the tune's budget left"
+                               if math.isfinite(left) else ""))
     # its comparisons were chosen for their effects (a knob whose absence turns the query
     # cache off drifts x200 over its rounds): their spread is not the lab's noise, and stored,
     # it set a lag-1 allowance of 0.98 for every later study in the lab
-    Runner(measured, lab, store, say, budget_after_planned=True, noise_source=None).run()
+    Runner(measured, lab, store, say, budget_after_planned=True, noise_source=None,
+           stop_at=allowance.check_until, at_least=at_least).run()
     by_round: dict[str, dict[int, list[StoredPoint]]] = {}
     stalled: dict[str, int] = {}  # points where no query finished: no score
     definitions = [measured.config_hash(c) for c in measured.configs]

@@ -213,7 +213,8 @@ def _kept_table(result: TuneResult) -> Table:
     """Each smaller set checked together against the winner, in the order measured: a set
     shown slower is first given each other knob (plus-one), then, or when not measured, the
     put-back goes to the next (the knobs of the groups that cost), then to every knob."""
-    which = {"together": "those whose absence cost",
+    which = {"smallest": "the search's most important (before any put-back)",
+             "together": "those whose absence cost",
              "together-alone": "those shown to gain alone",
              "alone": "the one shown to gain alone (its figure alone)",
              "together-groups": "those of the groups that cost",

@@ -160,6 +160,7 @@ class TuneResult:
     # this run's seconds in each end phase ("re-measure", "put-back"): what checking the
     # answer cost beside finding it
     phases: dict[str, float] = field(default_factory=dict)
+    ended: str | None = None  # the end phase the tune's budget ended before (tune/budget.py)
     measured: Measured = Measured.ALONE  # or SIDE_BY_SIDE: values are ratios to the reference
     ranked: list[TrialOutcome] = field(default_factory=list)  # ok trials, the search's best first
     ranked_by: Ranking = Ranking.FIGURE
@@ -229,6 +230,12 @@ class TuneResult:
                 lines.append("# (the server's defaults: the baseline sets " + ", ".join(
                     f"{name} = {value}" for name, value in sorted(self.baseline.items()))
                     + "; the report's 'best vs baseline' compares the winner with those)")
+        if self.ended:
+            lines.append(f"# the tune's budget ended before {self.ended}: "
+                         + ("the lines above are the winner's, not reduced to those shown to "
+                            "matter" if self.gain_vs_default is not None else
+                            "the best trial's figure was not measured again, so this is not "
+                            "yet evidence") + " (perflab tune --time for more)")
         if self.unproven and self.kept_checks:
             effect = self.kept_checks[-1].effect
             lines.append(f"# The winner also set these. Without them, the lines above measured "

@@ -41,7 +41,8 @@ from perflab.server.flavor import flavor_of
 from perflab.store import ResultStore
 from perflab.tune import workers
 from perflab.tune.additive import AdditiveSearch
-from perflab.tune.final import put_back, remeasure
+from perflab.tune.budget import TuneBudget
+from perflab.tune.final import check_answer
 from perflab.tune.methods import (
     SAMPLER_NEEDS,
     Method,
@@ -94,10 +95,11 @@ class Tuner:
                  budget: int | None = None, seconds: float | None = None,
                  storage: str | None = None, sampler: str | None = None, seed: int = 0,
                  allow_unsafe: bool = False, put_back: bool = True, say: Say = print):
-        method, sampler = _checked(method, sampler, budget, seconds, seed)
+        method, sampler = _checked(method, sampler, seed)
+        self.budget = TuneBudget(budget, seconds)
         _tunable(plan)
         self.plan, self.lab, self.settings, self.method = plan, lab, settings, method
-        self.budget, self.seconds, self.seed, self.say = budget, seconds, seed, say
+        self.seed, self.say = seed, say
         # the sampler the study records (ofat's proposals fix every knob: it records random)
         self.sampler = sampler if method is Method.BAYES else Sampler.RANDOM
         # the study lives in the lab's results database (opened once the lab exists) unless
@@ -109,12 +111,13 @@ class Tuner:
             else Measured.SIDE_BY_SIDE
 
     def run(self) -> TuneResult:
-        started = time.monotonic()
+        self.budget.started = time.monotonic()
         with self.lab.locked(), self.lab.store() as store:
-            return self._run(store, started)
+            return self._run(store)
 
-    def _run(self, store: ResultStore, started: float) -> TuneResult:
+    def _run(self, store: ResultStore) -> TuneResult:
         watch = busy.Watch()  # other work on the machine while the search sets up
+        self.say(self.budget.split())
         say_set_aside(self.plan, self.say)
         self.runner = Measurer(self.plan, self.lab, store, self.say)
         if self.storage is None:
@@ -146,7 +149,7 @@ class Tuner:
         session = self.runner.open_session()
         outcome_of_session = "interrupted"
         try:
-            self._search(study, session, started)
+            self._search(study, session)
             outcome_of_session = "complete"
         finally:
             self.runner.close_session(session, outcome_of_session)
@@ -157,17 +160,14 @@ class Tuner:
             with workers.study_lock(self.storage, study.study_name):
                 taken = workers.claim(study, key, self.lab.root)
             if taken is None:
-                remeasure(store, result, self.plan, self.settings, self.trials.variables,
-                          self.trials.round_sd, self.lab, self.say)
-                if self.put_back:
-                    put_back(store, result, self.plan, self.settings, self.trials.variables,
-                             self.lab, self.say)
+                check_answer(store, result, self.plan, self.settings, self.trials, self.lab,
+                             self.say, self.budget, self.put_back)
                 workers.done(study, key)
             else:
                 result.final_by = taken
                 self.say(f"the best trial is re-measured by the worker on {taken['host']} "
                          f"(lab {taken['lab']})")
-        result.seconds = time.monotonic() - started
+        result.seconds = time.monotonic() - self.budget.started
         return result
 
     def _no_pair_fits(self) -> str | None:
@@ -219,14 +219,14 @@ class Tuner:
 
     def _method(self, sampler: Sampler) -> SearchMethod:
         """What chooses the trials: ofat's rule, or bayes's and random's sampler."""
-        args = (self.space, self.settings.direction, self.seed, self.budget)
+        args = (self.space, self.settings.direction, self.seed, self.budget.trials)
         if self.method is Method.OFAT:
             return OneFactorAtATime(*args)
         if sampler is Sampler.ADDITIVE:
             return AdditiveSearch(*args)
         return OptunaSampling(*args, kind=sampler)
 
-    def _search(self, study: optuna.Study, session: int, started: float) -> None:
+    def _search(self, study: optuna.Study, session: int) -> None:
         """Trials until the budget is spent or the method has nothing left to try."""
         assert self.storage is not None, "the storage is opened once the lab exists"
         while True:
@@ -234,7 +234,7 @@ class Tuner:
                 workers.reap(study, self.lab.root, self.say)
                 every = study.get_trials(deepcopy=False)  # read once: the lock keeps it current
                 trials = [t for t in every if t.state in STARTED]
-                if self._spent(trials, started):
+                if self._spent(trials):
                     return
                 if refusals_in_a_row(trials) >= MAX_REFUSALS_IN_A_ROW:
                     self.say(f"stopping: the last {MAX_REFUSALS_IN_A_ROW} proposals would "
@@ -255,14 +255,10 @@ class Tuner:
             with workers.heartbeat(self.storage, trial_id):
                 self.trials.run(study, session, trial)
 
-    def _spent(self, trials: list, started: float) -> bool:
+    def _spent(self, trials: list) -> bool:
         """The budget counts the study's trials, running ones included, whichever worker ran
         them, but not the proposals refused before start; the time is this worker's."""
-        if self.budget and sum(not refused(t) for t in trials) >= self.budget:
-            return True
-        if not self.seconds:
-            return False
-        return time.monotonic() - started >= self.seconds
+        return self.budget.trials_over(sum(not refused(t) for t in trials))
 
     def _result(self, study: optuna.Study) -> TuneResult:
         finished = study.get_trials(deepcopy=False, states=FINISHED)
@@ -284,8 +280,7 @@ class Tuner:
                           option_group=flavor_of(self.catalog.version).option_group)
 
 
-def _checked(method: str, sampler: str | None, budget: int | None, seconds: float | None,
-             seed: int) -> tuple[Method, Sampler]:
+def _checked(method: str, sampler: str | None, seed: int) -> tuple[Method, Sampler]:
     """The method and the sampler (bayes's: additive unless given), once the search's
     arguments are checked (before any server starts)."""
     if method not in set(Method):
@@ -305,16 +300,8 @@ def _checked(method: str, sampler: str | None, budget: int | None, seconds: floa
                            "perflab's environment does not install",
                            hint="sampler additive (the default), tpe, qmc or random",
                            option="sampler")
-    if budget is not None and budget < 1:
-        raise PerflabError(f"budget must be at least 1 trial, got {budget}", option="budget")
-    if seconds is not None and not seconds > 0:
-        raise PerflabError(f"seconds must be a positive number, got {seconds}",
-                           option="seconds")
     if not 0 <= seed < 2**32:
         raise PerflabError(f"seed must be from 0 to {2**32 - 1}, got {seed}", option="seed")
-    if not budget and not seconds:
-        raise PerflabError("give the search a budget (trials) or a time limit (seconds)",
-                           option="budget")
     return method, sampler
 
 

@@ -1,0 +1,88 @@
+"""The whole tune's time: the trials that find an answer and the end phases that check it
+(the re-measure and the put-back), within one budget that the user sets and the run keeps.
+
+A user who asks for 12 trials expects minutes. Before this budget, a 4-minute search was
+followed by 26 minutes of checks, and the run was stopped from outside before any my.cnf was
+printed. The checks stay, because they make the answer honest, but each phase now starts only
+with budget left, and a study stops at its deadline once it has the rounds an interval needs.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from perflab.errors import PerflabError
+from perflab.output.text import duration
+
+TRIALS_SHARE = 1 / 3  # of a time budget, the trials' share at most; the rest checks the answer
+CHECK_FACTOR = 2.0  # with a trial count only: checking takes at most this times the trials'
+
+
+class CheckEnded(Exception):
+    """The tune's budget ended before an end phase's study could start."""
+
+
+@dataclass
+class TuneBudget:
+    """`trials` (a count, any worker's) and/or `seconds` (this worker's whole tune, trials and
+    checks together). With seconds, the trials stop at TRIALS_SHARE of them and the checks get
+    the rest; without, the checks get CHECK_FACTOR times the trials' own measured time."""
+
+    trials: int | None = None
+    seconds: float | None = None
+    started: float = field(default_factory=time.monotonic)
+    check_until: float | None = None  # set when the trials end (`start_checking`)
+
+    def __post_init__(self) -> None:
+        if self.seconds is not None and not self.seconds > 0:
+            raise PerflabError(f"seconds must be a positive number, got {self.seconds}",
+                               option="seconds")
+        if self.trials is not None and self.trials < 1:
+            raise PerflabError(f"budget must be at least 1 trial, got {self.trials}",
+                               option="budget")
+        if not self.trials and not self.seconds:
+            raise PerflabError("give the search a budget (trials) or a time limit (seconds)",
+                               option="budget")
+
+    def trial_seconds(self) -> float | None:
+        """The trials' time limit (from the start), when the budget has one."""
+        return self.seconds * TRIALS_SHARE if self.seconds else None
+
+    def trials_over(self, done: int) -> bool:
+        """Whether the search should start no more trials (`done`: the study's so far)."""
+        if self.trials and done >= self.trials:
+            return True
+        limit = self.trial_seconds()
+        return limit is not None and time.monotonic() - self.started >= limit
+
+    def split(self) -> str:
+        """How the budget splits, said before the run starts."""
+        count = f"{self.trials} trial(s)" if self.trials else ""
+        if self.seconds:
+            trials = duration(self.seconds * TRIALS_SHARE)
+            limit = f"{count}, at most {trials}" if count else f"trials ≤ {trials}"
+            return (f"budget {duration(self.seconds)}: {limit}; checking the answer "
+                    f"(re-measure, put-back) gets the rest, at least "
+                    f"{duration(self.seconds * (1 - TRIALS_SHARE))}")
+        return (f"budget {count}; checking the answer (re-measure, put-back) at most "
+                f"{CHECK_FACTOR:g} times the trials' own time")
+
+    def start_checking(self) -> float:
+        """The trials are over: the end phases' deadline from now, which is returned in
+        seconds."""
+        now = time.monotonic()
+        self.check_until = self.started + self.seconds if self.seconds else \
+            now + CHECK_FACTOR * (now - self.started)
+        return self.check_until - now
+
+    def left(self) -> float:
+        """Seconds the end phases have left (infinite before `start_checking`)."""
+        if self.check_until is None:
+            return float("inf")
+        return max(0.0, self.check_until - time.monotonic())
+
+    def before_study(self, what: str) -> None:
+        """Raise CheckEnded, naming `what` was not measured, when no budget is left."""
+        if self.left() <= 0:
+            raise CheckEnded(what)

@@ -1,0 +1,133 @@
+"""The whole tune's budget (tune/budget.py) and the put-back's smallest-my.cnf-first check
+(final._smallest_first): issue 68, checking the answer in proportion to finding it."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from perflab.errors import PerflabError
+from perflab.stats.decide import EQUIVALENT, FASTER, INCONCLUSIVE, SLOWER, Verdict
+from perflab.tune.budget import CHECK_FACTOR, TRIALS_SHARE, CheckEnded, TuneBudget
+from perflab.tune.final import _smallest_first
+from perflab.tune.render import render_text
+from perflab.tune.result import Outcome, TrialOutcome, TuneResult
+
+pytestmark = pytest.mark.fast  # needs no server: scripts/test -m fast
+
+
+def verdict(kind: str, change: float, low: float, high: float) -> Verdict:
+    return Verdict(kind, 6, change, low, high, 0.05, sd=0.01)
+
+
+COSTS = verdict(SLOWER, -0.6, -0.7, -0.5)
+NOTHING = verdict(EQUIVALENT, 0.0, -0.02, 0.02)
+UNDECIDED = verdict(INCONCLUSIVE, -0.03, -0.09, 0.03)
+
+
+@given(trials=st.one_of(st.none(), st.integers(1, 500)),
+       seconds=st.one_of(st.none(), st.floats(1.0, 1e5)),
+       spent=st.floats(0.0, 1e4))
+def test_the_checks_deadline_keeps_the_budget_the_user_set(trials, seconds, spent):
+    """With a time budget, the trials stop at their share and the checks end with the whole
+    budget; with a trial count only, the checks get at most CHECK_FACTOR times the trials'."""
+    if not trials and not seconds:
+        with pytest.raises(PerflabError, match="give the search a budget"):
+            TuneBudget(trials, seconds)
+        return
+    now = time.monotonic()
+    budget = TuneBudget(trials, seconds, started=now - spent)
+    assert budget.left() == float("inf")  # the trials are not over yet
+    left = budget.start_checking()
+    assert budget.check_until is not None
+    if seconds:
+        assert budget.trial_seconds() == pytest.approx(seconds * TRIALS_SHARE)
+        assert budget.check_until == pytest.approx(now - spent + seconds, abs=1.0)
+        assert budget.trials_over(0) == (spent >= seconds * TRIALS_SHARE)
+    else:
+        assert budget.trial_seconds() is None and not budget.trials_over(trials - 1)
+        assert left == pytest.approx(CHECK_FACTOR * spent, rel=0.01, abs=1.0)
+    assert 0 <= budget.left() <= max(left, 0) + 1e-6
+    if trials:
+        assert budget.trials_over(trials)
+    said = budget.split()
+    assert ("checking the answer" in said) and (str(trials) in said if trials else True)
+
+
+def test_no_study_starts_once_the_budget_is_spent():
+    budget = TuneBudget(trials=3, started=time.monotonic())
+    budget.start_checking()  # no time spent on trials: nothing left to check with
+    with pytest.raises(CheckEnded, match="the put-back study"):
+        budget.before_study("the put-back study")
+    for bad, option in ((dict(trials=0, seconds=60.0), "budget"),
+                        (dict(seconds=-1.0), "seconds")):
+        with pytest.raises(PerflabError) as err:
+            TuneBudget(**bad)
+        assert err.value.option == option
+
+
+WIDE = {"query_cache_size": "16777216", "query_cache_type": "ON",
+        **{f"knob_{i}": str(i) for i in range(17)}}  # the issue's 19 moved knobs
+
+
+def smallest(importance: dict[str, float], carries: set[str], undecided: frozenset = frozenset()
+             ) -> tuple[bool, TuneResult, list, list[str]]:
+    """_smallest_first over the 19 knobs, the sets named in `carries` no slower than the
+    winner, those in `undecided` inconclusive, the others costing its gain."""
+    result = TuneResult("s", "bayes", [], [], None, importance=importance,
+                        gain_vs_default=verdict(FASTER, 100.0, 80.0, 130.0))
+    studies, said = [], []
+
+    def measure(kind: str, others: dict[str, dict], saying: str):
+        assert kind == "smallest" and "the smallest my.cnf first" in saying
+        studies.append({name: sorted(setting) for name, setting in others.items()})
+        for setting in others.values():  # each set at the winner's values
+            assert all(WIDE[k] == v for k, v in setting.items())
+        return {name: NOTHING if name in carries else UNDECIDED if name in undecided
+                else COSTS for name in others}, 0.05
+
+    decided = _smallest_first(result, WIDE, sorted(WIDE), measure, said.append)
+    return decided, result, studies, said
+
+
+def test_the_smallest_my_cnf_the_search_points_at_is_measured_first():
+    """One study settles a gain carried by one or two of 19 moved knobs: the two most
+    important knobs alone and together, against the winner; the smallest set shown no slower
+    by more than the margin is the my.cnf, alone before together, the more important first."""
+    importance = {"query_cache_type": 0.7, "query_cache_size": 0.2, "knob_3": 0.05}
+    decided, result, studies, said = smallest(importance, {"first", "second", "both"})
+    assert decided and result.kept == ["query_cache_type"]
+    assert studies == [{"first": ["query_cache_type"], "second": ["query_cache_size"],
+                        "both": ["query_cache_size", "query_cache_type"]}]
+    assert [(c.kind, c.knobs) for c in result.kept_checks] == [
+        ("smallest", ("query_cache_type",))]
+    assert "without its other 18 knob(s)" in said[-1]
+    # the search's top knob rode along: the second alone carries the gain, not both
+    decided, result, _, _ = smallest(importance, {"second", "both"})
+    assert decided and result.kept == ["query_cache_size"]
+    decided, result, _, _ = smallest(importance, {"both"})
+    assert decided and result.kept == ["query_cache_size", "query_cache_type"]
+    # the two together only once each alone is shown slower: one left undecided alone is the
+    # put-back's to decide
+    decided, result, _, _ = smallest(importance, {"both"}, undecided={"second"})
+    assert not decided and result.kept is None
+    # none carries it: nothing decided, the put-back goes on
+    decided, result, _, said = smallest(importance, set())
+    assert not decided and result.kept is None and not result.kept_checks
+    assert "the knobs are put back" in said[-1]
+    # no importances to rank by (fewer than four trials): no study
+    decided, _, studies, _ = smallest({}, {"first"})
+    assert not decided and studies == []
+
+
+def test_a_my_cnf_whose_check_the_budget_ended_says_so():
+    best = TrialOutcome(4, {"query_cache_type": "ON"}, Outcome.OK, 90.0)
+    result = TuneResult("s", "bayes", [], [best], best, defaults={"query_cache_type": "OFF"},
+                        gain_vs_default=verdict(FASTER, 100.0, 80.0, 130.0),
+                        ended="the put-back study")
+    assert "query_cache_type = ON" in result.mycnf()
+    assert "budget ended before the put-back study" in result.mycnf()
+    assert "not reduced" in render_text(result)
