@@ -50,7 +50,7 @@ def measure_round(lab: Lab, plan: Plan, number: int, args) -> dict[str, dict[str
             (server,) = started(stack, lab, plan, shift=number, only=config.name).values()
             found[config.name] = {}
             for threads in plan.run.threads:
-                plain(workload, plan, server, threads, args.warmup, client)
+                plain(workload, plan, server, threads, args.warmup, client, retakes=0)
                 found[config.name][str(threads)] = plain(workload, plan, server, threads,
                                                          args.seconds, client)
     return found

@@ -155,7 +155,7 @@ def reference(lab: Lab, plan: Plan, args, stored: dict, save, pairs_wanted: int)
             for name in order:
                 with ExitStack() as stack:
                     (server,) = started(stack, lab, plan, shift=number, only=name).values()
-                    plain(workload, plan, server, threads, args.seconds * 3)  # warm-up
+                    plain(workload, plan, server, threads, args.seconds * 3, retakes=0)  # warm-up
                     qps[name] = plain(workload, plan, server, threads, args.pair_seconds)
             pairs.append(qps["changed"] / qps["base"])
             save()
@@ -173,7 +173,7 @@ def absolute(lab: Lab, plan: Plan, args, stored: dict, save) -> dict[int, list[f
             pairs = stored.setdefault(str(threads), [])
             if len(pairs) >= args.absolute_pairs:
                 continue
-            plain(workload, plan, server, threads, args.seconds)
+            plain(workload, plan, server, threads, args.seconds, retakes=0)
             while len(pairs) < args.absolute_pairs:
                 ours = measure(server, workload, plan.dataset, threads, args.seconds)[0].qps
                 theirs = plain(workload, plan, server, threads, args.pair_seconds)

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from perflab.errors import PerflabError
 from perflab.stats.decide import EQUIVALENT, FASTER, INCONCLUSIVE, SLOWER, Verdict
 from perflab.tune.budget import CHECK_FACTOR, TRIALS_SHARE, CheckEnded, TuneBudget
-from perflab.tune.final import _smallest_first
+from perflab.tune.final import _smallest_first, by_the_trials
 from perflab.tune.render import render_text
 from perflab.tune.result import Outcome, TrialOutcome, TuneResult
 
@@ -71,13 +71,42 @@ def test_no_study_starts_once_the_budget_is_spent():
 
 WIDE = {"query_cache_size": "16777216", "query_cache_type": "ON",
         **{f"knob_{i}": str(i) for i in range(17)}}  # the issue's 19 moved knobs
+BASE = dict.fromkeys(WIDE, "x")  # every knob off the winner's value
 
 
-def smallest(importance: dict[str, float], carries: set[str], undecided: frozenset = frozenset()
-             ) -> tuple[bool, TuneResult, list, list[str]]:
+def trial(number: int, value: float, **at_winners: bool) -> TrialOutcome:
+    """A trial with the named knobs at the winner's values, the others not."""
+    return TrialOutcome(number, {**BASE, **{k: WIDE[k] for k in at_winners}}, Outcome.OK,
+                        value)
+
+
+# the winner (x400), the query cache's type alone (x380) and size alone (x300), another knob
+# alone (x1.1), the defaults (x1): a screening group moved the 19 together
+TRIALS = [trial(0, 1.0), TrialOutcome(1, dict(WIDE), Outcome.OK, 400.0),
+          trial(2, 300.0, query_cache_size=True), trial(3, 1.1, knob_3=True),
+          trial(4, 380.0, query_cache_type=True)]
+
+
+def test_the_trials_rank_the_knobs_that_carry_the_gain_first():
+    """The winner's knobs ranked by the trials' contrast at the winner's value and off it:
+    the query cache's two first, a knob whose trial gained nothing last; a knob every trial
+    ran at one value is not ranked."""
+    result = TuneResult("s", "bayes", [], TRIALS, TRIALS[1])
+    ranked = by_the_trials(result, sorted(WIDE))
+    assert ranked[:2] == ["query_cache_type", "query_cache_size"] and ranked[-1] == "knob_3"
+    same = TuneResult("s", "bayes", [], [TRIALS[1], TrialOutcome(5, dict(WIDE), Outcome.OK,
+                                                                 390.0)], TRIALS[1])
+    assert by_the_trials(same, sorted(WIDE)) == []
+    # for a latency, a gain is a drop: the ranking turns over
+    latency = TuneResult("s", "bayes", [], TRIALS, TRIALS[1], direction="minimize")
+    assert by_the_trials(latency, sorted(WIDE))[0] == "knob_3"
+
+
+def smallest(trials: list[TrialOutcome], carries: set[str],
+             undecided: frozenset = frozenset()) -> tuple[bool, TuneResult, list, list[str]]:
     """_smallest_first over the 19 knobs, the sets named in `carries` no slower than the
     winner, those in `undecided` inconclusive, the others costing its gain."""
-    result = TuneResult("s", "bayes", [], [], None, importance=importance,
+    result = TuneResult("s", "bayes", [], trials, TRIALS[1],
                         gain_vs_default=verdict(FASTER, 100.0, 80.0, 130.0))
     studies, said = [], []
 
@@ -94,11 +123,10 @@ def smallest(importance: dict[str, float], carries: set[str], undecided: frozens
 
 
 def test_the_smallest_my_cnf_the_search_points_at_is_measured_first():
-    """One study settles a gain carried by one or two of 19 moved knobs: the two most
-    important knobs alone and together, against the winner; the smallest set shown no slower
-    by more than the margin is the my.cnf, alone before together, the more important first."""
-    importance = {"query_cache_type": 0.7, "query_cache_size": 0.2, "knob_3": 0.05}
-    decided, result, studies, said = smallest(importance, {"first", "second", "both"})
+    """One study settles a gain carried by one or two of 19 moved knobs: the two the trials
+    rank first alone and together, against the winner; the smallest set shown no slower by
+    more than the margin is the my.cnf, alone before together, the first-ranked first."""
+    decided, result, studies, said = smallest(TRIALS, {"first", "second", "both"})
     assert decided and result.kept == ["query_cache_type"]
     assert studies == [{"first": ["query_cache_type"], "second": ["query_cache_size"],
                         "both": ["query_cache_size", "query_cache_type"]}]
@@ -106,20 +134,20 @@ def test_the_smallest_my_cnf_the_search_points_at_is_measured_first():
         ("smallest", ("query_cache_type",))]
     assert "without its other 18 knob(s)" in said[-1]
     # the search's top knob rode along: the second alone carries the gain, not both
-    decided, result, _, _ = smallest(importance, {"second", "both"})
+    decided, result, _, _ = smallest(TRIALS, {"second", "both"})
     assert decided and result.kept == ["query_cache_size"]
-    decided, result, _, _ = smallest(importance, {"both"})
+    decided, result, _, _ = smallest(TRIALS, {"both"})
     assert decided and result.kept == ["query_cache_size", "query_cache_type"]
     # the two together only once each alone is shown slower: one left undecided alone is the
     # put-back's to decide
-    decided, result, _, _ = smallest(importance, {"both"}, undecided={"second"})
+    decided, result, _, _ = smallest(TRIALS, {"both"}, undecided={"second"})
     assert not decided and result.kept is None
     # none carries it: nothing decided, the put-back goes on
-    decided, result, _, said = smallest(importance, set())
+    decided, result, _, said = smallest(TRIALS, set())
     assert not decided and result.kept is None and not result.kept_checks
     assert "the knobs are put back" in said[-1]
-    # no importances to rank by (fewer than four trials): no study
-    decided, _, studies, _ = smallest({}, {"first"})
+    # no trials to rank by (every one ran the winner's values): no study
+    decided, _, studies, _ = smallest([TRIALS[1]], {"first"})
     assert not decided and studies == []
 
 

@@ -17,6 +17,9 @@ from perflab.output.text import duration
 
 TRIALS_SHARE = 1 / 3  # of a time budget, the trials' share at most; the rest checks the answer
 CHECK_FACTOR = 2.0  # with a trial count only: checking takes at most this times the trials'
+# of the checks' budget, the re-measure's share at most: the put-back, which makes the my.cnf
+# small, needs the rest (12 re-measure rounds of 6 servers took 8 of a check's 9 minutes)
+REMEASURE_SHARE = 0.5
 
 
 class CheckEnded(Exception):
@@ -81,6 +84,13 @@ class TuneBudget:
         if self.check_until is None:
             return float("inf")
         return max(0.0, self.check_until - time.monotonic())
+
+    def until(self, share: float = 1.0) -> float | None:
+        """The deadline (time.monotonic()) of a phase given `share` of what is left, None
+        before `start_checking`."""
+        if self.check_until is None:
+            return None
+        return time.monotonic() + share * self.left()
 
     def before_study(self, what: str) -> None:
         """Raise CheckEnded, naming `what` was not measured, when no budget is left."""

@@ -48,7 +48,7 @@ from perflab.stats.decide import (
 )
 from perflab.stats.design import Design
 from perflab.store import ResultStore, StoredPoint, ok_metrics
-from perflab.tune.budget import CheckEnded, TuneBudget
+from perflab.tune.budget import REMEASURE_SHARE, CheckEnded, TuneBudget
 from perflab.tune.inert import inert_knobs
 from perflab.tune.result import KeptCheck, TrialOutcome, TuneResult, figure, moved
 from perflab.tune.settings import TuneSettings, better
@@ -127,7 +127,7 @@ def remeasure(store: ResultStore, result: TuneResult, plan: Plan, settings: Tune
         lambda rounds, why: f"re-measuring the {len(candidates)} best trial(s) with the defaults"
         f"{' and the baseline' if len(configs) > len(candidates) + 1 else ''}, side by side: "
         f"{rounds} rounds ({why})", allowance, "the re-measure",
-        at_least=settings.final_repeats)
+        at_least=settings.final_repeats, share=REMEASURE_SHARE)
     result.final = _scores(by_round, plan, settings)
     comparisons = {
         (trial.number, base): _gains(settings.direction, result.final.get(base, {}),
@@ -270,17 +270,17 @@ Measure = Callable[[str, dict[str, dict], str], tuple[dict[str, Verdict], float]
 def _smallest_first(result: TuneResult, params: dict, knobs: list[str], measure: Measure,
                     say: Say) -> bool:
     """The smallest my.cnf the search points at, before any knob is put back: the two knobs
-    the search found most important (result.importance), each alone, and, of three or more
-    moved, the two together, side by side with the winner in one study. When the gain is
-    carried by one or two knobs (the query cache's, among 19 a screening group moved), the rest
-    is settled in this one study instead of one comparison a knob. The smallest set carrying
-    the gain (`sufficient`: a non-inferiority test against the winner; alone before together,
-    the more important first; together only when each alone is shown slower) is the my.cnf:
-    True, result.kept set. False, nothing decided, without importances to rank by or when no
+    whose winning values the trials most set apart (`by_the_trials`), each alone, and, of
+    three or more moved, the two together, side by side with the winner in one study. When
+    the gain is carried by one or two knobs (the query cache's, among 19 a screening group
+    moved), the rest is settled in this one study instead of one comparison a knob. The
+    smallest set carrying the gain (`sufficient`: a non-inferiority test against the winner;
+    alone before together, the first-ranked first; together only when each alone is shown
+    slower) is the my.cnf:
+    True, result.kept set. False, nothing decided, without trials to rank by or when no
     set carries it."""
-    assert result.gain_vs_default is not None
-    ranked = sorted((k for k in knobs if result.importance.get(k)),
-                    key=lambda k: -result.importance[k])[:2]
+    assert result.gain_vs_default is not None and result.best is not None
+    ranked = by_the_trials(result, knobs)[:2]
     if not ranked:
         return False
     sets = {"first": ranked[:1]}
@@ -307,6 +307,27 @@ def _smallest_first(result: TuneResult, params: dict, knobs: list[str], measure:
     say("the search's most important knob(s) do not carry the winner's gain alone: the "
         "knobs are put back")
     return False
+
+
+def by_the_trials(result: TuneResult, knobs: list[str]) -> list[str]:
+    """The winner's `knobs` ranked by what the trials say of each: the mean log figure of the
+    ok trials that ran the knob at the winner's value, less that of those that did not (a
+    gain for the direction); the largest contrast first, knobs without trials on both sides
+    left out. Optuna's importance answers another question, which values spread the figures,
+    and with a dozen trials it ranked an inert thread_pool_size first and the query cache,
+    which carried a x440 gain, 16th of 19 (bench/heldout/tune_myisam_join.toml, 2026-12-02)."""
+    assert result.best is not None
+    sign = 1.0 if result.direction == "maximize" else -1.0
+    ok = [(t.params, math.log(t.value)) for t in result.trials
+          if t.value is not None and t.value > 0]
+    contrasts = {}
+    for knob in knobs:
+        won = str(result.best.params.get(knob))
+        at = [value for params, value in ok if str(params.get(knob)) == won]
+        off = [value for params, value in ok if str(params.get(knob)) != won]
+        if at and off:
+            contrasts[knob] = sign * (statistics.fmean(at) - statistics.fmean(off))
+    return sorted(contrasts, key=lambda k: -contrasts[k])
 
 
 def choose_kept(result: TuneResult, params: dict, knobs: list[str], measure: Measure,
@@ -623,29 +644,29 @@ def sufficient(effects: dict[str, Verdict], margin: float, gain_low: float) -> s
 def _side_by_side(store: ResultStore, plan: Plan, name: str, configs: list[ServerConfig],
                   baseline: str, cells: int, settings: TuneSettings, lab: Lab, say: Say,
                   saying: Callable[[int, str], str], allowance: TuneBudget, what: str, *,
-                  budget: float = 0.0, at_least: int = 2
+                  budget: float = 0.0, at_least: int = 2, share: float = 1.0
                   ) -> dict[str, dict[int, list[StoredPoint]]]:
     """`configs` measured in a study of their own, `name`, on the plan's workload, for the
     rounds the lab's noise needs for `cells` comparisons with `baseline` (announced by
     `saying`, from the rounds and why), then with a `budget` (seconds) on for the comparisons
     those left open, as `perflab run` decides within run.time; its successful points (where
-    queries finished): config -> round -> points. The tune's `allowance` stops it once it has
-    `at_least` rounds (an interval needs two), and CheckEnded names `what` when none of it
-    is left before the study starts."""
+    queries finished): config -> round -> points. The tune's `allowance` (`share` of what is
+    left of it) stops it once it has `at_least` rounds (an interval needs two), and
+    CheckEnded names `what` when none of it is left before the study starts."""
     allowance.before_study(what)
-    left = allowance.left()
+    left = allowance.left() * share
     measured = replace(plan, name=name, configs=tuple(configs), baseline=baseline,
                        run=replace(plan.run, time=min(budget, left)))
     rounds, why = _rounds(store, measured, cells, plan, settings, lab)
     measured = replace(measured, run=replace(measured.run, repeats=rounds,
                                              max_rounds=MORE_ROUNDS * rounds))
-    say(saying(rounds, why) + (f"; {duration(left)} of the tune's budget left"
+    say(saying(rounds, why) + (f"; {duration(left)} of the tune's budget for it"
                                if math.isfinite(left) else ""))
     # its comparisons were chosen for their effects (a knob whose absence turns the query
     # cache off drifts x200 over its rounds): their spread is not the lab's noise, and stored,
     # it set a lag-1 allowance of 0.98 for every later study in the lab
     Runner(measured, lab, store, say, budget_after_planned=True, noise_source=None,
-           stop_at=allowance.check_until, at_least=at_least).run()
+           stop_at=allowance.until(share), at_least=at_least).run()
     by_round: dict[str, dict[int, list[StoredPoint]]] = {}
     stalled: dict[str, int] = {}  # points where no query finished: no score
     definitions = [measured.config_hash(c) for c in measured.configs]
