@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 
 import pytest
@@ -12,7 +13,7 @@ from hypothesis import strategies as st
 from perflab.errors import PerflabError
 from perflab.stats.decide import EQUIVALENT, FASTER, INCONCLUSIVE, SLOWER, Verdict
 from perflab.tune.budget import CHECK_FACTOR, TRIALS_SHARE, CheckEnded, TuneBudget
-from perflab.tune.final import _smallest_first, by_the_trials
+from perflab.tune.final import KEEP, _smallest_first, by_the_trials, keep_margin
 from perflab.tune.render import render_text
 from perflab.tune.result import Outcome, TrialOutcome, TuneResult
 
@@ -159,3 +160,19 @@ def test_a_my_cnf_whose_check_the_budget_ended_says_so():
     assert "query_cache_type = ON" in result.mycnf()
     assert "budget ended before the put-back study" in result.mycnf()
     assert "not reduced" in render_text(result)
+
+
+@given(margin=st.floats(0.01, 0.2), gain=st.floats(-0.5, 1e4), more=st.floats(0.0, 1e3))
+def test_a_smaller_my_cnf_keeps_a_share_of_the_gain_not_a_share_of_throughput(margin, gain,
+                                                                              more):
+    """The put-back's margin is the plan's for a small gain and grows with a large one: never
+    below the plan's, never shrinking as the gain grows, and what it allows keeps 95% of the
+    gain's log."""
+    allowed = keep_margin(margin, gain)
+    assert margin <= allowed < 1
+    assert keep_margin(margin, gain + more) >= allowed
+    if allowed > margin:  # the gain's share decides: the smaller set keeps 95% of its log
+        kept = (1 + gain) * (1 - allowed)
+        assert math.log(kept) == pytest.approx(KEEP * math.log(1 + gain))
+    assert keep_margin(0.05, 0.2) == 0.05  # x1.2: the plan's ±5%
+    assert keep_margin(0.05, 304.5) == pytest.approx(0.249, abs=0.001)  # x305: -25%

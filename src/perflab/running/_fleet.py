@@ -147,6 +147,10 @@ class Fleet:
         self.options, self.states, self.session = options, states, session
         self.members: dict[str, FleetServer] = {}
         self.slices: dict[int, float] = {}  # slice_ms by thread count (size_slices); else base
+        # every configuration probed when sizing slices, not the baseline alone: a study whose
+        # configurations were chosen for their effects (tune's put-back) may hold one 190 times
+        # slower than its baseline (the winner without its query cache)
+        self.probe_every = False
         # Slots, one per configuration, grouped by dataset: rotation stays within a group.
         self.groups: dict[str, list[ServerConfig]] = {}
         for config in plan.configs:
@@ -279,7 +283,8 @@ class Fleet:
         """{threads: (slice_ms, the longest mean event latency)} for the thread counts given,
         from every configuration's server of this round measured alone (the servers are
         started, nothing of the round is measured yet; the baseline's alone when its events
-        are CLEARLY_SHORT times shorter than the base slice needs): from the most threads down,
+        are CLEARLY_SHORT times shorter than the base slice needs, unless `probe_every`): from
+        the most threads down,
         until one count's events fit the base slice (fewer threads, shorter events: the counts
         below keep it too). Empty when no server runs."""
         live = sorted((m for m in self.members.values() if m.server is not None),
@@ -293,7 +298,8 @@ class Fleet:
                 sized[count] = (base, None)
                 continue
             first = _alone_latency(self, live[0], count)
-            if first is not None and sysbench.sized_slice(first * CLEARLY_SHORT, base) == base:
+            if first is not None and not self.probe_every and \
+                    sysbench.sized_slice(first * CLEARLY_SHORT, base) == base:
                 measured = [first]  # a configuration this many times slower would still fit
             else:
                 measured = [ms for ms in [first, *(_alone_latency(self, member, count)

@@ -234,6 +234,11 @@ class Runner(Measurer):
                     fit_looks(self.store, self.plan, round_number, deadline, timed, self.say)
                 return "budget spent"
 
+    def _fleet(self, session: int, plan: Plan) -> Fleet:
+        fleet = super()._fleet(session, plan)
+        fleet.probe_every = self.noise_source is None  # comparisons chosen for their effects
+        return fleet
+
     def _stopped(self, summary: RunSummary) -> bool:
         """Whether `stop_at` has passed and this run has its `at_least` rounds."""
         return (self.stop_at is not None and summary.rounds >= self.at_least

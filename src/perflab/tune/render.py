@@ -139,6 +139,12 @@ def render_text(result: TuneResult) -> str:
     if result.best is not None and verdict is not None and verdict.verdict != "faster":
         parts.append(f"No re-measured trial was shown better than the defaults ({verdict.verdict}"
                      f"): keep them, or re-measure with more rounds (tune.final_max_repeats).")
+    if result.keep_margin is not None and result.gain_vs_default is not None:
+        parts.append(
+            f"A smaller my.cnf is given when it is shown no slower than the winner by more than "
+            f"{result.keep_margin:.1%}: what keeps 95% of its gain over the defaults on a log "
+            f"scale (from the gain's low end, {result.gain_vs_default.low:+.1%}), or the plan's "
+            "margin when that is wider.")
     if result.best is not None:
         searched = "the search's best figure" if result.ranked_by is Ranking.FIGURE else \
             "the setting the search's model believes best"

@@ -161,6 +161,8 @@ class TuneResult:
     # answer cost beside finding it
     phases: dict[str, float] = field(default_factory=dict)
     ended: str | None = None  # the end phase the tune's budget ended before (tune/budget.py)
+    # the put-back's margin against the winner (final.keep_margin); None: no put-back measured
+    keep_margin: float | None = None
     measured: Measured = Measured.ALONE  # or SIDE_BY_SIDE: values are ratios to the reference
     ranked: list[TrialOutcome] = field(default_factory=list)  # ok trials, the search's best first
     ranked_by: Ranking = Ranking.FIGURE
