@@ -594,7 +594,9 @@ def _against_winner(store: ResultStore, result: TuneResult, plan: Plan, settings
     # named after its budget too: a study decides within the looks its first run fitted
     study = f"{plan.name}:{result.method}:{kind}@{len(result.trials)}" + (
         f"~{budget:g}s" if budget else "")
-    by_round = _side_by_side(store, plan, study, configs, "winner", len(others), settings, lab,
+    # judged at the put-back's margin (keep_margin): its rounds go on until that is decided
+    judged = replace(plan, run=replace(plan.run, margin=result.keep_margin or plan.run.margin))
+    by_round = _side_by_side(store, judged, study, configs, "winner", len(others), settings, lab,
                              say, lambda rounds, why: f"{saying}: {rounds} rounds ({why})"
                              + (f", then on for the comparisons still open, for {budget:g} s "
                                 "at most" if budget else ""), allowance, f"the {kind} study",
