@@ -147,10 +147,7 @@ class Fleet:
         self.options, self.states, self.session = options, states, session
         self.members: dict[str, FleetServer] = {}
         self.slices: dict[int, float] = {}  # slice_ms by thread count (size_slices); else base
-        # every configuration probed when sizing slices, not the baseline alone: a study whose
-        # configurations were chosen for their effects (tune's put-back) may hold one 190 times
-        # slower than its baseline (the winner without its query cache)
-        self.probe_every = False
+        self.probe_every = False  # size slices on every server, not the baseline alone
         # Slots, one per configuration, grouped by dataset: rotation stays within a group.
         self.groups: dict[str, list[ServerConfig]] = {}
         for config in plan.configs:
@@ -281,12 +278,11 @@ class Fleet:
 
     def size_slices(self, threads: list[int]) -> dict[int, tuple[float, float | None]]:
         """{threads: (slice_ms, the longest mean event latency)} for the thread counts given,
-        from every configuration's server of this round measured alone (the servers are
-        started, nothing of the round is measured yet; the baseline's alone when its events
-        are CLEARLY_SHORT times shorter than the base slice needs, unless `probe_every`): from
-        the most threads down,
-        until one count's events fit the base slice (fewer threads, shorter events: the counts
-        below keep it too). Empty when no server runs."""
+        from every configuration's server measured alone before the round (the baseline's alone
+        when its events are CLEARLY_SHORT times shorter than the base slice needs, unless
+        `probe_every`: a put-back's winner without its query cache is 190 times slower), from
+        the most threads down until one count's events fit the base slice (the counts below
+        keep it too). Empty when no server runs."""
         live = sorted((m for m in self.members.values() if m.server is not None),
                       key=lambda m: m.config.name != self.plan.baseline)  # the baseline first
         if not live:

@@ -209,14 +209,12 @@ def put_back(store: ResultStore, result: TuneResult, plan: Plan, settings: TuneS
              allowance: TuneBudget) -> None:
     """Keep in the winner only the knobs whose own effect is shown: first the knobs that cannot
     act beside its other settings are left out (tune/inert.py); then the smallest my.cnf the
-    search points at is measured against the winner (`_smallest_first`), and when it does not
-    carry the gain the others are measured
-    side by side with the winner, put back one at a time and, when that cannot split them,
-    alone (`choose_kept`); more than MAX_PUT_BACK of them are first put back in MAX_PUT_BACK
-    groups, and only the knobs of groups whose absence costs are put back one at a time
-    (`_groups_that_cost`). A lone moved knob's effect is the winner's own gain. When the
-    tune's budget (`allowance`) ends before a study, the winner's knobs all stay (CheckEnded
-    goes on to the caller)."""
+    search points at is measured against the winner (`_smallest_first`); when it does not
+    carry the gain, the knobs are put back one at a time beside the winner and, when that
+    cannot split them, measured alone (`choose_kept`); more than MAX_PUT_BACK are first put
+    back in MAX_PUT_BACK groups (`_groups_that_cost`). A lone moved knob's effect is the
+    winner's own gain. When the tune's budget (`allowance`) ends before a study, the winner's
+    knobs stay, less the inert ones (CheckEnded goes on to the caller)."""
     if result.best is None or result.gain_vs_default is None:
         return
     if result.gain_vs_default.verdict != FASTER:
