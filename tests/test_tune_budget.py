@@ -147,6 +147,23 @@ def test_the_smallest_my_cnf_the_search_points_at_is_measured_first():
     decided, result, _, said = smallest(TRIALS, set())
     assert not decided and result.kept is None and not result.kept_checks
     assert "the knobs are put back" in said[-1]
+    # one knob ranked: measured alone, and shown slower it leaves the put-back to decide
+    # (every trial ran the size at the winner's value: only the type is ranked)
+    one = [TRIALS[1], TrialOutcome(5, {**WIDE, "query_cache_type": "x"}, Outcome.OK, 1.0)]
+    ranked = by_the_trials(TuneResult("s", "bayes", [], one, TRIALS[1]), ["query_cache_size",
+                                                                          "query_cache_type"])
+    assert ranked == ["query_cache_type"]
+    result = TuneResult("s", "bayes", [], one, TRIALS[1],
+                        gain_vs_default=verdict(FASTER, 100.0, 80.0, 130.0))
+    measured = []
+
+    def costs(kind, others, saying):
+        measured.append(sorted(others))
+        return dict.fromkeys(others, COSTS), 0.05
+
+    assert not _smallest_first(result, WIDE, ["query_cache_size", "query_cache_type"], costs,
+                               lambda _: None)
+    assert measured == [["first"]] and result.kept is None
     # no trials to rank by (every one ran the winner's values): no study
     decided, _, studies, _ = smallest([TRIALS[1]], {"first"})
     assert not decided and studies == []

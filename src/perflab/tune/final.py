@@ -295,10 +295,10 @@ def _smallest_first(result: TuneResult, params: dict, knobs: list[str], measure:
         f"the smallest my.cnf first: the search's {len(ranked)} most important knob(s) "
         f"({', '.join(ranked)}) alone" + (", and together" if "both" in sets else "")
         + ", side by side with the winner")
+    # the two together only once each alone is shown slower: a knob alone left undecided
+    # is the put-back's to decide (its check gives the others as comments then)
+    alone_lost = all(effects[n].verdict == SLOWER for n in sets if n != "both")
     for name, members in sets.items():  # the smaller first
-        # the two together only once each alone is shown slower: a knob alone left undecided
-        # is the put-back's to decide (its check gives the others as comments then)
-        alone_lost = all(effects[n].verdict == SLOWER for n in ("first", "second"))
         if (name != "both" or alone_lost) and \
                 sufficient({name: effects[name]}, margin, result.gain_vs_default.low):
             result.kept = sorted(members)
@@ -670,7 +670,8 @@ def _side_by_side(store: ResultStore, plan: Plan, name: str, configs: list[Serve
     left of it) stops it once it has `at_least` rounds (an interval needs two), and
     CheckEnded names `what` when none of it is left before the study starts."""
     allowance.before_study(what)
-    left = allowance.left() * share
+    stop_at = allowance.until(share)
+    left = math.inf if stop_at is None else max(0.0, stop_at - time.monotonic())
     measured = replace(plan, name=name, configs=tuple(configs), baseline=baseline,
                        run=replace(plan.run, time=min(budget, left)))
     rounds, why = _rounds(store, measured, cells, plan, settings, lab)
@@ -682,7 +683,7 @@ def _side_by_side(store: ResultStore, plan: Plan, name: str, configs: list[Serve
     # cache off drifts x200 over its rounds): their spread is not the lab's noise, and stored,
     # it set a lag-1 allowance of 0.98 for every later study in the lab
     Runner(measured, lab, store, say, budget_after_planned=True, noise_source=None,
-           stop_at=allowance.until(share), at_least=at_least).run()
+           stop_at=stop_at, at_least=at_least).run()
     by_round: dict[str, dict[int, list[StoredPoint]]] = {}
     stalled: dict[str, int] = {}  # points where no query finished: no score
     definitions = [measured.config_hash(c) for c in measured.configs]

@@ -13,7 +13,7 @@ from perflab.output.text import duration
 from perflab.probes.busy import under_load
 from perflab.stats.decide import Verdict
 from perflab.stats.summary import summarize
-from perflab.tune.final import MAX_PUT_BACK
+from perflab.tune.final import KEEP, MAX_PUT_BACK
 from perflab.tune.result import Outcome, Ranking, TuneResult, best_so_far
 from perflab.tune.space import folded
 
@@ -142,9 +142,9 @@ def render_text(result: TuneResult) -> str:
     if result.keep_margin is not None and result.gain_vs_default is not None:
         parts.append(
             f"A smaller my.cnf is given when it is shown no slower than the winner by more than "
-            f"{result.keep_margin:.1%}: what keeps 95% of its gain over the defaults on a log "
-            f"scale (from the gain's low end, {result.gain_vs_default.low:+.1%}), or the plan's "
-            "margin when that is wider.")
+            f"{result.keep_margin:.1%}: what keeps {KEEP:.0%} of its gain over the defaults on a "
+            f"log scale (from the gain's low end, {result.gain_vs_default.low:+.1%}), or the "
+            "plan's margin when that is wider.")
     if result.best is not None:
         searched = "the search's best figure" if result.ranked_by is Ranking.FIGURE else \
             "the setting the search's model believes best"
