@@ -50,6 +50,7 @@ An interrupted bench resumes with its --stamp: finished trials and rounds are ke
 
     .venv/bin/python bench/tune.py --seeds 3
     .venv/bin/python bench/tune.py --seeds 3 --methods bayes,random --budget 30
+    .venv/bin/python bench/tune.py --answer pool --seeds 1 --methods bayes --budget 20
 """
 
 from __future__ import annotations
@@ -393,6 +394,19 @@ def head_to_head(lab: Lab, name: str, winners: dict[str, TuneResult],
     return Duel(judgement, schedule, same)
 
 
+def print_alone(args: argparse.Namespace, results: list[TuneResult]) -> None:
+    """The default method run alone (--methods bayes): each run's time, trials and checks, its
+    final gain and its my.cnf. Trials to 90% need the reference R, the best answer of two
+    methods or more, so they are not computed."""
+    print(f"\n{ANSWERS[args.answer].described}: budget {args.budget} trials, {METHODS[0]} alone "
+          "(no reference R: trials to 90% need two methods or more)")
+    for seed, result in zip(args.seeds, results, strict=True):
+        gain = result.gain_vs_default
+        said = "-" if gain is None else f"{gain.change:+.0%} {gain.interval_text()} {gain.verdict}"
+        print(f"  seed {seed}: final {said}; {(time_line(result) or ['-'])[0]}")
+        print(f"  seed {seed} my.cnf: {result.mycnf().replace(chr(10), '; ')}")
+
+
 def seed_list(text: str) -> list[int]:
     """--seeds: "N" is seeds 1 to N; otherwise comma-separated seeds and ranges ("4-5,7")."""
     try:
@@ -457,10 +471,9 @@ def main() -> None:
     if args.space == "six" and args.answer != "pool":
         parser.error("--space six is the pool answer's (its knobs are InnoDB's)")
     methods = tuple(m for m in METHODS if m in args.methods.split(","))
-    if METHODS[0] not in methods or len(methods) < 2 or \
-            set(args.methods.split(",")) - set(methods):
-        parser.error(f"--methods {args.methods}: two or more of {', '.join(METHODS)}, "
-                     f"{METHODS[0]} among them")
+    if METHODS[0] not in methods or set(args.methods.split(",")) - set(methods):
+        parser.error(f"--methods {args.methods}: {METHODS[0]} alone, or with others of "
+                     f"{', '.join(METHODS)}")
     stamp = args.stamp
     lab = bench_lab("tune")  # one dataset for every run; each run is its own study
     space, first_round = search_space(lab, args.space, answer)
@@ -493,6 +506,9 @@ def main() -> None:
         winners = {m: runs[m][-1] for m in methods if runs[m][-1].best is not None}
         duels.append(head_to_head(lab, f"bench-tune-{stamp}-s{seed}-head-to-head", winners,
                                   args) if METHODS[0] in winners else Duel(None))
+    if len(methods) == 1:
+        print_alone(args, runs[METHODS[0]])
+        return
 
     keys = distinct_answers(args.seeds, picks, runs)
     print(f"\nre-measuring the {len(keys)} distinct answers of every run, two at a time side "
