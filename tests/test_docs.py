@@ -1,5 +1,6 @@
 """The docs that must not drift from the code: docs/ARCHITECTURE.md names only modules that
-exist and stays one page; docs/api.md is the page the API's docstrings give."""
+exist and stays one page; docs/api.md is the page the API's docstrings give; the README stays
+a page a user reads through."""
 
 import re
 import subprocess
@@ -42,3 +43,9 @@ def test_the_api_page_is_the_one_the_docstrings_give():
     out = subprocess.run([sys.executable, str(ROOT / "scripts" / "api_page.py"), "--check"],
                          capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
+
+
+def test_the_readme_is_a_page_a_user_reads_through():
+    lines = (ROOT / "README.md").read_text().splitlines()
+    assert len(lines) <= 200, f"README.md is {len(lines)} lines: at most 200, detail in docs/"
+    assert "scripts/demo" in lines[lines.index("```sh") + 1]  # the quick start comes first
