@@ -10,7 +10,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from perflab.errors import PerflabError
 from perflab.plan import load_plan
 from perflab.running.rounds import Measure, Stop, fitted_looks, next_round
 from perflab.running.runner import budget_spent
@@ -142,14 +141,6 @@ def test_a_budget_fits_its_looks_to_the_rounds_it_holds_once_and_from_timing_onl
     assert capped.run.planned_rounds == 20
     assert capped.run.design().shape == 0.5  # the cap, not the budget, ends it: Pocock's
     assert fitted_looks(study, 3, -5.0, [60.0]).run.design().sequential is False
-
-
-def test_a_target_interval_is_refused_with_what_does_its_work_now(tmp_path):
-    """Rounds added until each interval is narrow judged every look as the only one: the key
-    went, and a plan that has it says so and names the budget."""
-    with pytest.raises(PerflabError, match="run.target_interval was removed") as err:
-        plan(tmp_path, "repeats = 2\ntarget_interval = 0.02\nmax_repeats = 4")
-    assert "run.time" in err.value.hint
 
 
 def test_a_margin_chosen_after_the_data_is_labelled_exploratory(tmp_path):

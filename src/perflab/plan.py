@@ -35,14 +35,6 @@ SECTION_KEYS: dict[str, tuple[str, ...]] = {
             "profile", "time", "margin", "max_rounds", "slice_seconds", "schedule", "alpha",
             "clients"),
 }
-# Keys a plan once had, with why they went and what does their work now.
-REMOVED_KEYS = {
-    "run.target_interval": "adding rounds until each interval is narrow judged every look as "
-                           "if it were the only one, so its verdicts' error rate was unknown",
-    "run.max_repeats": "it capped run.target_interval's rounds",
-}
-REMOVED_HINT = ("give the study a budget, run.time (and max_rounds): rounds go on for the "
-                "undecided comparisons, with looks that keep the error rate")
 TOP_KEYS = (*SECTION_KEYS, "server", "configs", "steps", "axes", "tune")
 # Keys of [server], [configs.NAME] and [[steps]] that are perflab's, not server variables.
 ENVIRONMENT_KEYS = ("engine", "allocator", "server_cpus", "client_cpus", "connection", "server")
@@ -762,9 +754,6 @@ def _settings(table: Any, where: str, origin: str) -> dict[str, Scalar]:
 
 def _known(table: dict[str, Any], allowed: tuple[str, ...], prefix: str, origin: str) -> None:
     for key in table:
-        if f"{prefix}{key}" in REMOVED_KEYS:
-            raise PerflabError(f"{origin}: {prefix}{key} was removed: "
-                               f"{REMOVED_KEYS[prefix + key]}", hint=REMOVED_HINT)
         if key not in allowed:
             close = difflib.get_close_matches(key, allowed, n=1)
             hint = f"did you mean {prefix}{close[0]}?" if close else None
