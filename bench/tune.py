@@ -73,7 +73,7 @@ from perflab.lab import Lab
 from perflab.plan import parse_plan
 from perflab.running.runner import Runner
 from perflab.stats.decide import Verdict
-from perflab.store.study import load_study
+from perflab.store.study import read_study
 from perflab.tune.additive import believed_order, measured
 from perflab.tune.render import time_line
 from perflab.tune.search import (
@@ -222,7 +222,7 @@ def measure_together(lab: Lab, name: str, configs: dict[str, tuple], baseline: s
         # winners chosen for their effects: their drift is not the lab's noise
         summary = Runner(plan, lab, store, lambda m: print(f"[{name}] {m}", flush=True),
                          noise_source=None).run()
-        study = load_study(store, plan.name, str(lab.root))
+        study = read_study(store, plan.name, str(lab.root))
     return judge(study.plan, study.points, study.design), summary.schedule
 
 

@@ -177,11 +177,11 @@ def seed_lab(shared_lab):
     in a lab of its own (two hosts, two tune workers, client machines), not of preparing one: a
     new lab's catalog and dataset cost two installs and three server starts (~10 s loaded)."""
     from perflab.load.workloads import resolve
-    from perflab.plan import load_plan
     from perflab.running.backend import ManagedBackend
+    from perflab.studies import resolve_plan
 
     def seed(root: Path, plan: Path) -> Path:
-        parsed = load_plan(plan)
+        parsed = resolve_plan(plan)
         workload, baseline = resolve(parsed.workload), parsed.config(parsed.baseline)
         ManagedBackend(parsed, shared_lab, workload, lambda _: None).ensure_dataset(baseline)
         key = workload.config_dataset_key(parsed, baseline)

@@ -27,7 +27,7 @@ from perflab.load import sysbench
 from perflab.load.clients import Clients, LocalCluster, Worker, merge, split
 from perflab.load.sysbench import LoadResult
 from perflab.load.workloads import resolve
-from perflab.plan import Environment, load_plan
+from perflab.plan import Environment
 from perflab.running.measurer import measure
 from perflab.server.environment import server_environment
 from perflab.store.records import Sample
@@ -102,7 +102,7 @@ def test_a_plan_that_cannot_take_remote_load_is_refused(tmp_path, run, config, m
     path = tmp_path / "plan.toml"
     path.write_text(CLIENTS_PLAN.format(run=run, config=config))
     with pytest.raises(PerflabError, match=message):
-        load_plan(path)
+        perflab.load_plan(path)
 
 
 @pytest.mark.fast

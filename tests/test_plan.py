@@ -1,4 +1,5 @@
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -6,7 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from perflab.errors import PerflabError
-from perflab.plan import Plan, load_plan, parse_plan
+from perflab.plan import Plan, parse_plan
+from perflab.stats.design import MARGIN
 from perflab.studies import STUDIES_DIR, builtin_names, resolve_plan
 
 pytestmark = pytest.mark.fast  # needs no server: scripts/test -m fast
@@ -159,7 +161,7 @@ def test_builtin_studies_parse_and_each_decides_within_a_budget():
     assert ladder.ladder and ladder.config("flush log at commit 2").as_dict()[
         "innodb_doublewrite"] == "OFF"
     # every built-in study decides within a time budget, not in a fixed number of rounds
-    plans = [load_plan(path) for path in STUDIES_DIR.rglob("*.toml")]
+    plans = [resolve_plan(path) for path in STUDIES_DIR.rglob("*.toml")]
     assert len(plans) > len(builtin_names())
     assert all(p.run.time > 0 and p.run.max_rounds > p.run.repeats for p in plans)
 
@@ -209,3 +211,51 @@ def test_a_suite_is_run_whole_and_refused_where_one_plan_is_wanted():
     with pytest.raises(PerflabError, match="suite of several studies") as refused:
         resolve_plan("versions")
     assert "perflab run versions" in (refused.value.hint or "")
+
+
+def test_one_loader_takes_a_plan_its_file_by_path_or_text_or_a_built_in_name(tmp_path: Path):
+    """resolve_plan is the one way to a plan (perflab.load_plan is it too): a Plan as it is,
+    a plan file given as a Path or a string, a built-in study's name; an unreadable file is
+    one line."""
+    import perflab
+
+    path = tmp_path / "demo.toml"
+    path.write_text(PLAN)
+    plan = resolve_plan(path)
+    assert resolve_plan(plan) is plan and perflab.load_plan(plan) is plan
+    assert resolve_plan(str(path)) == plan == perflab.load_plan(path)
+    assert resolve_plan("key-cache-segments") == perflab.load_plan("key-cache-segments")
+    path.write_bytes(b"\xff\xfe")
+    with pytest.raises(PerflabError, match="not UTF-8 text"):
+        resolve_plan(path)
+
+
+@pytest.mark.parametrize(("value", "toml"), [
+    (0, "0"), (0.5, "0.5"), (-0.1, "-0.1"), (0.7, "0.7"), (True, "true"), ("0.05", '"0.05"'),
+    (math.nan, "nan"),
+])
+def test_a_margin_is_refused_alike_in_a_plan_an_override_and_the_api(value, toml):
+    """One range check for a margin (stats/design.checked_margin): a plan's run.margin, the
+    run's override and a report's or compare's margin refuse the same values."""
+    import perflab
+
+    with pytest.raises(PerflabError, match="run.margin must be a fraction from 0 to 0.5"):
+        parse_plan(PLAN.replace("repeats = 3", f"repeats = 3\nmargin = {toml}"), "p.toml")
+    with pytest.raises(PerflabError, match="run.margin must be a fraction") as err:
+        parse_plan(PLAN).with_overrides(margin=value)
+    assert err.value.option == "margin"
+    with pytest.raises(PerflabError, match="margin must be a fraction") as err:
+        perflab.api.check_report_options(perflab.ReportOptions(margin=value))
+    assert err.value.option == "margin" and f"e.g. {MARGIN}" in err.value.hint
+
+
+def test_the_margin_has_one_default_that_every_margin_option_names():
+    from perflab.cli import build_parser
+
+    assert parse_plan(PLAN).run.margin == MARGIN == parse_plan(PLAN).run.design().margin
+    assert parse_plan(PLAN.replace("repeats = 3", "repeats = 3\nmargin = 0.1")).run.margin == 0.1
+    assert parse_plan(PLAN).with_overrides(margin=0.49).run.margin == 0.49
+    commands = next(a for a in build_parser()._actions if a.choices).choices
+    for command in ("run", "report", "compare"):
+        margin = commands[command]._option_string_actions["--margin"]
+        assert f"{MARGIN} unless it says otherwise" in margin.help and margin.default is None

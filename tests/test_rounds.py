@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from perflab.plan import load_plan
 from perflab.running.rounds import Measure, Stop, fitted_looks, next_round
 from perflab.running.runner import budget_spent
 from perflab.store.records import Metrics, StoredPoint
+from perflab.studies import resolve_plan
 
 pytestmark = pytest.mark.fast
 
@@ -35,7 +35,7 @@ key_buffer_size = "64M"
 [configs.same]
 key_buffer_size = "8M"
 """)
-    return load_plan(path)
+    return resolve_plan(path)
 
 
 def point(config: str, threads: int, repeat: int, qps: float) -> StoredPoint:

@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import pytest
 
-from perflab.plan import Plan, Point, load_plan, parse_plan
+from perflab.plan import Plan, Point, parse_plan
 from perflab.store import (
     HealthReport,
     HealthView,
@@ -19,10 +19,10 @@ from perflab.store import (
     Sample,
     Symbol,
     VariableRow,
-    load_study,
+    read_study,
 )
 from perflab.store.db import LATER_COLUMNS
-from perflab.studies import STUDIES_DIR
+from perflab.studies import STUDIES_DIR, resolve_plan
 
 pytestmark = pytest.mark.fast  # needs no server: scripts/test -m fast
 
@@ -72,7 +72,7 @@ def health() -> HealthReport:
 @pytest.mark.parametrize("path", sorted(STUDIES_DIR.rglob("*.toml")), ids=lambda p: p.stem)
 @pytest.mark.parametrize("across", [False, True], ids=["as written", "across builds"])
 def test_every_builtin_plan_survives_its_json(path, across):
-    plan = load_plan(path)
+    plan = resolve_plan(path)
     if across:  # a build names itself in the definition; the host's leaves it as it was
         for config in plan.configs:
             built = replace(config, environment=replace(config.environment, server="mysql-9.7"))
@@ -116,7 +116,7 @@ def test_written_records_read_back_typed_after_a_reopen(tmp_path):
         store.db.execute("SELECT 1")
 
     with ResultStore(path) as store:
-        study = load_study(store)
+        study = read_study(store)
     assert study.plan == PLAN
     assert len(study.points) == len(points) == 8
     failed = [p for p in study.points if not p.ok]
@@ -211,7 +211,7 @@ def test_a_results_database_of_the_first_release_opens_and_reports(tmp_path):
     db.close()
 
     with ResultStore(path) as store:
-        study = load_study(store)
+        study = read_study(store)
         (noise,) = store.noise("w", "d", "serial", 2)  # kept, with what it did not measure
         assert noise.sd == 0.05 and math.isnan(noise.lag1) and math.isnan(noise.skew)
     assert [c.name for c in study.plan.configs] == ["off", "on"]

@@ -208,3 +208,26 @@ def test_points_measured_under_load_are_flagged_with_how_much():
     stolen = dataclasses.replace(loaded(5, 0.3), metrics=dataclasses.replace(
         loaded(5, 0.3).metrics, steal_cpu=0.25))
     assert "steal was up to 25% of it" in load_flags([loaded(1, 0.01), stolen])[0]
+
+
+def test_compare_judges_at_the_reference_studys_plan_margin_unless_given_one():
+    """perflab compare: "equivalent" within the margin of lab A's stored plan (not lab B's, not
+    a fixed one) unless a margin is given. The two labs' rounds differ by about 1%: within A's
+    ±10% they are equivalent; at ±2%, given or B's, the interval reaches past the margin."""
+    from perflab.analysis.compare import compare_labs
+    from perflab.store import Study
+
+    def study(lab, margin, speeds):
+        plan = parse_plan(f'[study]\nname = "{lab}"\nbaseline = "off"\n[workload]\n'
+                          f'name = "oltp_point_select"\n[run]\nthreads = [4]\nmargin = {margin}\n'
+                          "[configs.off]\n")
+        points = [point("off", 4, qps, repeat=n) for n, qps in enumerate(speeds, 1)]
+        return Study(lab, plan, points, [], [], [], plan.run.design())
+
+    a = study("a", 0.1, [1000.0, 1020.0, 980.0, 1010.0, 990.0])
+    b = study("b", 0.02, [1015.0, 995.0, 1005.0, 1025.0, 1010.0])
+    wide = compare_labs(a, b)
+    assert "within ±10%" in wide.note and wide.rows[0][-1] == "equivalent"
+    narrow = compare_labs(a, b, 0.02)
+    assert "within ±2%" in narrow.note and narrow.rows[0][-1] != "equivalent"
+    assert compare_labs(b, a).rows[0][-1] != "equivalent"  # B as the reference: its ±2%

@@ -33,10 +33,9 @@ REPORT_FORMATS = ("text", "md", "csv", "json", "html")
 
 def load_plan(plan: str | Path | Plan) -> Plan:
     """A built-in study by name, a plan file by path, or the Plan itself."""
-    from perflab.plan import Plan
     from perflab.studies import resolve_plan
 
-    return plan if isinstance(plan, Plan) else resolve_plan(str(plan))
+    return resolve_plan(plan)
 
 
 def _lab(lab: str | Path | Lab) -> Lab:
@@ -72,10 +71,10 @@ def load_study(lab: str | Path | Lab, name: str | None = None) -> Study:
 
 
 def _check_margin(margin: float | None) -> None:
-    if margin is not None and not 0 < margin < 0.5:
-        raise PerflabError(f"margin must be a fraction from 0 to 0.5, got {margin}",
-                           hint="e.g. 0.05: within ±5% two configurations are equivalent",
-                           option="margin")
+    from perflab.stats.design import checked_margin
+
+    if margin is not None:
+        checked_margin("margin", margin, option="margin")
 
 
 def check_report_options(options: ReportOptions) -> None:
@@ -144,9 +143,7 @@ def compare(lab_a: str | Path | Lab, lab_b: str | Path | Lab, study_a: str | Non
     from perflab.analysis.compare import compare_labs
 
     _check_margin(margin)
-    reference = load_study(lab_a, study_a)
-    return compare_labs(reference, load_study(lab_b, study_b),
-                        reference.plan.run.margin if margin is None else margin)
+    return compare_labs(load_study(lab_a, study_a), load_study(lab_b, study_b), margin)
 
 
 def calibrate(plan: str | Path | Plan, lab: str | Path | Lab, rounds: int = 8,

@@ -100,8 +100,7 @@ def _add_run(sub) -> None:
                      help="decide within this budget (e.g. 10m): rounds go on for the "
                      "comparisons still undecided, and the differences found until they are "
                      "measured to the margin (overrides run.time)")
-    run.add_argument("--margin", type=float, metavar="FRACTION",
-                     help="'equivalent' means within ±FRACTION (default: the plan's, or 0.05)")
+    _margin_option(run)
     run.add_argument("--clients", metavar="SCHEDULER",
                      help="a Dask scheduler's address (tcp://HOST:8786): each point's threads "
                      "are spread over its workers, one per client machine (overrides "

@@ -28,7 +28,7 @@ from perflab.server.builds import HOST, Build
 from perflab.server.datadir import initialize
 from perflab.server.managed import ManagedServer, ServerEnvironment, start_help
 from perflab.server.variables import Catalog, read_catalog, start_options_of
-from perflab.store import ResultStore, Study, load_study
+from perflab.store import ResultStore, Study, read_study
 
 # The cached catalog's form: 2 since the options the binary takes at start were read from its
 # --help (a catalog cached before lacks them, and is read again)
@@ -113,7 +113,7 @@ class Lab:
         """A study of this lab (default: the latest), read whole from the results database."""
         self._require_results()
         with self.store() as store:
-            return load_study(store, name, str(self.root))
+            return read_study(store, name, str(self.root))
 
     def _require_results(self) -> None:
         if not self.exists():

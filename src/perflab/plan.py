@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from perflab.errors import PerflabError
-from perflab.stats.design import FITTED_SHAPE, MARGIN, Design
+from perflab.stats.design import FITTED_SHAPE, MARGIN, Design, checked_margin
 
 HOST_BUILD = "host"  # the installed mariadb-server, as server/builds.py names it
 BUILD_NAME = re.compile(r"[a-z][a-z0-9.-]*")
@@ -360,7 +360,7 @@ class Plan:
         if time is not None:
             run = replace(run, time=_overriding("time", _seconds, "run.time", time))
         if margin is not None:
-            run = replace(run, margin=_overriding("margin", _margin, "run.margin", margin))
+            run = replace(run, margin=_overriding("margin", checked_margin, "run.margin", margin))
         if clients is not None:
             run = replace(run, clients=_overriding("clients", _clients, clients, "clients"))
             _overriding("clients", _check_clients, run, self.configs, "clients")
@@ -421,19 +421,6 @@ class Point:
     @property
     def label(self) -> str:
         return f"{self.config.name} threads={self.threads} round={self.round}"
-
-
-def load_plan(path: Path) -> Plan:
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise PerflabError(f"cannot read plan {path}: {exc.strerror}",
-                           hint="give a plan .toml file, or a built-in study name "
-                           "(see: perflab studies)") from None
-    except UnicodeDecodeError:
-        raise PerflabError(f"cannot read plan {path}: not UTF-8 text",
-                           hint="a plan is a TOML text file saved as UTF-8") from None
-    return parse_plan(text, origin=str(path))
 
 
 def parse_plan(text: str, origin: str = "plan") -> Plan:
@@ -546,7 +533,8 @@ def _run_settings(run_table: dict[str, Any], origin: str) -> RunSettings:
         warmup_threads=run_int("warmup_threads", 0, 0),
         profile=_bool(run_table, "profile", f"{origin}: run.profile"),
         time=_seconds(f"{origin}: run.time", run_table.get("time", 0)),
-        margin=_margin(f"{origin}: run.margin", run_table.get("margin", RunSettings.margin)),
+        margin=checked_margin(f"{origin}: run.margin",
+                              run_table.get("margin", RunSettings.margin)),
         alpha=_alpha(f"{origin}: run.alpha", run_table.get("alpha", RunSettings.alpha)),
         max_rounds=run_int("max_rounds", RunSettings.max_rounds, 2),
         slice_seconds=_positive_number(f"{origin}: run.slice_seconds",
@@ -815,14 +803,6 @@ def _seconds(where: str, value: Any) -> float:
         raise PerflabError(f"{where} = {value!r} is not a duration",
                            hint='seconds, or e.g. "90s", "10m", "1h30m"')
     return seconds
-
-
-def _margin(where: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < 0.5:
-        raise PerflabError(f"{where} must be a fraction such as 0.05 (±5%), got {value!r}",
-                           hint="the margin within which two configurations count as "
-                           "equivalent; from 0 to 0.5")
-    return float(value)
 
 
 def _alpha(where: str, value: Any) -> float:

@@ -17,7 +17,10 @@ from perflab.stats.design import Design
 from perflab.store.records import Study, ok_metrics
 
 
-def compare_labs(a: Study, b: Study, margin: float) -> Table:
+def compare_labs(a: Study, b: Study, margin: float | None = None) -> Table:
+    """B against A per shared (configuration, workload, threads), "equivalent" within ±`margin`
+    (default: A's, the reference's, stored plan's run.margin)."""
+    margin = a.plan.run.margin if margin is None else margin
     ours, theirs = _by_key(a), _by_key(b)
     shared = [key for key in ours if key in theirs]
     if not shared:

@@ -28,7 +28,7 @@ from perflab.running.runner import Runner
 from perflab.stats.decide import as_change, forecast_half_width, half_width
 from perflab.stats.dependence import lag1, skewness
 from perflab.stats.design import FITTED_SHAPE
-from perflab.store import ResultStore, load_study
+from perflab.store import ResultStore, read_study
 
 TWIN = "{}'"  # the baseline's identical copy
 PROJECTED_ROUNDS = (3, 5, 10, 20)
@@ -130,7 +130,7 @@ def calibrate(plan: Plan, lab: Lab, rounds: int, threads: tuple[int, ...] | None
         say(f"calibrating ({aa.name}): {base.name} against an identical copy at "
             f"{_list(chosen)} threads, {rounds} rounds")
         summary = Runner(aa, lab, store, say, noise_source="calibrate").run()
-        study = load_study(store, aa.name, str(lab.root))
+        study = read_study(store, aa.name, str(lab.root))
     seconds = (time.monotonic() - started) / max(1, summary.rounds)
     loaded = [p for p in study.points if under_load(p.value("other_cpu"))]
     if loaded:

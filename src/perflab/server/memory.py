@@ -44,5 +44,5 @@ def configured_sizes(catalog: Catalog, values: Mapping[str, str]) -> dict[str, i
         spec = catalog.variables.get(name)
         default = spec.startup_value if spec else None
         value = values.get(name, default)
-        sizes[name] = parse_integer(value or 0) or 0
+        sizes[name] = parse_integer(value) or 0
     return sizes

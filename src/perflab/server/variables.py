@@ -22,7 +22,12 @@ from perflab.server.connection import query
 from perflab.server.flavor import server_label
 
 INTEGER_TYPES = ("INT", "INT UNSIGNED", "BIGINT", "BIGINT UNSIGNED")
-SIZE_SUFFIXES = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40, "P": 1 << 50}
+# The suffixes the server's option parser takes after an integer (either case), each a power of
+# 1024, and the 64 bits it reads the product into
+SIZE_SUFFIXES = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40, "P": 1 << 50,
+                 "E": 1 << 60}
+INTEGER_TEXT = re.compile(r"([+-]?[0-9]+)([KMGTPE]?)", re.IGNORECASE)
+INTEGER_RANGE = range(-(1 << 63), 1 << 64)  # the signed and the unsigned 64-bit values
 
 CATALOG_QUERY = """
 SELECT VARIABLE_NAME, VARIABLE_TYPE, VARIABLE_SCOPE, NUMERIC_MIN_VALUE, NUMERIC_MAX_VALUE,
@@ -137,9 +142,8 @@ def check_value(spec: VariableSpec, value: Scalar, where: str) -> str:
     if spec.type in INTEGER_TYPES:
         integer = parse_integer(value)
         if integer is None:
-            raise PerflabError(
-                f"{label} is not an integer (a size may carry a K, M, G or T suffix)"
-            )
+            raise PerflabError(f"{label} is not an integer (a size may carry one suffix: "
+                               f"{', '.join(SIZE_SUFFIXES)})", hint='e.g. 64M, not 64MB or 1.5G')
         least, most = int(spec.minimum or 0), int(spec.maximum or 0)
         if spec.minimum is not None and spec.maximum is not None and not least <= integer <= most:
             raise PerflabError(f"{label} is out of range (allowed: {least} to {most})")
@@ -194,17 +198,20 @@ def overridden(catalog: Catalog, asked: dict[str, str],
     return out
 
 
-def parse_integer(value: Scalar) -> int | None:
-    if isinstance(value, bool):
+def parse_integer(value: Scalar | None) -> int | None:
+    """An integer variable's value as the server's option parser reads it: an int, or the text
+    of one with at most one suffix of SIZE_SUFFIXES ("64M", "2g"); None for anything else, what
+    the server refuses ("1.5M", "", a float, a boolean) and what it misreads rather than refuses
+    (it reads the number's first letter only: "16MB" as 16M, "1e9" as 1E), so that no value is
+    guessed at; None also beyond 64 bits, and for None."""
+    if value is None or isinstance(value, bool | float):
         return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float):
-        return int(value) if value.is_integer() else None
-    match = re.fullmatch(r"\s*(-?\d+)\s*([KMGTP]?)B?\s*", value, re.IGNORECASE)
-    if not match:
-        return None
-    return int(match.group(1)) * SIZE_SUFFIXES.get(match.group(2).upper(), 1)
+    if isinstance(value, str):
+        match = INTEGER_TEXT.fullmatch(value.strip(" \t"))
+        if not match:
+            return None
+        value = int(match.group(1)) * SIZE_SUFFIXES.get(match.group(2).upper(), 1)
+    return value if value in INTEGER_RANGE else None
 
 
 def _boolean(value: Scalar, label: str) -> str:

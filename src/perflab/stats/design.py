@@ -5,12 +5,26 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
+
+from perflab.errors import PerflabError
 
 POCOCK_SHAPE = 0.5  # the Wang-Tsiatis shape of a constant level at every look
 FITTED_SHAPE = 0.25  # between Pocock (1/2) and O'Brien-Fleming (0): see docs/STATISTICS.md §5
 
 
 MARGIN = 0.05  # the default equivalence margin: "equivalent" means within ±5%
+
+
+def checked_margin(where: str, value: Any, option: str | None = None) -> float:
+    """`value` as an equivalence margin, a fraction between 0 and 0.5 (both excluded), for
+    every reader of one (a plan's run.margin, an override, a report's or compare's); else a
+    PerflabError naming `where`, and the API's argument `option` when one is at fault."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < 0.5:
+        raise PerflabError(f"{where} must be a fraction from 0 to 0.5, got {value!r}",
+                           hint=f"e.g. {MARGIN}: within ±{MARGIN:.0%} two configurations are "
+                           "equivalent", option=option)
+    return float(value)
 
 
 @dataclass(frozen=True)

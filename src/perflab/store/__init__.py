@@ -21,11 +21,11 @@ from perflab.store.records import (
     ok_metrics,
     throughput,
 )
-from perflab.store.study import load_study, study_name
+from perflab.store.study import read_study, study_name
 
 __all__ = [
     "HealthReport", "HealthView", "Metrics", "Noise", "PointRecord", "PointStatus", "ResultStore",
     "RuleResult", "Sample",
     "ServerState", "Session", "StoredHealth", "StoredPoint", "Study", "Symbol", "VariableRow",
-    "load_study", "ok_metrics", "study_name", "throughput",
+    "ok_metrics", "read_study", "study_name", "throughput",
 ]

@@ -1,4 +1,5 @@
-"""`load_study`: one study of a lab as typed records, its JSON decoded once, for every reader."""
+"""`read_study`: one study of a lab as typed records, its JSON decoded once, for every reader
+(perflab.load_study, through Lab.study, is this for a lab not yet open)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ def study_name(store: ResultStore, study: str | None = None, where: str = "the l
     return name
 
 
-def load_study(store: ResultStore, study: str | None = None, where: str = "the lab") -> Study:
+def read_study(store: ResultStore, study: str | None = None, where: str = "the lab") -> Study:
     """The study named `study` (default: the latest planned) with its latest plan, the points
     of that plan's configurations, its sessions, server states and health reports."""
     name = study_name(store, study, where)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from perflab.errors import PerflabError
-from perflab.plan import HOST_BUILD, Plan, load_plan
+from perflab.plan import HOST_BUILD, Plan, parse_plan
 from perflab.server import builds
 
 STUDIES_DIR = Path(__file__).parent
@@ -31,10 +31,10 @@ def builtin_description(name: str) -> str:
     """What a built-in study measures (a suite: how many studies, over what)."""
     paths = suite_paths(name)
     if paths is not None:
-        plans = [load_plan(path) for path in paths]
+        plans = [_read(path) for path in paths]
         return (f"{len(plans)} studies, every installed server build: "
                 + ", ".join(plan.workload.name for plan in plans))
-    return load_plan(builtin_path(name)).description
+    return _read(builtin_path(name)).description
 
 
 def resolve_plans(name_or_path: str) -> list[Plan]:
@@ -48,25 +48,28 @@ def resolve_plans(name_or_path: str) -> list[Plan]:
         raise PerflabError(f"the {name_or_path} study compares server builds, and only the "
                            "host's is installed", hint="perflab servers add mysql-9.7 "
                            "mariadb-11.8 mariadb-10.5 (once per machine)")
-    return [load_plan(path).across_builds(names) for path in paths]
+    return [_read(path).across_builds(names) for path in paths]
 
 
 def builtin_path(name: str) -> Path:
     return STUDIES_DIR / f"{name.replace('-', '_')}.toml"
 
 
-def resolve_plan(name_or_path: str) -> Plan:
-    """A built-in study by name, or a plan file by path."""
-    path = Path(name_or_path)
+def resolve_plan(plan: str | Path | Plan) -> Plan:
+    """The one way to a plan: a built-in study by name, a plan file by path, or the Plan
+    itself (perflab.load_plan is this, for the API)."""
+    if isinstance(plan, Plan):
+        return plan
+    name_or_path, path = str(plan), Path(plan)
     if path.suffix == ".toml" or path.exists():
         if not path.exists():
             raise PerflabError(f"plan file {path} does not exist",
                                hint="check the path, or give a built-in study name "
                                "(see: perflab studies)")
-        return load_plan(path)
+        return _read(path)
     builtin = builtin_path(name_or_path)
     if builtin.exists():
-        return load_plan(builtin)
+        return _read(builtin)
     if suite_paths(name_or_path) is not None:
         raise PerflabError(f"{name_or_path!r} is a suite of several studies, which only "
                            "perflab run takes whole",
@@ -76,3 +79,17 @@ def resolve_plan(name_or_path: str) -> Plan:
         f"{name_or_path!r} is neither a plan file nor a built-in study",
         hint=f"built-in studies: {', '.join(builtin_names())} (see: perflab studies)",
     )
+
+
+def _read(path: Path) -> Plan:
+    """The plan in the file at `path`, parsed (plan.parse_plan) under its path's name."""
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise PerflabError(f"cannot read plan {path}: {exc.strerror}",
+                           hint="give a plan .toml file, or a built-in study name "
+                           "(see: perflab studies)") from None
+    except UnicodeDecodeError:
+        raise PerflabError(f"cannot read plan {path}: not UTF-8 text",
+                           hint="a plan is a TOML text file saved as UTF-8") from None
+    return parse_plan(text, origin=str(path))

@@ -16,11 +16,6 @@ from perflab.server.variables import parse_integer
 MYISAM_BLOCK = 1024  # myisam_block_size's default: the index block MyISAM reads and writes
 
 
-def _size(value: str | None) -> int | None:
-    """A size as the plan's checks read one (server/variables.parse_integer), None if none."""
-    return None if value is None else parse_integer(value)
-
-
 @dataclass(frozen=True)
 class Component:
     """A part of the server some knobs set up, and the values that switch it off."""
@@ -33,7 +28,7 @@ class Component:
 COMPONENTS = (
     Component("the key cache (key_buffer_size = 0)",
               lambda knob: knob == "key_buffer_size" or knob.startswith("key_cache_"),
-              lambda values: _size(values.get("key_buffer_size")) == 0),
+              lambda values: parse_integer(values.get("key_buffer_size")) == 0),
     Component("the thread pool (thread_handling is not pool-of-threads)",
               lambda knob: knob == "thread_handling" or knob.startswith("thread_pool_"),
               lambda values: str(values.get("thread_handling", "one-thread-per-connection"))
@@ -66,8 +61,8 @@ def inert_knobs(moved: Mapping[str, str], defaults: Mapping[str, str | None],
                 reverted[knob] = str(defaults[knob])
             if component.off(reverted):
                 out[knob] = f"{component.name} is off"
-    block = _size(values.get("key_cache_block_size"))
-    index = _size(values.get("myisam_block_size")) or MYISAM_BLOCK
+    block = parse_integer(values.get("key_cache_block_size"))
+    index = parse_integer(values.get("myisam_block_size")) or MYISAM_BLOCK
     if "key_cache_block_size" in moved and "key_cache_block_size" not in out and \
             block is not None and index is not None and block < index:
         out["key_cache_block_size"] = (f"below MyISAM's index block ({index} bytes): a "
