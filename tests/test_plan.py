@@ -5,8 +5,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from perflab.domain import Plan
 from perflab.errors import PerflabError
-from perflab.plan import Plan, load_plan, parse_plan
+from perflab.plan import load_plan, parse_plan, with_overrides
 from perflab.studies import STUDIES_DIR, builtin_names, resolve_plan
 
 pytestmark = pytest.mark.fast  # needs no server: scripts/test -m fast
@@ -47,8 +48,8 @@ def test_plan_parses_configs_with_shared_variables():
 
 def test_definition_ignores_repeats_and_threads_but_not_durations():
     plan = parse_plan(PLAN)
-    more = plan.with_overrides(repeats=5, threads=(1, 2, 4))
-    longer = plan.with_overrides(run_seconds=99)
+    more = with_overrides(plan, repeats=5, threads=(1, 2, 4))
+    longer = with_overrides(plan, run_seconds=99)
     config = plan.config("a")
     assert plan.config_hash(config) == more.config_hash(config)
     assert plan.config_hash(config) != longer.config_hash(config)
@@ -116,11 +117,11 @@ def test_invalid_toml_is_a_user_error():
 
 def test_overrides_are_checked():
     plan = parse_plan(PLAN)
-    assert plan.with_overrides(scale=2.5).dataset.rows == 2500
+    assert with_overrides(plan, scale=2.5).dataset.rows == 2500
     with pytest.raises(PerflabError, match="scale must be positive"):
-        plan.with_overrides(scale=0)
+        with_overrides(plan, scale=0)
     with pytest.raises(PerflabError, match="run.threads: 0 is not a thread count") as err:
-        plan.with_overrides(threads=(0,))
+        with_overrides(plan, threads=(0,))
     assert err.value.option == "threads"
 
 
@@ -133,7 +134,7 @@ def test_builtin_key_cache_study_matches_the_key_cache_page():
     assert plan.run.threads == (1, 4, 8, 16, 32, 64, 128)  # the page's NUM_THREADS
     assert plan.dataset.engine == "MyISAM"
     assert plan.workload.label == "select_random_points(random_points=10)"
-    assert plan.with_overrides(scale=20).dataset.rows == 20_000_000
+    assert with_overrides(plan, scale=20).dataset.rows == 20_000_000
 
 
 def test_unknown_study_name_is_a_user_error(tmp_path: Path):

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from perflab.domain import HOST_BUILD, Plan
 from perflab.errors import PerflabError
-from perflab.plan import HOST_BUILD, Plan, load_plan
+from perflab.plan import across_builds, load_plan
 from perflab.server import builds
 
 STUDIES_DIR = Path(__file__).parent
@@ -48,7 +49,7 @@ def resolve_plans(name_or_path: str) -> list[Plan]:
         raise PerflabError(f"the {name_or_path} study compares server builds, and only the "
                            "host's is installed", hint="perflab servers add mysql-9.7 "
                            "mariadb-11.8 mariadb-10.5 (once per machine)")
-    return [load_plan(path).across_builds(names) for path in paths]
+    return [across_builds(load_plan(path), names) for path in paths]
 
 
 def builtin_path(name: str) -> Path:
