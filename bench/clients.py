@@ -16,9 +16,9 @@ import tempfile
 from pathlib import Path
 
 from common import bench_lab, dataset_server, ratio_interval, run_main
+from perflab.domain import Dataset, Environment, Workload
 from perflab.load.clients import Clients, LocalCluster
 from perflab.load.workloads import resolve
-from perflab.plan import Dataset, Environment, Workload
 from perflab.running.measurer import measure
 from perflab.server.environment import server_environment
 

@@ -17,11 +17,11 @@ sys.path.insert(0, str(ROOT.parent / "src"))
 
 from scipy import stats as scipy_stats  # noqa: E402
 
+from perflab.domain import Dataset, Plan, Workload  # noqa: E402
 from perflab.lab import Lab  # noqa: E402
 from perflab.load import sysbench  # noqa: E402
 from perflab.load.family import LOADER_OPTIONS  # noqa: E402
 from perflab.load.workloads import ResolvedWorkload, resolve  # noqa: E402
-from perflab.plan import Dataset, Plan, Workload  # noqa: E402
 from perflab.probes import busy  # noqa: E402
 from perflab.procs import stop_on_signals  # noqa: E402
 from perflab.running.backend import ManagedBackend  # noqa: E402

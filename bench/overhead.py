@@ -27,6 +27,7 @@ import subprocess
 from common import bench_lab, dataset_server, plain_command, plain_qps, ratio_interval, run_main
 from perflab.load import sysbench
 from perflab.load.workloads import resolve
+from perflab.plan import with_overrides
 from perflab.running.backend import check_configs
 from perflab.running.measurer import measure
 from perflab.studies import builtin_names, resolve_plan
@@ -78,7 +79,7 @@ def main() -> None:
     catalog = lab.catalog()
     summary = []
     for names, plan, base, dataset in studies_workloads():
-        plan = plan.with_overrides(scale=args.scale)
+        plan = with_overrides(plan, scale=args.scale)
         dataset = plan.dataset_for(base)
         workload = resolve(plan.workload)
         options = check_configs(plan, catalog, workload)[base.name]

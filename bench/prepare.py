@@ -13,9 +13,9 @@ import subprocess
 import time
 
 from common import bench_lab, run_main, spread
+from perflab.domain import Dataset
 from perflab.load.family import LOADER_OPTIONS
 from perflab.load.sbtest import load_sbtest
-from perflab.plan import Dataset
 from perflab.server.connection import query
 from perflab.server.datadir import install_datadir
 from perflab.server.managed import ManagedServer

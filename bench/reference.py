@@ -31,9 +31,9 @@ from contextlib import ExitStack
 
 from common import ROOT, change_of, plain, run_main, shown_change, started
 from perflab.api import load_study
+from perflab.domain import Plan
 from perflab.lab import Lab
 from perflab.load.workloads import resolve
-from perflab.plan import Plan
 from perflab.report.study import DEFAULT_OPTIONS, judgement
 from perflab.server import environment as env
 from perflab.studies import resolve_plan

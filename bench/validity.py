@@ -39,9 +39,9 @@ from dataclasses import replace
 
 from common import ROOT, change_of, plain, ratio_interval, run_main, shown_change, started
 from perflab import run as perflab_run
+from perflab.domain import Plan
 from perflab.lab import Lab
 from perflab.load.workloads import resolve
-from perflab.plan import Plan
 from perflab.running.measurer import measure
 from perflab.studies import resolve_plan
 

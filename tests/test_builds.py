@@ -11,10 +11,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from conftest import installed_build, write_plan
+from perflab.domain import Plan
 from perflab.errors import PerflabError
 from perflab.lab import Lab
 from perflab.load.workloads import resolve
-from perflab.plan import Plan, parse_plan
+from perflab.plan import across_builds, parse_plan, with_overrides
 from perflab.running.backend import check_configs
 from perflab.running.existing_backend import check_no_build
 from perflab.running.runner import run_study
@@ -106,9 +107,9 @@ def test_a_plan_names_builds_per_configuration_by_axis_and_by_override():
     assert plan.config("a").environment.server == "mysql-9.7"
     crossed = parse_plan(PLAN.format(extra="") + '[axes]\nserver = ["host", "mariadb-11.8"]\n')
     assert [c.environment.server for c in crossed.configs] == ["host", "mariadb-11.8"]
-    across = parse_plan(PLAN.format(extra="")).across_builds(["host", "mysql-9.7"])
+    across = across_builds(parse_plan(PLAN.format(extra="")), ["host", "mysql-9.7"])
     assert across.baseline == "a host" and across.config_names == ["a host", "a mysql-9.7"]
-    moved = plan.with_overrides(build="host")
+    moved = with_overrides(plan, build="host")
     assert moved.config("a").environment.server == "host"
     assert moved.config_hash(moved.config("a")) != plan.config_hash(plan.config("a"))
 
@@ -169,7 +170,7 @@ def test_a_study_across_builds_measures_each_on_its_own_datadir(tmp_path, mysql_
     plan = resolve_plan(str(write_plan(
         tmp_path / "plan.toml", "across", configs="[configs.default]\n", threads=(2,),
         engine="InnoDB", rows=2000, warmup_seconds=0, repeats=1)))
-    plan = plan.across_builds(["host", mysql_build.name])
+    plan = across_builds(plan, ["host", mysql_build.name])
     lab = Lab(tmp_path / "lab")
     summary = run_study(plan, lab, lambda _: None)
     assert summary.failed == 0
@@ -183,7 +184,7 @@ def test_a_study_across_builds_measures_each_on_its_own_datadir(tmp_path, mysql_
         assert point.value("server_cpu_us_per_query") > 0
         assert point.value("context_switches_per_query") > 0
     # a configuration the build's catalog lacks is refused before anything starts
-    key_cache = resolve_plan("key-cache-segments").with_overrides(build=mysql_build.name)
+    key_cache = with_overrides(resolve_plan("key-cache-segments"), build=mysql_build.name)
     key_cache = replace(key_cache, name="key-cache-on-mysql")
     with pytest.raises(PerflabError, match="'key_cache_segments'.*MySQL 9.7"):
         run_study(key_cache, lab, lambda _: None)

@@ -13,6 +13,7 @@ from perflab import cli
 from perflab.errors import PerflabError
 from perflab.lab import Lab
 from perflab.load.sqlworkload import load_sql_workload
+from perflab.plan import with_overrides
 from perflab.studies import resolve_plan
 
 pytestmark = pytest.mark.fast  # needs no server: scripts/test -m fast
@@ -91,7 +92,7 @@ def test_bad_option_values_are_user_errors(tmp_path, capsys, monkeypatch):
 
 def test_the_core_names_plan_keys_and_the_cli_adds_its_flags(tmp_path, capsys, monkeypatch):
     with pytest.raises(PerflabError, match="run.repeats must be at least 1") as err:
-        resolve_plan("key-cache-segments").with_overrides(repeats=0)
+        with_overrides(resolve_plan("key-cache-segments"), repeats=0)
     assert "--" not in err.value.message and err.value.option == "repeats"
     code, lines = perflab(capsys, monkeypatch, "run", "key-cache-segments", "--lab",
                           tmp_path / "lab", "--repeats", "0", "--run-seconds", "2")
@@ -141,7 +142,7 @@ def test_scale_must_be_a_finite_positive_number():
     plan = resolve_plan("key-cache-segments")
     for scale in (math.nan, math.inf):
         with pytest.raises(PerflabError, match="scale must be positive"):
-            plan.with_overrides(scale=scale)
+            with_overrides(plan, scale=scale)
 
 
 def test_tune_settings_and_budgets_are_checked_before_any_server(tmp_path):

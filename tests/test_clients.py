@@ -21,13 +21,14 @@ import pytest
 
 import perflab
 from conftest import stored_points, wait_for, write_plan
+from perflab.domain import Environment
 from perflab.errors import PerflabError
 from perflab.lab import Lab
 from perflab.load import sysbench
 from perflab.load.clients import Clients, LocalCluster, Worker, merge, split
 from perflab.load.sysbench import LoadResult
 from perflab.load.workloads import resolve
-from perflab.plan import Environment
+from perflab.plan import with_overrides
 from perflab.running.measurer import measure
 from perflab.server.environment import server_environment
 from perflab.store.records import Sample
@@ -108,14 +109,14 @@ def test_a_plan_that_cannot_take_remote_load_is_refused(tmp_path, run, config, m
 @pytest.mark.fast
 def test_remote_load_is_a_definition_of_its_own():
     plan = perflab.load_plan("key-cache-segments")
-    remote = plan.with_overrides(clients="tcp://127.0.0.1:8786")
+    remote = with_overrides(plan, clients="tcp://127.0.0.1:8786")
     base = plan.config("off")
     assert remote.config_hash(base) != plan.config_hash(base)
-    elsewhere = plan.with_overrides(clients="tcp://127.0.0.1:9999")
+    elsewhere = with_overrides(plan, clients="tcp://127.0.0.1:9999")
     assert elsewhere.config_hash(base) == remote.config_hash(base)
     fleet = replace(plan, run=replace(plan.run, schedule="fleet"))
     with pytest.raises(PerflabError, match="fleet") as err:
-        fleet.with_overrides(clients="tcp://127.0.0.1:8786")
+        with_overrides(fleet, clients="tcp://127.0.0.1:8786")
     assert err.value.option == "clients"  # the CLI names --clients
 
 

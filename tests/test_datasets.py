@@ -5,8 +5,8 @@ import subprocess
 import pytest
 
 from conftest import copy_datadir
+from perflab.domain import Dataset
 from perflab.load.sbtest import load_sbtest
-from perflab.plan import Dataset
 from perflab.server.connection import query
 from perflab.server.managed import ManagedServer
 

@@ -638,8 +638,8 @@ def run_in_process(plan: Path, lab: Lab, server: ManagedServer, flags) -> str:
 def test_a_write_that_reaches_a_read_only_run_fails_at_the_server(site, tmp_path):
     """The second wall: were a write to pass perflab's checks, the read-only session of every
     sysbench connection and of perflab's own stops it at the server."""
+    from perflab.domain import Dataset, Workload
     from perflab.load.workloads import resolve
-    from perflab.plan import Dataset, Workload
     from perflab.running.measurer import run_load
     from perflab.server.existing import ExistingServer, Permissions
 
@@ -665,8 +665,8 @@ def test_a_write_that_reaches_a_read_only_run_fails_at_the_server(site, tmp_path
 def test_no_statement_of_a_run_outlives_it_on_someone_elses_server(site, tmp_path):
     """max_statement_time on every session: a statement that would hold the server past the
     run is aborted there, through sysbench's sessions and perflab's own."""
+    from perflab.domain import Dataset, Workload
     from perflab.load.workloads import resolve
-    from perflab.plan import Dataset, Workload
     from perflab.running.measurer import run_load
     from perflab.server.existing import ExistingServer, Permissions
 
@@ -908,9 +908,9 @@ def test_what_reaches_the_server_is_exactly_one_classified_statement_per_call(si
     """Read in the server's general log: sysbench's sessions send no statement as text but
     their session settings; each prepares exactly the texts perflab classified, and executes
     them with the values bound (whatever a value holds: quotes, comment signs, a `;`)."""
+    from perflab.domain import Dataset, Workload
     from perflab.load.sqlworkload import load_sql_workload
     from perflab.load.workloads import resolve
-    from perflab.plan import Dataset, Workload
     from perflab.running.measurer import run_load
     from perflab.server.existing import ExistingServer, Permissions
 
@@ -959,9 +959,9 @@ def test_the_server_refuses_a_second_statement_in_a_prepared_text(site, tmp_path
     """The wall perflab leans on, tried past perflab's own checks: a statements file written
     by hand with two statements in one text fails at the server's prepare, through the driver
     and through perflab's check, and changes nothing."""
+    from perflab.domain import Dataset, Workload
     from perflab.load.reach import prepare_refusal
     from perflab.load.workloads import resolve
-    from perflab.plan import Dataset, Workload
     from perflab.running.measurer import run_load
     from perflab.server.existing import ExistingServer, Permissions
 

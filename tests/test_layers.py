@@ -12,6 +12,7 @@ pytestmark = pytest.mark.fast  # needs no server: scripts/test -m fast
 SOURCE = Path(__file__).resolve().parent.parent / "src" / "perflab"
 LAYERS = [  # bottom up, as docs/ARCHITECTURE.md draws them
     ["version", "errors", "procs", "sentinel", "say", "stats", "output"],
+    ["domain"],
     ["plan"],
     ["server", "store", "studies"],
     ["load", "probes", "lab", "digest"],

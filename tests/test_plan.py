@@ -6,8 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from perflab.domain import Plan
 from perflab.errors import PerflabError
-from perflab.plan import Plan, parse_plan
+from perflab.plan import parse_plan, with_overrides
 from perflab.stats.design import MARGIN
 from perflab.studies import STUDIES_DIR, builtin_names, resolve_plan
 
@@ -49,8 +50,8 @@ def test_plan_parses_configs_with_shared_variables():
 
 def test_definition_ignores_repeats_and_threads_but_not_durations():
     plan = parse_plan(PLAN)
-    more = plan.with_overrides(repeats=5, threads=(1, 2, 4))
-    longer = plan.with_overrides(run_seconds=99)
+    more = with_overrides(plan, repeats=5, threads=(1, 2, 4))
+    longer = with_overrides(plan, run_seconds=99)
     config = plan.config("a")
     assert plan.config_hash(config) == more.config_hash(config)
     assert plan.config_hash(config) != longer.config_hash(config)
@@ -118,11 +119,11 @@ def test_invalid_toml_is_a_user_error():
 
 def test_overrides_are_checked():
     plan = parse_plan(PLAN)
-    assert plan.with_overrides(scale=2.5).dataset.rows == 2500
+    assert with_overrides(plan, scale=2.5).dataset.rows == 2500
     with pytest.raises(PerflabError, match="scale must be positive"):
-        plan.with_overrides(scale=0)
+        with_overrides(plan, scale=0)
     with pytest.raises(PerflabError, match="run.threads: 0 is not a thread count") as err:
-        plan.with_overrides(threads=(0,))
+        with_overrides(plan, threads=(0,))
     assert err.value.option == "threads"
 
 
@@ -135,7 +136,7 @@ def test_builtin_key_cache_study_matches_the_key_cache_page():
     assert plan.run.threads == (1, 4, 8, 16, 32, 64, 128)  # the page's NUM_THREADS
     assert plan.dataset.engine == "MyISAM"
     assert plan.workload.label == "select_random_points(random_points=10)"
-    assert plan.with_overrides(scale=20).dataset.rows == 20_000_000
+    assert with_overrides(plan, scale=20).dataset.rows == 20_000_000
 
 
 def test_unknown_study_name_is_a_user_error(tmp_path: Path):
@@ -242,7 +243,7 @@ def test_a_margin_is_refused_alike_in_a_plan_an_override_and_the_api(value, toml
     with pytest.raises(PerflabError, match="run.margin must be a fraction from 0 to 0.5"):
         parse_plan(PLAN.replace("repeats = 3", f"repeats = 3\nmargin = {toml}"), "p.toml")
     with pytest.raises(PerflabError, match="run.margin must be a fraction") as err:
-        parse_plan(PLAN).with_overrides(margin=value)
+        with_overrides(parse_plan(PLAN), margin=value)
     assert err.value.option == "margin"
     with pytest.raises(PerflabError, match="margin must be a fraction") as err:
         perflab.api.check_report_options(perflab.ReportOptions(margin=value))
@@ -254,7 +255,7 @@ def test_the_margin_has_one_default_that_every_margin_option_names():
 
     assert parse_plan(PLAN).run.margin == MARGIN == parse_plan(PLAN).run.design().margin
     assert parse_plan(PLAN.replace("repeats = 3", "repeats = 3\nmargin = 0.1")).run.margin == 0.1
-    assert parse_plan(PLAN).with_overrides(margin=0.49).run.margin == 0.49
+    assert with_overrides(parse_plan(PLAN), margin=0.49).run.margin == 0.49
     commands = next(a for a in build_parser()._actions if a.choices).choices
     for command in ("run", "report", "compare"):
         margin = commands[command]._option_string_actions["--margin"]

@@ -4,10 +4,10 @@ from pathlib import Path
 
 import pytest
 
+from perflab.domain import Dataset, Workload
 from perflab.errors import PerflabError
 from perflab.load.sqlworkload import Placeholder, load_sql_workload
 from perflab.load.workloads import resolve
-from perflab.plan import Dataset, Workload
 
 pytestmark = pytest.mark.fast
 

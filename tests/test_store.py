@@ -8,19 +8,17 @@ from dataclasses import replace
 
 import pytest
 
-from perflab.plan import Plan, Point, parse_plan
-from perflab.store import (
+from perflab.domain import Plan, Point
+from perflab.health.results import (
     HealthReport,
     HealthView,
-    Metrics,
-    PointRecord,
-    ResultStore,
     RuleResult,
-    Sample,
-    Symbol,
     VariableRow,
-    read_study,
+    save_health,
+    stored_health,
 )
+from perflab.plan import across_builds, parse_plan
+from perflab.store import Metrics, PointRecord, ResultStore, Sample, Symbol, read_study
 from perflab.store.db import LATER_COLUMNS
 from perflab.studies import STUDIES_DIR, resolve_plan
 
@@ -77,7 +75,7 @@ def test_every_builtin_plan_survives_its_json(path, across):
         for config in plan.configs:
             built = replace(config, environment=replace(config.environment, server="mysql-9.7"))
             assert plan.config_hash(built) != plan.config_hash(config)
-        plan = plan.across_builds(["host", "mysql-9.7"])
+        plan = across_builds(plan, ["host", "mysql-9.7"])
         hashes = [plan.config_hash(c) for c in plan.configs]
         assert len(set(hashes)) == len(hashes)
     again = type(plan).from_json(plan.to_json())
@@ -111,7 +109,7 @@ def test_written_records_read_back_typed_after_a_reopen(tmp_path):
                 histogram={3: 4, 10: 1}, profile=[Symbol(0.5, "mariadbd", "f")],
                 error="boom\ntail" if failed else None))
         store.end_session(session, "complete")
-        store.save_health(PLAN.name, "off", health())
+        save_health(store, PLAN.name, "off", health())
     with pytest.raises(sqlite3.ProgrammingError):  # the context manager closed it
         store.db.execute("SELECT 1")
 
@@ -130,8 +128,9 @@ def test_written_records_read_back_typed_after_a_reopen(tmp_path):
     assert study.sessions[0].outcome == "complete"
     assert study.server_states[0].variables == {"a": "1"}
     assert study.server_states[0].process == {"pid": 7}
-    assert study.health[0].config == "off" and study.health[0].report == health()
-    assert study.health[0].report.failing() == {"hot": ["tmp_disk"]}
+    reports = stored_health(study)
+    assert reports[0].config == "off" and reports[0].report == health()
+    assert reports[0].report.failing() == {"hot": ["tmp_disk"]}
 
 
 def test_a_failed_point_is_replaced_by_its_retry_and_an_ok_one_only_when_asked(tmp_path):

@@ -514,7 +514,7 @@ def test_the_defaults_keep_the_plans_other_server_variables():
     """The re-measure's "defaults" are the searched knobs (and their followers) at the server's
     defaults, with every other variable the plan sets for its workload kept, as every trial
     ran with it: a max_connections its thread counts need is not dropped."""
-    from perflab.plan import ServerConfig
+    from perflab.domain import ServerConfig
     from perflab.tune.final import unsearched
 
     baseline = ServerConfig("base", variables=(("max_connections", 300),

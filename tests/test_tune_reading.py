@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from perflab.plan import Point, ServerConfig, Workload
+from perflab.domain import Point, ServerConfig, Workload
 from perflab.store import Metrics
 from perflab.store.records import PointRecord
 from perflab.tune.reading import SURPRISE, combined, reading, retake_reason

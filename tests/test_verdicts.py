@@ -7,7 +7,8 @@ import re
 from dataclasses import replace
 
 from conftest import run_cli, stored_points, write_plan
-from perflab.plan import Schedule, parse_plan
+from perflab.domain import Schedule
+from perflab.plan import parse_plan
 from perflab.running.runner import Runner
 
 DECIDING = """

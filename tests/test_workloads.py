@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 
 from conftest import copy_datadir, run_cli, write_plan
+from perflab.domain import Dataset, Environment, Workload
 from perflab.errors import PerflabError
 from perflab.load import sysbench
 from perflab.load.sbtest import load_sbtest
 from perflab.load.sqlworkload import SqlFamily
 from perflab.load.workloads import WORKLOADS, resolve
-from perflab.plan import Dataset, Environment, Workload
 from perflab.probes.status import delta, global_status, rows_per_query
 from perflab.server import environment as env
 from perflab.server.managed import ManagedServer

@@ -17,15 +17,16 @@ from perflab.say import Say, silent
 
 if TYPE_CHECKING:
     from perflab.digest.digest import Digest
+    from perflab.domain import Plan
+    from perflab.health.results import HealthReport
     from perflab.lab import Lab
     from perflab.output.table import Table
-    from perflab.plan import Plan
     from perflab.report.study import ReportOptions
     from perflab.running.calibrate import Calibration
     from perflab.running.runner import RunSummary
     from perflab.server.connection import Endpoint
     from perflab.server.existing import Permissions
-    from perflab.store import HealthReport, Study
+    from perflab.store import Study
     from perflab.tune.result import TuneResult
 
 REPORT_FORMATS = ("text", "md", "csv", "json", "html")

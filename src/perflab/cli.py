@@ -22,6 +22,7 @@ from perflab.digest.workload import write_workload
 from perflab.errors import PerflabError
 from perflab.health import render as health_render
 from perflab.lab import Lab
+from perflab.plan import with_overrides
 from perflab.probes.system import host_facts
 from perflab.procs import stop_on_signals
 from perflab.say import silent
@@ -344,7 +345,7 @@ def cmd_restore(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    plans = [plan.with_overrides(**{name: getattr(args, name) for name in RUN_OVERRIDES})
+    plans = [with_overrides(plan, **{name: getattr(args, name) for name in RUN_OVERRIDES})
              for plan in resolve_plans(args.study)]  # a suite's several, checked first
     say = silent if args.quiet else _say
     studies, failed = [], False
@@ -359,7 +360,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
-# the flags of `run` that override the plan's own values (Plan.with_overrides)
+# the flags of `run` that override the plan's own values (plan.with_overrides)
 RUN_OVERRIDES = ("scale", "repeats", "run_seconds", "warmup_seconds", "threads", "time",
                  "margin", "clients", "build")
 

@@ -18,8 +18,8 @@ import math
 import statistics
 
 from perflab.analysis.verdicts import Judgement, paired_change
+from perflab.domain import Plan
 from perflab.output.table import Table
-from perflab.plan import Plan
 from perflab.stats.decide import FASTER, INCONCLUSIVE, SLOWER
 from perflab.stats.summary import summarize
 from perflab.stats.trimmed import TRIM, TRIM_FROM

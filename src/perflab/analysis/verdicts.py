@@ -11,7 +11,7 @@ import math
 import statistics
 from dataclasses import dataclass, replace
 
-from perflab.plan import Plan
+from perflab.domain import Plan
 from perflab.stats.decide import (
     EQUIVALENT,
     FASTER,

@@ -19,12 +19,12 @@ from collections.abc import Callable
 import pymysql
 
 from perflab.errors import PerflabError
+from perflab.health.results import HealthReport, HealthView, VariableRow
 from perflab.health.rules import RULES, View, evaluate, human_bytes
 from perflab.probes.status import delta, global_status
 from perflab.probes.system import ram_bytes
 from perflab.server.connection import Endpoint, query
 from perflab.server.variables import read_catalog
-from perflab.store.records import HealthReport, HealthView, VariableRow
 
 # What one SHOW GLOBAL STATUS adds to the global counters (measured on MariaDB 10.11), and what
 # the SET SESSION before the first one adds to the since-start view.

@@ -9,15 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from perflab.domain import Plan
 from perflab.errors import PerflabError
 from perflab.health.check import take_health
+from perflab.health.results import HealthReport, save_health
 from perflab.lab import Lab
 from perflab.load.workloads import resolve
-from perflab.plan import Plan
 from perflab.running.backend import ManagedBackend
 from perflab.running.measurer import run_load
 from perflab.server import environment as env
-from perflab.store import HealthReport
 
 
 def lab_health(lab: Lab, plan: Plan, config_name: str | None, threads: int, seconds: int,
@@ -51,7 +51,7 @@ def lab_health(lab: Lab, plan: Plan, config_name: str | None, threads: int, seco
             report = take_health(server.endpoint, seconds,
                                  f"lab {lab.root}, study {plan.name}, configuration "
                                  f"{config.name}, {threads} threads", load)
-            store.save_health(plan.name, config.name, report)
+            save_health(store, plan.name, config.name, report)
             return report
         finally:
             backend.stop()

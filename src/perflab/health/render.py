@@ -6,9 +6,9 @@ from __future__ import annotations
 import html
 import json
 
+from perflab.health.results import HealthReport, RuleResult
 from perflab.output.table import Table
 from perflab.server.flavor import server_label
-from perflab.store.records import HealthReport, RuleResult
 
 MARK = {"ok": "ok", "fail": "FAIL", "info": "", "few": "(few)", "n/a": "n/a"}
 

@@ -14,9 +14,9 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from perflab.health.results import RuleResult
 from perflab.server.memory import memory_estimate
 from perflab.server.variables import parse_integer
-from perflab.store.records import RuleResult
 
 MYSQLTUNER = "MySQLTuner 1.9.9"
 STAR_NOTES = "the STAR experiment's MySQL tuning notes (BNL)"

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
+from perflab.domain import Dataset, Scalar
 from perflab.load.classify import Classified
-from perflab.plan import Dataset, Scalar
 from perflab.server.connection import Endpoint
 
 # sysbench 1.0's driver options, which apply to any script.

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import time
 
+from perflab.domain import Dataset, Scalar
 from perflab.errors import PerflabError
 from perflab.load.family import Family, LoadReport
 from perflab.load.numbers import numbers
-from perflab.plan import Dataset, Scalar
 from perflab.server.connection import Endpoint, query
 
 SCHEMA = "joinlimit"

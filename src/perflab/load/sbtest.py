@@ -24,9 +24,9 @@ from pathlib import Path
 
 import numpy as np
 
+from perflab.domain import Dataset
 from perflab.errors import PerflabError
 from perflab.load.family import DRIVER_OPTIONS, Family, LoadReport
-from perflab.plan import Dataset
 from perflab.server.connection import Endpoint, query
 
 SCHEMA = "sbtest"

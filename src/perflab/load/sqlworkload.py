@@ -42,11 +42,11 @@ import sqlglot
 from sqlglot.dialects.mysql import MySQL
 from sqlglot.tokens import TokenType
 
+from perflab.domain import Dataset, Scalar, canonical_engine
 from perflab.errors import PerflabError
 from perflab.load.classify import Classified, classify
 from perflab.load.family import Family, LoadReport
 from perflab.load.numbers import numbers
-from perflab.plan import Dataset, Scalar, canonical_engine
 from perflab.server.connection import Endpoint, query
 
 SCHEMA = "perflab_sql"

@@ -19,9 +19,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from perflab.domain import Dataset
 from perflab.errors import PerflabError
 from perflab.load.workloads import ResolvedWorkload
-from perflab.plan import Dataset
 from perflab.probes.busy import OtherCpu
 from perflab.procs import die_with_parent
 from perflab.server.connection import Endpoint

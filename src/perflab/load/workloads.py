@@ -10,12 +10,12 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass
 
+from perflab.domain import HOST_BUILD, Dataset, Plan, Scalar, ServerConfig, Workload
 from perflab.errors import PerflabError
 from perflab.load.family import Family
 from perflab.load.joinlimit import JoinLimitFamily
 from perflab.load.sbtest import SbtestFamily
 from perflab.load.sqlworkload import SqlFamily
-from perflab.plan import HOST_BUILD, Dataset, Plan, Scalar, ServerConfig, Workload
 
 # oltp_common.lua's options that a plan may set (tables, table_size and the engine come from the
 # dataset, so they are not workload options).

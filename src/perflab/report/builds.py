@@ -4,8 +4,8 @@ variables each build's server ran, as stored when it started)."""
 
 from __future__ import annotations
 
+from perflab.domain import HOST_BUILD
 from perflab.output.table import Table
-from perflab.plan import HOST_BUILD
 from perflab.server.flavor import server_label
 from perflab.store.records import ServerState, Study
 

@@ -17,8 +17,8 @@ from matplotlib.figure import Figure
 
 from perflab.analysis.tables import groups, medians
 from perflab.analysis.verdicts import Judgement
+from perflab.domain import Plan
 from perflab.output.figure import new_figure, render
-from perflab.plan import Plan
 from perflab.stats.summary import geometric
 from perflab.store.records import StoredPoint, Study
 

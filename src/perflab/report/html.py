@@ -10,6 +10,7 @@ import html
 import json
 
 from perflab.health.render import render_html_section
+from perflab.health.results import stored_health
 from perflab.output.figure import png_data_uri
 from perflab.output.page import page
 from perflab.report import charts
@@ -54,7 +55,7 @@ def render_html(study: Study, options: ReportOptions = DEFAULT_OPTIONS) -> str:
     if failed:
         parts.append("<h2>Failed points</h2><ul>"
                      + "".join(f"<li>{html.escape(line)}</li>" for line in failed) + "</ul>")
-    for stored in study.health:
+    for stored in stored_health(study):
         parts.append(render_html_section(stored.report,
                                          f"Server health: configuration {stored.config}"))
     parts.append("<h2>Plan</h2><pre>" + html.escape(json.dumps(plan.to_json(), indent=2))

@@ -33,12 +33,12 @@ from pathlib import Path
 
 import pymysql
 
+from perflab.domain import Plan, Point, ServerConfig
 from perflab.errors import PerflabError, error_text
 from perflab.lab import Lab, ServerDir
 from perflab.load import sysbench
 from perflab.load.preload import preload
 from perflab.load.workloads import ResolvedWorkload
-from perflab.plan import Plan, Point, ServerConfig
 from perflab.probes.profile import Profiler
 from perflab.probes.status import ProcessWatch, delta, global_status
 from perflab.probes.system import ram_bytes

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import time
 
+from perflab.domain import Point
 from perflab.load.sysbench import LoadResult
-from perflab.plan import Point
 from perflab.probes.status import rows_per_query
 from perflab.store import PointRecord, PointStatus, Symbol
 

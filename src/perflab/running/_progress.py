@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import time
 
+from perflab.domain import Plan, ServerConfig
 from perflab.output.text import duration
-from perflab.plan import Plan, ServerConfig
 from perflab.probes.busy import under_load
 from perflab.say import Say
 from perflab.store import PointRecord

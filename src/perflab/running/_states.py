@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from perflab.domain import Plan, ServerConfig
 from perflab.load.workloads import ResolvedWorkload
-from perflab.plan import Plan, ServerConfig
 from perflab.server.connection import query
 from perflab.server.protocol import Server
 from perflab.server.variables import Catalog, overridden

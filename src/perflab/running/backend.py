@@ -17,12 +17,12 @@ from typing import Protocol, runtime_checkable
 
 import pymysql
 
+from perflab.domain import Plan, Schedule, ServerConfig
 from perflab.errors import PerflabError
 from perflab.lab import Lab
 from perflab.load.family import LOADER_OPTIONS
 from perflab.load.preload import preload
 from perflab.load.workloads import ResolvedWorkload
-from perflab.plan import Plan, Schedule, ServerConfig
 from perflab.running._fleet import fits
 from perflab.running._progress import pairs
 from perflab.say import Say

@@ -18,10 +18,10 @@ from dataclasses import dataclass, replace
 
 from perflab.analysis.variance import GROWTH_CAP, Split, split
 from perflab.analysis.verdicts import Judgement, judge
+from perflab.domain import Plan
 from perflab.errors import PerflabError
 from perflab.lab import Lab
 from perflab.output.table import Table
-from perflab.plan import Plan
 from perflab.probes.busy import under_load
 from perflab.running.rounds import comparisons
 from perflab.running.runner import Runner

@@ -29,13 +29,13 @@ import re
 import tempfile
 from dataclasses import replace
 
+from perflab.domain import HOST_BUILD, Environment, Plan, Schedule, ServerConfig
 from perflab.errors import PerflabError
 from perflab.load.classify import Classified, Kind, classify
 from perflab.load.family import Family
 from perflab.load.reach import Reached, ServerObjects, prepare_refusal, reached
 from perflab.load.sqlworkload import shown
 from perflab.load.workloads import ResolvedWorkload
-from perflab.plan import HOST_BUILD, Environment, Plan, Schedule, ServerConfig
 from perflab.procs import forget_sessions, watch_sessions
 from perflab.running._progress import pairs
 from perflab.running.backend import Say, check_config, check_configs

@@ -12,12 +12,12 @@ from dataclasses import replace
 
 import pymysql
 
+from perflab.domain import Dataset, Plan, Point, Schedule, ServerConfig
 from perflab.errors import PerflabError, error_text
 from perflab.lab import Lab
 from perflab.load import sysbench
 from perflab.load.clients import Clients, connect_clients
 from perflab.load.workloads import ResolvedWorkload, resolve
-from perflab.plan import Dataset, Plan, Point, Schedule, ServerConfig
 from perflab.probes import busy
 from perflab.probes.profile import Profiler
 from perflab.probes.status import ProcessWatch, delta, global_status

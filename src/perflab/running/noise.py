@@ -13,9 +13,9 @@ import statistics
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 
+from perflab.domain import Plan, Schedule
 from perflab.load.workloads import ResolvedWorkload
 from perflab.output.text import duration
-from perflab.plan import Plan, Schedule
 from perflab.probes.busy import under_load
 from perflab.running.rounds import comparisons
 from perflab.stats.decide import as_change, forecast_detectable, forecast_half_width

@@ -27,7 +27,7 @@ import math
 import statistics
 from dataclasses import dataclass, replace
 
-from perflab.plan import Plan, ServerConfig
+from perflab.domain import Plan, ServerConfig
 from perflab.stats.decide import decide, log_ratios, resolved
 from perflab.stats.design import Design
 from perflab.store import StoredPoint, throughput

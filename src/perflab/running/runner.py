@@ -19,8 +19,8 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
+from perflab.domain import Plan, Schedule
 from perflab.lab import Lab
-from perflab.plan import Plan, Schedule
 from perflab.probes import busy
 from perflab.procs import check_stop
 from perflab.running._fleet import Fleet

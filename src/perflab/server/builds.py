@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from perflab.domain import HOST_BUILD
 from perflab.errors import PerflabError
-from perflab.plan import HOST_BUILD
 
 # Where a root keeps its dynamic loader: merged-/usr suites (bookworm on) under usr/, older ones
 # (bullseye) under lib64/, there an absolute link that must be read inside the root.

@@ -9,8 +9,8 @@ from __future__ import annotations
 import glob
 import os
 
+from perflab.domain import Environment
 from perflab.errors import PerflabError
-from perflab.plan import Environment
 from perflab.server import builds
 from perflab.server.managed import ServerEnvironment
 

@@ -16,8 +16,8 @@ from dataclasses import asdict, dataclass
 
 import pymysql
 
+from perflab.domain import Scalar
 from perflab.errors import PerflabError
-from perflab.plan import Scalar
 from perflab.server.connection import query
 from perflab.server.flavor import server_label
 

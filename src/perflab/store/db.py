@@ -18,12 +18,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from perflab.domain import Plan
 from perflab.errors import PerflabError
-from perflab.plan import Plan
 from perflab.server.secrets import masked_variables
 from perflab.stats.design import Design, study_design
 from perflab.store.records import (
-    HealthReport,
+    ConfigDocument,
     Metrics,
     Noise,
     PointRecord,
@@ -31,7 +31,6 @@ from perflab.store.records import (
     Sample,
     ServerState,
     Session,
-    StoredHealth,
     StoredPoint,
     Symbol,
 )
@@ -319,10 +318,11 @@ class ResultStore(_Frozen):
             tuple(columns.values()),
         )
 
-    def save_health(self, study: str, config: str, report: HealthReport) -> None:
+    def save_health_json(self, study: str, config: str, data: dict[str, Any]) -> None:
+        """Keep `data`, a health report as health/results.py encodes it, for `config`."""
         self.db.execute(
             "INSERT INTO health_reports (study, config, report_json, created_at) "
-            "VALUES (?, ?, ?, ?)", (study, config, json.dumps(report.to_json()), time.time()))
+            "VALUES (?, ?, ?, ?)", (study, config, json.dumps(data), time.time()))
 
     # -- reading -------------------------------------------------------------------------------
 
@@ -378,13 +378,12 @@ class ResultStore(_Frozen):
                             json.loads(row["process_json"]), row["created_at"])
                 for row in rows]
 
-    def health_reports(self, study: str) -> list[StoredHealth]:
-        """The latest health report of each configuration of the study."""
+    def health_json(self, study: str) -> list[ConfigDocument]:
+        """The latest health report of each configuration of the study, as JSON."""
         rows = self.db.execute(
             "SELECT config, report_json FROM health_reports WHERE id IN (SELECT MAX(id) FROM "
             "health_reports WHERE study = ? GROUP BY config) ORDER BY id", (study,))
-        return [StoredHealth(row["config"], HealthReport.from_json(json.loads(row["report_json"])))
-                for row in rows]
+        return [ConfigDocument(row["config"], json.loads(row["report_json"])) for row in rows]
 
 
 def _row_id(cur: sqlite3.Cursor) -> int:

@@ -2,8 +2,8 @@
 
 `Metrics` is the one list of per-point figures: the points table's columns, the insert and every
 reader follow from its fields. The read side (`StoredPoint`, `Session`, `ServerState`,
-`HealthReport`, `Study`) carries every JSON column already decoded, so no module outside the
-store package parses stored JSON.
+`ConfigDocument`, `Study`) carries every JSON column already decoded, so no module outside the
+store package parses stored JSON (health/results.py makes its reports of the documents).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, get_type_hints
 
-from perflab.plan import Plan, Point
+from perflab.domain import Plan, Point
 from perflab.stats.design import Design
 
 
@@ -230,74 +230,13 @@ class ServerState:
 
 
 @dataclass(frozen=True)
-class RuleResult:
-    """One health rule judged over one view, self-contained: a stored report reads the same
-    later even if perflab's rules change."""
-
-    id: str
-    title: str
-    status: str  # "ok", "fail", "info", "few" or "n/a"
-    value: float | None
-    value_text: str
-    detail: str
-    unit: str
-    range: str
-    low: float | None
-    high: float | None
-    formula: str
-    governs: tuple[str, ...]
-    source: str
-    advice: str  # only for a failing rule
-
-
-@dataclass(frozen=True)
-class HealthView:
-    name: str  # "since start" or "hot"
-    seconds: float
-    rules: tuple[RuleResult, ...]
-
-
-@dataclass(frozen=True)
-class VariableRow:
-    group: str
-    name: str
-    value: str
-    human: str
-    default: str
-
-
-@dataclass(frozen=True)
-class HealthReport:
-    server: str  # where: socket path or host:port, or a lab's configuration
-    version: str
-    taken_at: float
-    views: tuple[HealthView, ...]
-    variables: tuple[VariableRow, ...]
-
-    def failing(self) -> dict[str, list[str]]:
-        """Failing rule ids per view name."""
-        return {v.name: [r.id for r in v.rules if r.status == "fail"] for v in self.views}
-
-    def to_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> HealthReport:
-        views = tuple(
-            HealthView(view["name"], view["seconds"], tuple(
-                RuleResult(**{**rule, "governs": tuple(rule["governs"])})
-                for rule in view["rules"]))
-            for view in data["views"])
-        return cls(data["server"], data["version"], data["taken_at"], views,
-                   tuple(VariableRow(**row) for row in data["variables"]))
-
-
-@dataclass(frozen=True)
-class StoredHealth:
-    """The latest health report of one configuration of a study (perflab health --lab)."""
+class ConfigDocument:
+    """A JSON document kept for one configuration of a study, the latest of its kind, decoded
+    as far as JSON goes: what it means is its writer's (a health report: health/results.py,
+    which the store, a layer below health, does not import)."""
 
     config: str
-    report: HealthReport
+    data: dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -330,7 +269,7 @@ class Study:
     points: list[StoredPoint]
     sessions: list[Session]
     server_states: list[ServerState]
-    health: list[StoredHealth]
+    health: list[ConfigDocument]  # its health reports (health/results.stored_health)
     design: Design  # how its verdicts are judged: over the looks of all its runs
     # its data as the workload's family described it when measured (load/family.describe; the
     # engine aside); empty in a lab of a perflab before it was stored

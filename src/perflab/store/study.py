@@ -30,5 +30,5 @@ def read_study(store: ResultStore, study: str | None = None, where: str = "the l
     points = store.points(name, definitions)
     sessions = store.sessions(name)
     states = store.server_states([s.id for s in sessions]) if sessions else []
-    return Study(where, plan, points, sessions, states, store.health_reports(name),
+    return Study(where, plan, points, sessions, states, store.health_json(name),
                  store.design(name), dataset=dataset)

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from perflab.domain import HOST_BUILD, Plan
 from perflab.errors import PerflabError
-from perflab.plan import HOST_BUILD, Plan, parse_plan
+from perflab.plan import across_builds, load_plan
 from perflab.server import builds
 
 STUDIES_DIR = Path(__file__).parent
@@ -31,10 +32,10 @@ def builtin_description(name: str) -> str:
     """What a built-in study measures (a suite: how many studies, over what)."""
     paths = suite_paths(name)
     if paths is not None:
-        plans = [_read(path) for path in paths]
+        plans = [load_plan(path) for path in paths]
         return (f"{len(plans)} studies, every installed server build: "
                 + ", ".join(plan.workload.name for plan in plans))
-    return _read(builtin_path(name)).description
+    return load_plan(builtin_path(name)).description
 
 
 def resolve_plans(name_or_path: str) -> list[Plan]:
@@ -48,7 +49,7 @@ def resolve_plans(name_or_path: str) -> list[Plan]:
         raise PerflabError(f"the {name_or_path} study compares server builds, and only the "
                            "host's is installed", hint="perflab servers add mysql-9.7 "
                            "mariadb-11.8 mariadb-10.5 (once per machine)")
-    return [_read(path).across_builds(names) for path in paths]
+    return [across_builds(load_plan(path), names) for path in paths]
 
 
 def builtin_path(name: str) -> Path:
@@ -66,10 +67,10 @@ def resolve_plan(plan: str | Path | Plan) -> Plan:
             raise PerflabError(f"plan file {path} does not exist",
                                hint="check the path, or give a built-in study name "
                                "(see: perflab studies)")
-        return _read(path)
+        return load_plan(path)
     builtin = builtin_path(name_or_path)
     if builtin.exists():
-        return _read(builtin)
+        return load_plan(builtin)
     if suite_paths(name_or_path) is not None:
         raise PerflabError(f"{name_or_path!r} is a suite of several studies, which only "
                            "perflab run takes whole",
@@ -79,17 +80,3 @@ def resolve_plan(plan: str | Path | Plan) -> Plan:
         f"{name_or_path!r} is neither a plan file nor a built-in study",
         hint=f"built-in studies: {', '.join(builtin_names())} (see: perflab studies)",
     )
-
-
-def _read(path: Path) -> Plan:
-    """The plan in the file at `path`, parsed (plan.parse_plan) under its path's name."""
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise PerflabError(f"cannot read plan {path}: {exc.strerror}",
-                           hint="give a plan .toml file, or a built-in study name "
-                           "(see: perflab studies)") from None
-    except UnicodeDecodeError:
-        raise PerflabError(f"cannot read plan {path}: not UTF-8 text",
-                           hint="a plan is a TOML text file saved as UTF-8") from None
-    return parse_plan(text, origin=str(path))

@@ -32,9 +32,9 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 
+from perflab.domain import Plan, Scalar, ServerConfig
 from perflab.lab import Lab
 from perflab.output.text import duration
-from perflab.plan import Plan, Scalar, ServerConfig
 from perflab.running.measurer import Measurer
 from perflab.running.runner import Runner
 from perflab.say import Say, silent

@@ -31,9 +31,9 @@ from dataclasses import replace
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
+from perflab.domain import Plan, Schedule, ServerConfig
 from perflab.errors import PerflabError
 from perflab.lab import Lab
-from perflab.plan import Plan, Schedule, ServerConfig
 from perflab.probes import busy
 from perflab.running.measurer import Measurer
 from perflab.say import Say

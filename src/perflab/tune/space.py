@@ -20,8 +20,8 @@ from decimal import Decimal, InvalidOperation
 
 from optuna.distributions import BaseDistribution, CategoricalDistribution, IntDistribution
 
+from perflab.domain import Scalar, normalize_variable_name
 from perflab.errors import PerflabError
-from perflab.plan import Scalar, normalize_variable_name
 from perflab.probes.system import ram_bytes
 from perflab.server.variables import INTEGER_TYPES, Catalog, VariableSpec
 

@@ -8,8 +8,8 @@ from dataclasses import replace
 
 import optuna
 
+from perflab.domain import Plan, ServerConfig
 from perflab.errors import PerflabError
-from perflab.plan import Plan, ServerConfig
 from perflab.probes import busy
 from perflab.running.measurer import Measurer
 from perflab.say import Say
