@@ -9,6 +9,7 @@ from dataclasses import replace
 from conftest import run_cli, stored_points, write_plan
 from perflab.domain import Schedule
 from perflab.plan import parse_plan
+from perflab.running.measurer import Measurer
 from perflab.running.runner import Runner
 
 DECIDING = """
@@ -91,15 +92,15 @@ def test_calibration_measures_the_noise_the_next_run_forecasts_with(shared_lab, 
     assert rows and rows[0][-1] in ("equivalent", "inconclusive")
     assert "What cal-live can resolve with this noise" in out.stdout
     assert "Where the noise lies" in out.stdout  # a fleet's points hold slices to split by
-    # a runner asked before it runs (as tune's re-measure plans its rounds) finds that noise
+    # a measurer asked before a run (as tune's re-measure plans its rounds) finds that noise
     # under the way the plan will be measured (a fleet here), not under "serial"
     parsed = parse_plan(plan.read_text())
     with shared_lab.store() as store:
-        sd, source = Runner(parsed, shared_lab, store, lambda _: None).noise()
+        sd, source = Measurer(parsed, shared_lab, store, lambda _: None).noise()
         # the baseline alone runs serially, but tune measures its trials side by side and asks
         # for that way's noise
-        alone = Runner(replace(parsed, configs=parsed.configs[:1]), shared_lab, store,
-                       lambda _: None)
+        alone = Measurer(replace(parsed, configs=parsed.configs[:1]), shared_lab, store,
+                         lambda _: None)
         assert alone.noise(Schedule.FLEET) == (sd, source) and alone.schedule is None
         alone.noise()
         assert alone.schedule is Schedule.SERIAL

@@ -11,14 +11,9 @@ of time (load/lua/perflab.lua), so every configuration is measured in the same s
 baseline: the machine's drift, which on a shared 2-core machine is tens of percent over tens of
 seconds, falls on all of them alike.
 
-A turn must hold many of its events, or a server's work runs on into the next one's turn (a
-point whose events take a tenth of a slice fails). Events grow long at high thread counts (an
-oltp_read_only transaction takes ~30 ms at 64 threads on two cores) and with heavy queries, so
-before a study's first round `size_slices` measures every configuration's events alone at each
-thread count and sizes that count's slice to hold those of the slowest one with room to spare;
-a point's window is whole rotations, as many turns for every server, at least MIN_TURNS. The
-sizes are chosen before any comparison is measured and kept for every later run of the study
-(ResultStore.slices), so they never depend on an outcome.
+A turn must hold many of its events: each thread count's slice is sized to the events of the
+slowest configuration before the study's first round (_slices.py), and a point's window is
+whole rotations, as many turns for every server, at least MIN_TURNS.
 """
 
 from __future__ import annotations
@@ -43,6 +38,7 @@ from perflab.probes.profile import Profiler
 from perflab.probes.status import ProcessWatch, delta, global_status
 from perflab.probes.system import ram_bytes
 from perflab.running import _points as points
+from perflab.running._slices import Slices
 from perflab.running._states import ServerStates
 from perflab.running.turns import TurnCpu
 from perflab.say import Say
@@ -55,10 +51,6 @@ from perflab.store import PointRecord, Symbol
 MEMORY_SHARE = 0.5  # the fleet's servers may take up to half the RAM, worst case
 PERF_ATTACH_SECONDS = 1.0  # perf's own start, before the slices' clock starts
 PROFILE_SLACK_SECONDS = 30  # a recording's upper bound past the sliced run (stopped at its end)
-PROBE_SECONDS = 1  # each configuration's events measured alone, per thread count, to size a slice
-# events this many times shorter than the base slice needs are measured on one server only:
-# the others would have to be as many times slower to need a longer slice
-CLEARLY_SHORT = 4
 
 
 @dataclass
@@ -133,21 +125,21 @@ def fits(plan: Plan, catalog_of: Callable[[ServerConfig], Catalog],
 
 
 class Fleet:
-    """The servers of one plan's configurations, side by side (see above)."""
+    """The servers of one plan's configurations, side by side (see above): each round started
+    afresh in its slots, then sliced runs of them taking turns."""
 
     def __init__(self, plan: Plan, lab: Lab, workload: ResolvedWorkload,
-                 options: dict[str, dict[str, str]], states: ServerStates, session: int,
-                 say: Say, profiler: Profiler | None = None):
+                 options: dict[str, dict[str, str]], states: ServerStates, slices: Slices,
+                 session: int, say: Say, profiler: Profiler | None = None):
         """`options`: each configuration's checked server options; `states` stores what each
-        server runs when it starts, in `session`. `profiler` (run.profile): each server
-        recorded by perf during the sliced run; perf samples a server only while it runs, so
-        its profile is of its own slices."""
+        server runs when it starts, in `session`; `slices`: the turns' lengths. `profiler`
+        (run.profile): each server recorded by perf during the sliced run; perf samples a
+        server only while it runs, so its profile is of its own slices."""
         self.plan, self.lab, self.workload, self.say = plan, lab, workload, say
         self.profiler = profiler
-        self.options, self.states, self.session = options, states, session
+        self.options, self.states, self.slices, self.session = options, states, slices, session
         self.members: dict[str, FleetServer] = {}
-        self.slices: dict[int, float] = {}  # slice_ms by thread count (size_slices); else base
-        self.probe_every = False  # size slices on every server, not the baseline alone
+        self.lead_seconds = 0.0  # the next sliced run's lead: the warm-up, after a start
         # Slots, one per configuration, grouped by dataset: rotation stays within a group.
         self.groups: dict[str, list[ServerConfig]] = {}
         for config in plan.configs:
@@ -167,12 +159,15 @@ class Fleet:
         offset = (group.index(config) + round_number) % len(group)
         return self.lab.slot(self.first_slot[key] + offset)
 
-    def start_round(self, round_number: int, configs: list[ServerConfig]) -> None:
+    def start_round(self, round_number: int, configs: list[ServerConfig], threads: list[int]
+                    ) -> float:
         """Every configuration of the round on a freshly started server, in its slot for this
-        round, with its caches preloaded. The servers are launched together, in the order
+        round, with its caches preloaded, then the slices at `threads` ready (Slices.ready: the
+        seconds that took are returned). The servers are launched together, in the order
         given, then waited for in that order. A server that will not start is noted, and its
         configuration's points of the round fail with the reason."""
         self.stop()
+        self.lead_seconds = float(self.plan.run.warmup_seconds)
         launched: list[tuple[FleetServer, ManagedServer]] = []
         for config in configs:
             member = FleetServer(config, self.slot_of(config, round_number))
@@ -198,10 +193,13 @@ class Fleet:
                 if member.server is None:
                     server.kill()
             raise
+        return self.slices.ready([(m.config, m.running) for m in self.members.values()
+                                  if m.server is not None], threads)
 
-    def measure(self, round_number: int, threads: int, configs: list[ServerConfig],
-                lead_seconds: float) -> list[PointRecord]:
-        """One sliced run of `configs` at `threads`, taking turns in the order given."""
+    def measure(self, round_number: int, threads: int, configs: list[ServerConfig]
+                ) -> list[PointRecord]:
+        """One sliced run of `configs` at `threads`, taking turns in the order given; the
+        first after the servers started leads with run.warmup_seconds."""
         started = time.time()
         records: list[PointRecord] = []
         live = []
@@ -217,9 +215,10 @@ class Fleet:
                 live.append((member, point))
         if not live:
             return records
-        slice_ms = self.slices.get(threads, self.base_slice_ms)
+        slice_ms = self.slices.ms(threads)
         rotation = slice_ms * len(live)
-        lead_ms = max(lead_seconds * 1000, 2 * rotation)
+        lead_ms = max(self.lead_seconds * 1000, 2 * rotation)
+        self.lead_seconds = 0.0
         # a window begun before every thread had started (LateStart: a machine slow to start
         # them) is measured once more after a longer lead, as a point measured alone is
         for lead in (lead_ms, max(lead_ms, sysbench.LATE_LEAD_MS)):
@@ -248,8 +247,8 @@ class Fleet:
         measure_ms = sysbench.turns_window_ms(run.run_seconds, slice_ms, count)
         # perf attaches before the clock starts, so that its start costs the slices nothing;
         # it is stopped when sysbench ends
-        recorders = {member.config.name: _record_profile(
-            self, member, math.ceil((lead_ms + measure_ms) / 1000) + PROFILE_SLACK_SECONDS)
+        recorders = {member.config.name: self._recorder(
+            member, math.ceil((lead_ms + measure_ms) / 1000) + PROFILE_SLACK_SECONDS)
             for member, _ in live}
         if self.profiler is not None:
             time.sleep(PERF_ATTACH_SECONDS)
@@ -272,44 +271,6 @@ class Fleet:
                     for name, (recorder, data) in recorders.items()}
         return results, before, turns, profiles, usage
 
-    @property
-    def base_slice_ms(self) -> float:
-        return self.plan.run.effective_slice_seconds * 1000
-
-    def size_slices(self, threads: list[int]) -> dict[int, tuple[float, float | None]]:
-        """{threads: (slice_ms, the longest mean event latency)} for the thread counts given,
-        from every configuration's server measured alone before the round (the baseline's alone
-        when its events are CLEARLY_SHORT times shorter than the base slice needs, unless
-        `probe_every`: a put-back's winner without its query cache is 190 times slower), from
-        the most threads down until one count's events fit the base slice (the counts below
-        keep it too). Empty when no server runs."""
-        live = sorted((m for m in self.members.values() if m.server is not None),
-                      key=lambda m: m.config.name != self.plan.baseline)  # the baseline first
-        if not live:
-            return {}
-        base = self.base_slice_ms
-        sized: dict[int, tuple[float, float | None]] = {}
-        for count in sorted(threads, reverse=True):
-            if sized and all(ms == base for ms, _ in sized.values()):
-                sized[count] = (base, None)
-                continue
-            first = _alone_latency(self, live[0], count)
-            if first is not None and not self.probe_every and \
-                    sysbench.sized_slice(first * CLEARLY_SHORT, base) == base:
-                measured = [first]  # a configuration this many times slower would still fit
-            else:
-                measured = [ms for ms in [first, *(_alone_latency(self, member, count)
-                                                   for member in live[1:])] if ms is not None]
-            longest = max(measured) if measured else None
-            sized[count] = (base if longest is None else sysbench.sized_slice(longest, base),
-                            longest)
-        longer = {t: ms for t, (ms, _) in sized.items() if ms > base}
-        if longer:
-            self.say("slices sized to the events they hold: " + ", ".join(
-                f"{ms / 1000:g} s at {t} threads" for t, ms in sorted(longer.items()))
-                + f" (base {base / 1000:g} s)")
-        return sized
-
     def _record(self, member: FleetServer, point: Point, result, before: dict,
                 process: dict[str, float], started: float, profile: list[Symbol]
                 ) -> PointRecord:
@@ -327,30 +288,17 @@ class Fleet:
             member.slot.set_state(dirty=True)
         return points.measured(point, started, member.state_id, result, moved, profile)
 
+    def _recorder(self, member: FleetServer, seconds: int
+                  ) -> tuple[subprocess.Popen | None, Path]:
+        """perf recording `member`'s server for `seconds`, when the fleet profiles, and where."""
+        data = self.lab.root / f"profile-{member.config.name}.data"
+        if self.profiler is None:
+            return None, data
+        return self.profiler.start(member.pid, seconds, data), data
+
     def stop(self) -> None:
         for member in self.members.values():
             if member.server is not None:
                 member.server.stop()
         self.members = {}
 
-
-def _alone_latency(fleet: Fleet, member: FleetServer, threads: int) -> float | None:
-    """The mean event latency (ms) of `member`'s server alone at `threads` for PROBE_SECONDS,
-    None (said) when sysbench fails there."""
-    try:
-        return sysbench.run_alone(fleet.workload, fleet.plan.dataset_for(member.config),
-                                  member.running.endpoint, threads, PROBE_SECONDS,
-                                  env.client_prefix(member.config.environment)).latency_avg_ms
-    except sysbench.LoadFailed as failed:
-        fleet.say(f"sizing the slices: {member.config.name} at {threads} threads: "
-                  f"{error_text(failed).splitlines()[0]}")
-        return None
-
-
-def _record_profile(fleet: Fleet, member: FleetServer, seconds: int
-                    ) -> tuple[subprocess.Popen | None, Path]:
-    """perf recording `member`'s server for `seconds`, when the fleet profiles, and where."""
-    data = fleet.lab.root / f"profile-{member.config.name}.data"
-    if fleet.profiler is None:
-        return None, data
-    return fleet.profiler.start(member.pid, seconds, data), data

@@ -1,5 +1,6 @@
 """The backend of a run (its server side): where its measured server comes from and how a
-configuration gets onto it. The runner (runner.py) holds one and never asks which kind it is.
+configuration gets onto it. The Measurer (measurer.py) holds one and never asks which kind it
+is.
 
 - `ManagedBackend`: mariadbd started by perflab on a copy of the dataset, one configuration after
   another, switched by SET GLOBAL when every changed variable is dynamic and restarted on a

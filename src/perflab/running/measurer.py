@@ -1,13 +1,15 @@
-"""What a run measures: one point, or one round of configurations, side by side on a fleet
-of servers taking turns in time slices (_fleet.py) or one after another on one server, switched
-by SET GLOBAL when every changed variable is dynamic and restarted otherwise, each change
-followed by a warm-up. A point whose server dies is stored as failed with the error-log tail.
-The round loop (runner.py) and tune's trials (tune/search.py) both measure through a Measurer.
+"""What a run measures: one point at a time on one server, switched by SET GLOBAL when every
+changed variable is dynamic and restarted otherwise, each change followed by a warm-up; or
+configurations side by side on a fleet of servers taking turns in time slices (_fleet.py). A
+point whose server dies is stored as failed with the error-log tail. A study's Runner
+(runner.py) and tune's trials (tune/search.py) both measure through a Measurer.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 
 import pymysql
@@ -25,7 +27,7 @@ from perflab.probes.system import host_facts
 from perflab.procs import check_stop
 from perflab.running import _points as points
 from perflab.running._fleet import Fleet
-from perflab.running._progress import Progress
+from perflab.running._slices import Slices
 from perflab.running._states import ServerStates
 from perflab.running.backend import Backend, ManagedBackend
 from perflab.running.existing_backend import ExistingBackend
@@ -36,7 +38,7 @@ from perflab.server.existing import ExistingServer
 from perflab.server.managed import ManagedServer
 from perflab.server.protocol import Server
 from perflab.server.tripwire import Tripped
-from perflab.store import PointRecord, ResultStore, StoredPoint
+from perflab.store import PointRecord, ResultStore
 
 
 def measure(
@@ -81,7 +83,12 @@ def run_load(
 
 
 class Measurer:
-    """Measures the points of one plan in a lab the caller has locked, storing them in `store`.
+    """Measures the points of one plan and stores them, in a lab the caller has locked: its job
+    is the server side of a point (the backend, a configuration brought onto it and warmed
+    up, or the fleet of servers side by side), sysbench's load with the probes around it, and
+    each finished point stored. It knows nothing of rounds to come, budgets or verdicts: a
+    study's Runner (runner.py) drives it round by round, and tune (tune/search.py) measures
+    its trials through it.
 
     Making one checks the workload and every configuration of the plan against the measured
     server's variable catalog (for managed servers, read once per server version by a scratch
@@ -100,13 +107,12 @@ class Measurer:
                                  else ManagedBackend(plan, lab, self.workload, say))
         self.catalog = self.backend.catalog
         self.states = ServerStates(store, plan, self.workload, self.backend.catalog_of, say)
-        self.plan_id: int | None = None  # saved with the first session (open_session)
+        self.plan_id: int | None = None  # save_plan, or with the first session (open_session)
         self.server_state_id: int | None = None
         self.profiler = Profiler(say)
         self.clients = (connect_clients(plan.run.clients, existing, say)  # other machines' load:
                         if plan.run.clients else None)  # their scheduler reached before any run
-        self.schedule: Schedule | None = None  # decided by run(), or on first need (noise)
-        self.sizing_seconds = 0.0  # spent sizing the fleet's slices (_size_slices)
+        self.schedule: Schedule | None = None  # chosen by get_ready, or on first need (noise)
 
     def server_options(self, config_name: str) -> dict[str, str]:
         """A configuration's checked server options, as the command line takes them."""
@@ -116,43 +122,42 @@ class Measurer:
         """A configuration not in the plan (a tuning trial): checked, its dataset ready."""
         self.backend.add(config)
 
+    def get_ready(self) -> tuple[Schedule, str]:
+        """Before the first point: every configuration's dataset where its server will find
+        it, and the `schedule` chosen (a fleet when the servers fit side by side, else serial),
+        with why."""
+        for config in self.plan.configs:
+            self.backend.ensure_dataset(config)
+        self.schedule, why = self.backend.schedule()
+        return self.schedule, why
+
+    def own_pids(self) -> list[int]:
+        """The server perflab did not start, when it runs on this machine: its work (a dataset
+        loading into it, the load) is not other work (probes/busy.py)."""
+        if self.existing is None:
+            return []
+        with self.existing.connect() as conn:
+            pid = busy.server_pid(conn)
+        return [pid] if pid else []
+
+    def save_plan(self, plan: Plan) -> int:
+        """`plan` (this one, its study's design frozen) saved: the sessions opened after it
+        belong to it. Returns its id."""
+        self.plan_id = self.store.save_plan(plan, self.workload.family.describe(plan.dataset))
+        return self.plan_id
+
     def open_session(self) -> int:
-        if self.plan_id is None:
-            self.plan_id = self.store.save_plan(
-                self.plan, self.workload.family.describe(self.plan.dataset))
-        return self.store.begin_session(self.plan.name, self.plan_id, host_facts(self.lab.root))
-
-    def measure_point(self, session: int, point: Point, replace: bool = False) -> PointRecord:
-        """Run one point (starting or reconfiguring the server as needed) and store it,
-        replacing a stored one if `replace` (ResultStore.save_point)."""
-        check_stop()
-        record = self._point(session, point)
-        self.store.save_point(session, self.plan.name, record, replace)
-        return record
-
-    def side_by_side_fits(self, configs: list[ServerConfig]) -> str | None:
-        """None when `configs` (already added) can run side by side; else why not."""
-        return self.backend.side_by_side_fits(configs)
-
-    def measure_side_by_side(self, session: int, configs: list[ServerConfig],
-                             round_number: int) -> list[PointRecord]:
-        """One round of `configs` (already added) at every thread count of the plan, each on a
-        server of its own, taking turns in time slices: stored as points of round
-        `round_number`. Tune judges a trial against a reference measured in the same seconds
-        this way, so that the machine's drift falls on both."""
-        check_stop()
-        self.backend.stop()  # the serial server's memory is not needed meanwhile
-        group = replace(self.plan, configs=tuple(configs), baseline=configs[0].name)
-        fleet = self._fleet(session, group)
-        try:
-            needed = {threads: list(configs) for threads in self.plan.run.threads}
-            return self._fleet_round(fleet, session, round_number, needed, None, None)
-        finally:
-            fleet.stop()
+        plan_id = self.save_plan(self.plan) if self.plan_id is None else self.plan_id
+        return self.store.begin_session(self.plan.name, plan_id, host_facts(self.lab.root))
 
     def close_session(self, session: int, outcome: str) -> None:
         self.backend.stop()
         self.store.end_session(session, outcome)
+
+    def close(self) -> None:
+        """The client machines let go (run.clients)."""
+        if self.clients is not None:
+            self.clients.close()
 
     def noise(self, schedule: Schedule | None = None) -> tuple[float, str]:
         """The per-round sd of a log ratio this lab measured for this plan's way of measuring
@@ -163,71 +168,63 @@ class Measurer:
             schedule = self.schedule
         return lab_noise(self.store, self.plan, self.workload, schedule)
 
-    # -- what a round measures ---------------------------------------------------------------
+    def measure_point(self, session: int, point: Point, replace: bool = False) -> PointRecord:
+        """Run one point (starting or reconfiguring the server as needed) and store it,
+        replacing a stored one if `replace` (ResultStore.save_point)."""
+        check_stop()
+        record = self._point(session, point)
+        self.store.save_point(session, self.plan.name, record, replace)
+        return record
 
-    def _stored_ok(self) -> list[StoredPoint]:
-        definitions = [self.plan.config_hash(c) for c in self.plan.configs]
-        return [p for p in self.store.points(self.plan.name, definitions) if p.ok]
+    # -- side by side --------------------------------------------------------------------------
 
-    def _order(self, round_number: int, needed: dict[int, list[ServerConfig]]) -> list[int]:
-        """The round's thread counts, rotated by one each round."""
-        return [t for t in rotated(list(self.plan.run.threads), round_number) if t in needed]
+    def side_by_side_fits(self, configs: list[ServerConfig]) -> str | None:
+        """None when `configs` (already added) can run side by side; else why not."""
+        return self.backend.side_by_side_fits(configs)
 
-    def _fleet_round(self, fleet: Fleet, session: int, round_number: int,
-                     needed: dict[int, list[ServerConfig]], deadline: float | None,
-                     progress: Progress | None) -> list[PointRecord]:
-        configs = list(dict.fromkeys(c for cs in needed.values() for c in cs))
-        fleet.start_round(round_number, rotated(configs, round_number))
-        self._size_slices(fleet, list(needed))
-        records: list[PointRecord] = []
-        lead, step = float(self.plan.run.warmup_seconds), 0.0
-        for threads in self._order(round_number, needed):
-            if deadline is not None and records and time.monotonic() + step > deadline:
-                break
-            begun = time.monotonic()
-            batch = fleet.measure(round_number, threads, rotated(needed[threads], round_number),
-                                  lead)
-            for record in batch:
-                self.store.save_point(session, self.plan.name, record, replace=True)
-                if progress is not None:
-                    progress.done(record)
-            records += batch
-            lead, step = 0.0, time.monotonic() - begun
-        fleet.stop()
+    def fleet(self, session: int, plan: Plan | None = None, probe_every: bool = False) -> Fleet:
+        """Servers side by side for `plan`'s configurations (this plan's by default), each
+        round's started by `fleet_round`. `probe_every`: slices sized on every server
+        (_slices.Slices), for configurations chosen for their effects."""
+        plan = plan or self.plan
+        slices = Slices(plan, self.workload, self.store, self.say, probe_every)
+        return Fleet(plan, self.lab, self.workload, self.backend.options, self.states, slices,
+                     session, self.say, self.profiler if plan.run.profile else None)
+
+    @contextmanager
+    def fleet_round(self, fleet: Fleet, round_number: int, configs: list[ServerConfig],
+                    threads: list[int]) -> Iterator[float]:
+        """Round `round_number` of `configs` on `fleet`: their servers started afresh (in the
+        order given) and their slices at `threads` sized if the study has none yet; gives the
+        seconds that sizing took (set-up, not a round's pace). The servers stop at its end."""
+        try:
+            yield fleet.start_round(round_number, configs, threads)
+        finally:
+            fleet.stop()
+
+    def measure_turns(self, fleet: Fleet, session: int, round_number: int, threads: int,
+                      configs: list[ServerConfig]) -> list[PointRecord]:
+        """One sliced run of `configs` at `threads` in the round `fleet` runs, taking turns in
+        the order given: their points, stored (replacing the round's earlier ones)."""
+        records = fleet.measure(round_number, threads, configs)
+        for record in records:
+            self.store.save_point(session, self.plan.name, record, replace=True)
         return records
 
-    def _size_slices(self, fleet: Fleet, threads: list[int]) -> None:
-        """The fleet's slice at each thread count: as the study sized them before its first
-        round, or sized now (at the first round that needs them) and kept."""
-        fleet.slices = self.store.slices(fleet.plan.name)
-        missing = [t for t in threads if t not in fleet.slices]
-        if missing:
-            began = time.monotonic()
-            sized = fleet.size_slices(missing)
-            self.store.save_slices(fleet.plan.name, sized)
-            fleet.slices = self.store.slices(fleet.plan.name)
-            self.sizing_seconds += time.monotonic() - began  # set-up, not a round's pace
-
-    def _serial_round(self, session: int, round_number: int,
-                      needed: dict[int, list[ServerConfig]], deadline: float | None,
-                      progress: Progress) -> list[PointRecord]:
-        records: list[PointRecord] = []
-        step = 0.0
-        for threads in self._order(round_number, needed):
-            for config in rotated(needed[threads], round_number):
-                if deadline is not None and records and time.monotonic() + step > deadline:
-                    return records
-                begun = time.monotonic()
-                point = self.plan.point(config, threads, round_number)
-                record = self.measure_point(session, point, replace=True)
-                progress.done(record)
-                records.append(record)
-                step = time.monotonic() - begun
-        return records
-
-    def _fleet(self, session: int, plan: Plan) -> Fleet:
-        return Fleet(plan, self.lab, self.workload, self.backend.options, self.states, session,
-                     self.say, self.profiler if plan.run.profile else None)
+    def measure_side_by_side(self, session: int, configs: list[ServerConfig],
+                             round_number: int) -> list[PointRecord]:
+        """One round of `configs` (already added) at every thread count of the plan, each on a
+        server of its own, taking turns in time slices: stored as points of round
+        `round_number`. Tune judges a trial against a reference measured in the same seconds
+        this way, so that the machine's drift falls on both."""
+        check_stop()
+        self.backend.stop()  # the serial server's memory is not needed meanwhile
+        fleet = self.fleet(session, replace(self.plan, configs=tuple(configs),
+                                            baseline=configs[0].name))
+        order, threads = rotated(list(configs), round_number), list(self.plan.run.threads)
+        with self.fleet_round(fleet, round_number, order, threads):
+            return [record for count in rotated(threads, round_number)
+                    for record in self.measure_turns(fleet, session, round_number, count, order)]
 
     # -- one point -----------------------------------------------------------------------------
 

@@ -19,19 +19,19 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
-from perflab.domain import Plan, Schedule
+from perflab.domain import Plan, Schedule, ServerConfig
 from perflab.lab import Lab
 from perflab.probes import busy
 from perflab.procs import check_stop
 from perflab.running._fleet import Fleet
 from perflab.running._progress import Progress
-from perflab.running.measurer import Measurer
+from perflab.running.measurer import Measurer, rotated
 from perflab.running.noise import budget_reach, forecast, frozen_dependence, save_noise
 from perflab.running.rounds import Stop, fitted_looks, next_round
 from perflab.say import Say
 from perflab.server.existing import ExistingServer, restore_pending
 from perflab.stats.design import Design
-from perflab.store import PointStatus, ResultStore, StoredPoint
+from perflab.store import PointRecord, PointStatus, ResultStore, StoredPoint
 
 
 @dataclass
@@ -74,73 +74,104 @@ def run_study(plan: Plan, lab: Lab, say: Say = print, server: ExistingServer | N
             server.release()
 
 
-class Runner(Measurer):
-    """The round loop of one plan: every round not stored yet, or with a time budget the rounds
-    that decide (rounds.py), over what the Measurer measures.
+class Budget:
+    """When a run's rounds stop for time: the study's time budget (run.time) for its rounds,
+    what its earlier runs spent on them taken off (`budget_spent`: a resumed study measures
+    for what is left), and a limit of the run's own.
 
-    `budget_after_planned`: the time budget starts once the planned rounds (run.repeats) are
-    done, instead of once the data is there; they are always measured whole, and the budget
-    is only for the rounds that decide what they left open (tune's put-back, whose planned
-    rounds come from the lab's noise, not from its user). A resumed study measures for what
-    is left of its budget (`budget_spent`).
-
-    `noise_source`: what the lab's stored noise figure of this study is called ("run",
-    "calibrate"); None stores none, for a study whose comparisons were chosen for their effects
-    (tune's re-measure and put-back): their drift is not the machine's noise.
+    `after_planned`: the budget starts once the planned rounds (run.repeats) are done, instead
+    of once the data is there; they are always measured whole, and the budget is only for the
+    rounds that decide what they left open (tune's put-back, whose planned rounds come from the
+    lab's noise, not from its user).
 
     `stop_at` (time.monotonic()): no round starts after it once this run has measured
     `at_least` rounds, whatever the study's own budget (a tune's whole budget, tune/budget.py)."""
+
+    def __init__(self, seconds: float, say: Say, after_planned: bool = False,
+                 stop_at: float | None = None, at_least: int = 0):
+        self.seconds, self.say, self.after_planned = seconds, say, after_planned
+        self.stop_at, self.at_least = stop_at, at_least
+        self.deadline: float | None = None  # once the budget has started (start)
+
+    def start(self, done: int, repeats: int, stored: Iterable[StoredPoint]) -> bool:
+        """Whether the budget starts now, after round `done` (0: after the set-up; with
+        `after_planned`, after the planned `repeats`); if so, its deadline: what is left of it
+        once the `stored` points' runs' spend on the rounds after `done` is taken off (said
+        when they spent any)."""
+        if not self.seconds or self.deadline is not None or \
+                done != (repeats if self.after_planned else 0):
+            return False
+        spent = budget_spent(stored, done)
+        if spent:
+            self.say(f"time budget: {spent:.0f} s of {self.seconds:g} s spent by earlier runs "
+                     f"of this study, {max(self.seconds - spent, 0):.0f} s left")
+        self.deadline = time.monotonic() + self.seconds - spent
+        return True
+
+    def spent(self) -> bool:
+        """Whether the budget has started and its deadline has passed."""
+        return self.deadline is not None and time.monotonic() >= self.deadline
+
+    def holds(self, seconds: float) -> bool:
+        """Whether `seconds` from now end before the deadline (always, before it starts)."""
+        return self.deadline is None or time.monotonic() + seconds <= self.deadline
+
+    def stops(self, rounds: int) -> bool:
+        """Whether no round starts now: the budget is spent, or `stop_at` has passed and this
+        run has its `at_least` rounds (it has measured `rounds`)."""
+        return self.spent() or (self.stop_at is not None and rounds >= self.at_least
+                                and time.monotonic() >= self.stop_at)
+
+
+class Runner:
+    """Drives one plan's study: its job is the rounds (every round not stored yet, or with a
+    time budget the rounds that decide: rounds.py), in the order and on the schedule they
+    follow, when they stop (the round policy, the looks, its `budget`), the progress said and
+    the noise kept. Its `measurer` measures and stores each point it asks for.
+
+    `noise_source`: what the lab's stored noise figure of this study is called ("run",
+    "calibrate"); None stores none, for a study whose comparisons were chosen for their effects
+    (tune's re-measure and put-back): their drift is not the machine's noise. The other
+    keywords are the Budget's."""
 
     def __init__(self, plan: Plan, lab: Lab, store: ResultStore, say: Say = print,
                  existing: ExistingServer | None = None, *, budget_after_planned: bool = False,
                  noise_source: str | None = "run", stop_at: float | None = None,
                  at_least: int = 0):
-        super().__init__(plan, lab, store, say, existing)
-        self.budget_after_planned = budget_after_planned
+        self.plan, self.store, self.say = plan, store, say
+        self.measurer = Measurer(plan, lab, store, say, existing)
+        self.budget = Budget(plan.run.time, say, budget_after_planned, stop_at, at_least)
         self.noise_source = noise_source
-        self.stop_at, self.at_least = stop_at, at_least
 
     def run(self) -> RunSummary:
         """Every round not stored yet; with a time budget, the rounds that decide."""
         try:
             return self._rounds()
         finally:
-            if self.clients is not None:
-                self.clients.close()
-
-    def _existing_pid(self) -> list[int]:
-        """The existing server this run measures, when it runs on this machine: its work (the
-        dataset loading into it, the load) is not other work (probes/busy.py)."""
-        if self.existing is None:
-            return []
-        with self.existing.connect() as conn:
-            pid = busy.server_pid(conn)
-        return [pid] if pid else []
+            self.measurer.close()
 
     def _rounds(self) -> RunSummary:
         started = time.monotonic()
-        design, deadline = self._set_up()
-        schedule = self.schedule
-        assert schedule is not None, "chosen by _set_up"
+        schedule, design = self._set_up()
         run = self.plan.run
         summary = RunSummary(self.plan.name, schedule, 0, len(self._stored_ok()), 0, 0, 0.0)
         if summary.already_stored:
             planned = len(self.plan.configs) * len(run.threads) * run.repeats
             self.say(f"resuming: {summary.already_stored} of {planned} points already stored")
-        session = self.open_session()
-        fleet = self._fleet(session, self.plan) if schedule == Schedule.FLEET else None
+        session = self.measurer.open_session()
+        # comparisons chosen for their effects (noise_source None): slices sized on every server
+        fleet = (self.measurer.fleet(session, self.plan, probe_every=self.noise_source is None)
+                 if schedule == Schedule.FLEET else None)
         try:
-            summary.stopped = self._loop(session, fleet, design, deadline, summary)
+            summary.stopped = self._loop(session, fleet, design, summary)
         except BaseException:
             summary.stopped = "interrupted"
             raise
         finally:
-            if fleet is not None:
-                fleet.stop()
-            self.close_session(session, summary.stopped)
+            self.measurer.close_session(session, summary.stopped)
             summary.seconds = time.monotonic() - started
-            save_noise(self.store, self.plan, self.workload, schedule, self._stored_ok(),
-                       self.noise_source)
+            save_noise(self.store, self.plan, self.measurer.workload, schedule,
+                       self._stored_ok(), self.noise_source)
         if not summary.rounds and summary.stopped == "budget spent":
             self.say(f"the time budget of {self.plan.name} ({self.plan.run.time:g} s) was "
                      "spent by its earlier runs: nothing measured (a larger budget measures on)")
@@ -149,24 +180,20 @@ class Runner(Measurer):
                      "stored")
         return summary
 
-    def _set_up(self) -> tuple[Design, float | None]:
+    def _set_up(self) -> tuple[Schedule, Design]:
         """Before the first round: the datasets ready, the schedule chosen, the dependence
         allowance and the looks frozen (a study's first run sets them, later runs keep them),
-        the forecast said. Returns the design and the budget's deadline, which starts once all
+        the forecast said; returns the schedule and the design. The budget starts once all
         that is done (the looks' boundaries of a long max_rounds take minutes to simulate):
-        the budget is for the rounds (with budget_after_planned, None: it
-        starts once the planned rounds are done, in `_loop`)."""
-        watch = busy.Watch(self._existing_pid())  # other work while the study sets up
-        for config in self.plan.configs:
-            self.backend.ensure_dataset(config)
+        it is for the rounds (with after_planned, it starts in `_loop`)."""
+        watch = busy.Watch(self.measurer.own_pids())  # other work while the study sets up
+        schedule, why = self.measurer.get_ready()
         run = self.plan.run
-        self.schedule, why = self.backend.schedule()
-        self.say(f"schedule: {self.schedule} ({why})")
-        self.plan = frozen_dependence(self.store, self.plan, self.workload, self.schedule)
+        self.say(f"schedule: {schedule} ({why})")
+        self.plan = frozen_dependence(self.store, self.plan, self.measurer.workload, schedule)
         self.plan = replace(self.plan, run=replace(  # looks fitted by an earlier run stay
             self.plan.run, planned_rounds=self.store.planned_rounds(self.plan.name)))
-        self.plan_id = self.store.save_plan(
-            self.plan, self.workload.family.describe(self.plan.dataset))
+        self.measurer.save_plan(self.plan)
         design = self.store.design(self.plan.name)  # this plan's looks and earlier runs'
         if design.fitted and run.repeats > design.last_look:
             self.say(f"the looks were fitted to rounds {design.first_look}..{design.last_look} "
@@ -174,36 +201,32 @@ class Runner(Measurer):
                      "(a longer study is a new study: give the plan another name)")
             self.plan = replace(self.plan, run=replace(self.plan.run,
                                                        repeats=design.last_look))
-        for line in forecast(self.plan, design, self.noise()):
+        for line in forecast(self.plan, design, self.measurer.noise(schedule)):
             self.say(line)
         busy_now = watch.warning()
         if busy_now:
             self.say(f"WARNING: {busy_now}")
-        deadline = time.monotonic() + self._budget_left(0) \
-            if run.time and not self.budget_after_planned else None
-        return design, deadline
+        self.budget.start(0, run.repeats, self._stored_ok())
+        return schedule, design
 
-    def _loop(self, session: int, fleet: Fleet | None, design: Design,
-              deadline: float | None, summary: RunSummary) -> str:
+    def _loop(self, session: int, fleet: Fleet | None, design: Design, summary: RunSummary
+              ) -> str:
         """Round after round until the round policy stops or the budget is spent, counting
         what was measured in `summary`; returns why it stopped. A budgeted study's looks are
         fitted once its planned rounds are done, to the rounds the budget holds at their
         pace."""
         run = self.plan.run
-        progress = Progress(self.plan, self.say, deadline)
+        progress = Progress(self.plan, self.say, self.budget.deadline)
         round_number = 0
         timed: list[float] = []  # seconds of each whole round
         while True:
             check_stop()
             round_number += 1
-            if self.budget_after_planned and run.time and round_number - 1 == run.repeats:
-                deadline = progress.deadline = time.monotonic() + self._budget_left(
-                    run.repeats)
             stored = self._stored_ok()
-            if self._first_look_unfitted(round_number - 1, deadline, timed):
-                assert deadline is not None
-                self.plan, design = fit_looks(self.store, self.plan, round_number - 1,
-                                              deadline, timed, self.say)
+            if self.budget.start(round_number - 1, run.repeats, stored):
+                progress.deadline = self.budget.deadline
+            if self._first_look_unfitted(round_number - 1, timed):
+                self.plan, design = self._fit_looks(round_number - 1, timed)
                 reach = budget_reach(self.plan, design, stored, statistics.mean(timed))
                 if reach:
                     self.say(reach)
@@ -214,55 +237,78 @@ class Runner(Measurer):
                 return "all decided" if step.decided else "complete"
             if not step.points:
                 continue  # stored by an earlier run
-            if deadline is not None and time.monotonic() >= deadline or self._stopped(summary):
+            if self.budget.stops(summary.rounds):
                 return "budget spent"
             summary.rounds += 1
             progress.round(round_number, step.points)
-            began, self.sizing_seconds = time.monotonic(), 0.0
-            records = (self._fleet_round(fleet, session, round_number, step.points, deadline,
-                                         progress)
-                       if fleet else
-                       self._serial_round(session, round_number, step.points, deadline,
-                                          progress))
+            began = time.monotonic()
+            records, set_up = self._round(session, fleet, round_number, step.points, progress)
             if sum(map(len, step.points.values())) == len(run.threads) * len(
                     self.plan.configs):  # a whole round: the pace of the rounds to come
-                timed.append(time.monotonic() - began - self.sizing_seconds)
+                timed.append(time.monotonic() - began - set_up)
             summary.measured += len(records)
             summary.failed += sum(r.status == PointStatus.FAILED for r in records)
-            if deadline is not None and time.monotonic() >= deadline:
-                if self._first_look_unfitted(round_number, deadline, timed):
-                    fit_looks(self.store, self.plan, round_number, deadline, timed, self.say)
+            if self.budget.spent():
+                if self._first_look_unfitted(round_number, timed):
+                    self._fit_looks(round_number, timed)
                 return "budget spent"
 
-    def _fleet(self, session: int, plan: Plan) -> Fleet:
-        fleet = super()._fleet(session, plan)
-        fleet.probe_every = self.noise_source is None  # comparisons chosen for their effects
-        return fleet
+    def _round(self, session: int, fleet: Fleet | None, round_number: int,
+               needed: dict[int, list[ServerConfig]], progress: Progress
+               ) -> tuple[list[PointRecord], float]:
+        """Round `round_number`'s `needed` points, on `fleet` or serially (`_steps`); with the
+        seconds spent sizing the fleet's slices, set-up that is not the round's pace."""
+        if fleet is None:
+            return self._steps(session, None, round_number, needed, progress), 0.0
+        configs = list(dict.fromkeys(c for cs in needed.values() for c in cs))
+        with self.measurer.fleet_round(fleet, round_number, rotated(configs, round_number),
+                                       list(needed)) as sizing:
+            return self._steps(session, fleet, round_number, needed, progress), sizing
 
-    def _stopped(self, summary: RunSummary) -> bool:
-        """Whether `stop_at` has passed and this run has its `at_least` rounds."""
-        return (self.stop_at is not None and summary.rounds >= self.at_least
-                and time.monotonic() >= self.stop_at)
+    def _steps(self, session: int, fleet: Fleet | None, round_number: int,
+               needed: dict[int, list[ServerConfig]], progress: Progress) -> list[PointRecord]:
+        """The round's points in its order, rotated by one each round (thread counts, and the
+        configurations at each), said as they are stored: at each thread count one sliced run
+        on `fleet`, or one point after another. Once one is measured, none starts that the
+        budget would not hold at the pace of the last."""
+        records: list[PointRecord] = []
+        step = 0.0
+        for threads in rotated([t for t in self.plan.run.threads if t in needed], round_number):
+            configs = rotated(needed[threads], round_number)
+            for group in [configs] if fleet else [[c] for c in configs]:
+                if records and not self.budget.holds(step):
+                    return records
+                begun = time.monotonic()
+                if fleet is not None:
+                    measured = self.measurer.measure_turns(fleet, session, round_number, threads,
+                                                           group)
+                else:
+                    point = self.plan.point(group[0], threads, round_number)
+                    measured = [self.measurer.measure_point(session, point, replace=True)]
+                for record in measured:
+                    progress.done(record)
+                records += measured
+                step = time.monotonic() - begun
+        return records
 
-    def _budget_left(self, after_round: int) -> float:
-        """The seconds left of the study's time budget for its rounds after `after_round`,
-        what its earlier runs spent on them taken off (said when they spent any)."""
-        spent = budget_spent(self._stored_ok(), after_round)
-        if spent:
-            self.say(f"time budget: {spent:.0f} s of {self.plan.run.time:g} s spent by earlier "
-                     f"runs of this study, {max(self.plan.run.time - spent, 0):.0f} s left")
-        return self.plan.run.time - spent
+    def _stored_ok(self) -> list[StoredPoint]:
+        definitions = [self.plan.config_hash(c) for c in self.plan.configs]
+        return [p for p in self.store.points(self.plan.name, definitions) if p.ok]
 
-    def _first_look_unfitted(self, done: int, deadline: float | None, timed: list[float]
-                             ) -> bool:
+    def _first_look_unfitted(self, done: int, timed: list[float]) -> bool:
         """Whether a budgeted study has just done its planned rounds, at its first look, and
         its looks are not fitted yet. A budget spent by then fits them too (to the rounds
         done: one look at the family's full level), rather than leaving that look judged as
         one of max_rounds."""
         run = self.plan.run
-        return (done == run.repeats and bool(timed) and deadline is not None
+        return (done == run.repeats and bool(timed) and self.budget.deadline is not None
                 and not run.planned_rounds
                 and all(p.round <= run.repeats for p in self._stored_ok()))
+
+    def _fit_looks(self, done: int, timed: list[float]) -> tuple[Plan, Design]:
+        """The looks fitted after round `done` to the rounds the budget's deadline holds."""
+        assert self.budget.deadline is not None, "looks are fitted to a budget that started"
+        return fit_looks(self.store, self.plan, done, self.budget.deadline, timed, self.say)
 
 
 def budget_spent(points: Iterable[StoredPoint], after_round: int) -> float:

@@ -128,7 +128,7 @@ class _Frozen:
 
     def slices(self, study: str) -> dict[int, float]:
         """The turn length (ms) the study's side-by-side points take at each thread count,
-        sized before its first round (fleet.Fleet.size_slices) and kept for every later run."""
+        sized before its first round (running/_slices.py) and kept for every later run."""
         rows = self.db.execute("SELECT threads, slice_ms FROM slices WHERE study = ?", (study,))
         return {row["threads"]: row["slice_ms"] for row in rows}
 

@@ -6,7 +6,7 @@
   never retried.
 - Frugal: the study lives in an Optuna storage (the lab's by default, or one at a URL that
   workers on several hosts share with its budget, tune/workers.py) and resumes where it
-  stopped; dynamic knobs are applied with SET GLOBAL by the runner when possible.
+  stopped; dynamic knobs are applied with SET GLOBAL by the measurer when possible.
 - Honest: unless the plan asks for a serial schedule (or two servers would not fit), each trial
   is measured side by side with a reference (the plan's baseline on a server of its own, taking
   turns in time slices) and scored as its ratio to it, so that the machine's drift over
@@ -119,15 +119,15 @@ class Tuner:
         watch = busy.Watch()  # other work on the machine while the search sets up
         self.say(self.budget.split())
         say_set_aside(self.plan, self.say)
-        self.runner = Measurer(self.plan, self.lab, store, self.say)
+        self.measurer = Measurer(self.plan, self.lab, store, self.say)
         if self.storage is None:
             self.storage = workers.open_storage(f"sqlite:///{self.lab.db_path}")
-        self.catalog = self.runner.catalog  # the baseline's build's, read by its backend
+        self.catalog = self.measurer.catalog  # the baseline's build's, read by its backend
         # the engines of the tables the trials measure (an sql workload's file names its own)
-        engines = self.runner.workload.family.engines(self.plan.dataset_for(self.baseline))
+        engines = self.measurer.workload.family.engines(self.plan.dataset_for(self.baseline))
         self.knobs = knob_space(self.catalog, list(self.settings.knobs), self.allow_unsafe, engines,
                                 self.say, list(self.settings.exclude), self.baseline.as_dict())
-        self.trials = Trials(self.plan, self.settings, self.runner, self.method, self.catalog,
+        self.trials = Trials(self.plan, self.settings, self.measurer, self.method, self.catalog,
                              self.knobs, self.say)
         # the knob space as the methods read it
         self.space = Space(tuple(self.knobs), startup_values(self.knobs, self.catalog),
@@ -138,21 +138,21 @@ class Tuner:
             self.say(f"WARNING: {busy_now}; the trials' readings would rank the load, not the "
                      "settings")
         self.trials.first_fits()
-        self.runner.add_config(self.trials.reference)
+        self.measurer.add_config(self.trials.reference)
         self.no_pair = self._no_pair_fits()
         self.measured = Measured.ALONE if self.no_pair else self.measured
         study = self._study()  # it may keep the way of measuring it started with
         # a round's noise, the way the trials are measured: how far from the reference a
         # reading must land to be measured again before the search believes it (reading.py)
-        self.trials.measured, self.trials.round_sd = self.measured, self.runner.noise(
+        self.trials.measured, self.trials.round_sd = self.measured, self.measurer.noise(
             Schedule.FLEET if self.measured is Measured.SIDE_BY_SIDE else Schedule.SERIAL)[0]
-        session = self.runner.open_session()
+        session = self.measurer.open_session()
         outcome_of_session = "interrupted"
         try:
             self._search(study, session)
             outcome_of_session = "complete"
         finally:
-            self.runner.close_session(session, outcome_of_session)
+            self.measurer.close_session(session, outcome_of_session)
         workers.wait_for_others(self.storage, study, self.lab.root, self.say)
         result = self._result(study)
         if result.best is not None:
@@ -177,7 +177,7 @@ class Tuner:
         if self.measured is not Measured.SIDE_BY_SIDE or self.plan.run.schedule != Schedule.AUTO:
             return None
         # a trial of the plan's own settings is the reference's twin
-        return self.runner.side_by_side_fits([self.trials.reference] * 2)
+        return self.measurer.side_by_side_fits([self.trials.reference] * 2)
 
     def _study(self) -> optuna.Study:
         """The study, created or resumed; a resumed one keeps how it measures and searches."""
