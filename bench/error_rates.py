@@ -19,7 +19,7 @@ import math
 from dataclasses import replace
 
 from perflab.stats.design import FITTED_SHAPE, Design
-from perflab.stats.simulate import Noise, simulate
+from perflab.stats.simulate import SyntheticNoise, simulate
 
 # Per thread count, the sd of one round's log ratio in the key-cache demo's fleet (issue 31's
 # measurement): 1.2% at 1 thread, 19.5% at 2, 4-8% elsewhere. A point's sd is that / sqrt(2).
@@ -38,7 +38,7 @@ def wilson(k: int, n: int) -> tuple[float, float]:
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
-def row(name: str, effects: dict, noise: Noise, design: Design, families: int, seed: int):
+def row(name: str, effects: dict, noise: SyntheticNoise, design: Design, families: int, seed: int):
     out = simulate(effects, noise, design, families=families, seed=seed)
     low, high = wilson(out.false_any, families)
     decided = sum(n for (cell, v), n in out.verdicts.items() if v != "open")
@@ -71,33 +71,34 @@ def main() -> None:
           "equivalent | cells decided | rounds (mean) |")
     print("|---|---|---|---|---|---|")
     for rho in args.rho:
-        row(f"A/A, 16 cells, demo noise, rho {rho:g}", aa, Noise(POINT_SD, rho=rho),
+        row(f"A/A, 16 cells, demo noise, rho {rho:g}", aa, SyntheticNoise(POINT_SD, rho=rho),
             budget, families, args.seed)
     effects = {("a", 4): 0.05, ("a", 32): -0.05, ("b", 4): 0.0, ("b", 32): 0.03}
     small_sd = {4: 0.04 / math.sqrt(2), 32: 0.04 / math.sqrt(2)}
     for allowance in args.allowance:
         for rho in args.rho:
             row(f"A/A, rho {rho:g}, design allowing {allowance:g}", aa,
-                Noise(POINT_SD, rho=rho), replace(budget, lag1=allowance), families, args.seed)
+                SyntheticNoise(POINT_SD, rho=rho), replace(budget, lag1=allowance), families,
+                args.seed)
         for rho in args.rho:
             row(f"+5%, -5%, 0, +3%, 4% noise, margin 5%, rho {rho:g}, allowing {allowance:g}",
-                effects, Noise(small_sd, rho=rho), replace(small, lag1=allowance), families,
-                args.seed)
+                effects, SyntheticNoise(small_sd, rho=rho), replace(small, lag1=allowance),
+                families, args.seed)
     if args.allowance:
         return
     row("A/A, rho 0.4, design allowing 0.4 (a lab that measured it)", aa,
-        Noise(POINT_SD, rho=0.4), replace(budget, lag1=0.4), families, args.seed)
+        SyntheticNoise(POINT_SD, rho=0.4), replace(budget, lag1=0.4), families, args.seed)
     uneven = {**{t: 0.04 / math.sqrt(2) for t in POINT_SD}, 2: 0.04 * math.sqrt(10 / 2)}
     for rho in (0.0, 0.2):
         row(f"A/A, 16 cells, 4% noise but 10x the variance at 2 threads, rho {rho:g}", aa,
-            Noise(uneven, rho=rho), small, families, args.seed)
-    row("A/A, rho 0.2, skew -1", aa, Noise(POINT_SD, rho=0.2, skew=-1.0), budget, families,
-        args.seed)
-    row("A/A, rho 0.2, t(4) tails", aa, Noise(POINT_SD, rho=0.2, tails=4), budget, families,
-        args.seed)
+            SyntheticNoise(uneven, rho=rho), small, families, args.seed)
+    row("A/A, rho 0.2, skew -1", aa, SyntheticNoise(POINT_SD, rho=0.2, skew=-1.0), budget,
+        families, args.seed)
+    row("A/A, rho 0.2, t(4) tails", aa, SyntheticNoise(POINT_SD, rho=0.2, tails=4), budget,
+        families, args.seed)
     row("A/A, session shift sd 1% every 5 rounds", aa,
-        Noise(POINT_SD, session_sd=0.01, session_rounds=5), budget, families, args.seed)
-    wild = Noise(small_sd, rho=0.2, wild=0.1, wild_scale=5.0)
+        SyntheticNoise(POINT_SD, session_sd=0.01, session_rounds=5), budget, families, args.seed)
+    wild = SyntheticNoise(small_sd, rho=0.2, wild=0.1, wild_scale=5.0)
     row("A/A, 16 cells, 4% noise, rho 0.2, 10% of points 5x wider", aa,
         replace(wild, sd={t: 0.04 / math.sqrt(2) for t in POINT_SD}), small, families,
         args.seed)
@@ -105,7 +106,7 @@ def main() -> None:
         wild, small, families, args.seed)
     for rho in (0.2, -0.22):
         row(f"+5%, -5%, 0, +3% at 4 and 32 threads, 4% noise, margin 5%, rho {rho:g}",
-            effects, Noise(small_sd, rho=rho), small, families, args.seed)
+            effects, SyntheticNoise(small_sd, rho=rho), small, families, args.seed)
 
 if __name__ == "__main__":
     main()

@@ -5,7 +5,7 @@ import pytest
 
 from perflab.stats.decide import EQUIVALENT, FASTER, SLOWER
 from perflab.stats.design import FITTED_SHAPE, Design
-from perflab.stats.simulate import Noise, simulate
+from perflab.stats.simulate import SyntheticNoise, simulate
 
 pytestmark = pytest.mark.fast  # needs no server: scripts/test -m fast
 
@@ -52,7 +52,7 @@ def test_the_error_rate_holds_when_consecutive_rounds_are_alike():
     per thread count (1% to 14% a point): the design's allowance keeps the family's error
     within 5%; the textbook procedure, which assumes independent rounds, does not."""
     effects = {cell: 0.0 for cell in TABLE}
-    noise = Noise({1: 0.01, 2: 0.14, 4: 0.04, 8: 0.035, 16: 0.03, 32: 0.04, 64: 0.05,
+    noise = SyntheticNoise({1: 0.01, 2: 0.14, 4: 0.04, 8: 0.035, 16: 0.03, 32: 0.04, 64: 0.05,
                    128: 0.055}, rho=0.2)
     allowed = simulate(effects, noise, REAL, families=600, seed=12)
     assert allowed.false_direction / 600 <= 0.05

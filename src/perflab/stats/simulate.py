@@ -20,7 +20,10 @@ from perflab.stats.design import Design
 
 
 @dataclass
-class Outcome:
+class ErrorTally:
+    """What a simulation counted: its families, those with a false verdict of each kind, and
+    every cell's verdicts."""
+
     families: int
     false_direction: int = 0  # families with any faster/slower contradicting the truth
     false_equivalent: int = 0  # families with any "equivalent" where |true change| >= margin
@@ -33,7 +36,7 @@ class Outcome:
 
 
 @dataclass(frozen=True)
-class Noise:
+class SyntheticNoise:
     """The noise of a synthetic study: how one point's log throughput strays from the truth.
 
     sd: per thread count (or one figure for all), the standard deviation of a point's log
@@ -61,26 +64,26 @@ class Noise:
         return self.sd[threads] if isinstance(self.sd, dict) else self.sd
 
 
-def simulate(effects: dict[tuple[str, int], float], noise: float | Noise, design: Design,
+def simulate(effects: dict[tuple[str, int], float], noise: float | SyntheticNoise, design: Design,
              families: int = 1000, seed: int = 1, tails: float | None = None,
-             rounds: int | None = None) -> Outcome:
+             rounds: int | None = None) -> ErrorTally:
     """Run `families` synthetic studies.
 
     effects: true change (ratio - 1) of each cell (config, threads) against the baseline;
-    noise: a `Noise`, or the sd of one point's log throughput (normal, independent rounds,
+    noise: a `SyntheticNoise`, or the sd of one point's log throughput (normal, independent rounds,
     Student-t with `tails` degrees of freedom if given); the cells at one thread count share
     the baseline's noise, as in a real round. Each family runs first_look rounds, then a round
     more (only for open cells) after each look, up to last_look, or up to `rounds` (to show what
     looking more often than the design allows does to the error rate).
     """
-    if not isinstance(noise, Noise):
-        noise = Noise(noise, tails=tails)
+    if not isinstance(noise, SyntheticNoise):
+        noise = SyntheticNoise(noise, tails=tails)
     rng = np.random.default_rng(seed)
     last_round = rounds or design.last_look
     cells = list(effects)
     truth = {key: math.log1p(change) for key, change in effects.items()}
     low_bound, high_bound = design.bounds
-    outcome = Outcome(families)
+    outcome = ErrorTally(families)
     threads = sorted({t for _, t in cells})
     series = [("", t) for t in threads] + cells  # each baseline, then each configuration
     scale = np.array([noise.of(t) for _, t in series])
@@ -120,7 +123,7 @@ def simulate(effects: dict[tuple[str, int], float], noise: float | Noise, design
     return outcome
 
 
-def _errors(rng: np.random.Generator, noise: Noise, rounds: int, count: int) -> np.ndarray:
+def _errors(rng: np.random.Generator, noise: SyntheticNoise, rounds: int, count: int) -> np.ndarray:
     """rounds x count errors: `count` series, each AR(1) with noise.rho and unit variance, with
     the noise's tails or skew, and its wild points widened."""
     if noise.tails is not None:
@@ -141,7 +144,7 @@ def _errors(rng: np.random.Generator, noise: Noise, rounds: int, count: int) -> 
     return draws
 
 
-def _shifts(rng: np.random.Generator, noise: Noise, rounds: int, cells: int) -> np.ndarray:
+def _shifts(rng: np.random.Generator, noise: SyntheticNoise, rounds: int, cells: int) -> np.ndarray:
     """rounds x cells: each session's offset of each comparison, repeated over its rounds."""
     if not noise.session_sd:
         return np.zeros((rounds, cells))
