@@ -45,7 +45,7 @@ def test_tiny_plan_runs_end_to_end_and_every_point_is_stored(shared_lab, tmp_pat
 
     points = stored_points(shared_lab, "e2e")
     assert len(points) == 2 * 2 * 2
-    assert {(p["config"], p["threads"], p["repeat"]) for p in points} == {
+    assert {(p["config"], p["threads"], p["round"]) for p in points} == {
         (c, t, r) for c in ("off", "seg") for t in (1, 2) for r in (1, 2)
     }
     for p in points:
@@ -147,7 +147,7 @@ def test_sigkill_of_perflab_resumes_with_no_loss_and_no_duplicate(shared_lab, tm
     assert f"resuming: {len(before)} of 6 points already stored" in out.stderr
     after = stored_points(shared_lab, "killed")
     assert len(after) == 6
-    assert len({(p["threads"], p["repeat"]) for p in after}) == 6
+    assert len({(p["threads"], p["round"]) for p in after}) == 6
     kept = {p["id"]: p for p in after}
     for p in before:  # finished points are untouched by the resumed run
         assert kept[p["id"]]["started_at"] == p["started_at"]

@@ -19,7 +19,7 @@ from perflab.health.results import (
 )
 from perflab.plan import across_builds, parse_plan
 from perflab.store import Metrics, PointRecord, ResultStore, Sample, Symbol, read_study
-from perflab.store.db import LATER_COLUMNS
+from perflab.store.migrate import LATER_COLUMNS
 from perflab.studies import STUDIES_DIR, resolve_plan
 
 pytestmark = pytest.mark.fast  # needs no server: scripts/test -m fast
@@ -212,6 +212,10 @@ def test_a_results_database_of_the_first_release_opens_and_reports(tmp_path):
     with ResultStore(path) as store:
         study = read_study(store)
         (noise,) = store.noise("w", "d", "serial", 2)  # kept, with what it did not measure
+        columns = {row[1] for row in store.db.execute("PRAGMA table_info(points)")}
+    assert {"round", "config_hash"} <= columns and not {"repeat", "definition"} & columns
+    with ResultStore(path) as store:  # upgraded once: opened again, it reads the same
+        assert len(read_study(store).points) == 2
         assert noise.sd == 0.05 and math.isnan(noise.lag1) and math.isnan(noise.skew)
     assert [c.name for c in study.plan.configs] == ["off", "on"]
     assert study.plan.config("on").engine is None and study.plan.run.repeats == 1

@@ -169,7 +169,7 @@ def test_trial_whose_server_fails_to_start_is_recorded_and_the_study_goes_on(
     reference = [p for p in stored_points(shared_lab, "tune-startfail")
                  if p["config"] == "ofat-reference"]
     # one round per trial (trial 0 measured again if its ratio was far from 1: RETAKE_ROUND)
-    assert sorted(p["repeat"] for p in reference if p["repeat"] < RETAKE_ROUND) == [1, 2, 3]
+    assert sorted(p["round"] for p in reference if p["round"] < RETAKE_ROUND) == [1, 2, 3]
     assert all(p["status"] == "ok" for p in reference)  # the trial failed, not its reference
     assert result.best.number == 0
     assert result.gain_vs_default is not None  # the honest re-measure ran
@@ -221,7 +221,7 @@ def test_interrupted_study_resumes_to_its_budget(shared_lab, tmp_path):
         # each trial stores two points (it and its reference): kill it in its third trial,
         # once two trials are done
         while len([p for p in stored_points(shared_lab, "tune-resume")
-                   if p["repeat"] < RETAKE_ROUND]) < 4:  # first readings, not retakes
+                   if p["round"] < RETAKE_ROUND]) < 4:  # first readings, not retakes
             assert time.monotonic() < deadline, "no trial finished in time"
             time.sleep(0.1)
     finally:

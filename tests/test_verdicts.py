@@ -76,7 +76,7 @@ def test_a_known_large_effect_is_decided_in_the_right_direction_and_stops_the_bu
         assert low > 10 and rounds < 12, out.stderr
     else:  # a busy machine: decided, its size against the margin still open at the end
         assert low <= 10, out.stderr
-    assert {p["repeat"] for p in stored_points(shared_lab, "ab-live")} == set(range(1, rounds + 1))
+    assert {p["round"] for p in stored_points(shared_lab, "ab-live")} == set(range(1, rounds + 1))
 
 
 def test_calibration_measures_the_noise_the_next_run_forecasts_with(shared_lab, tmp_path):
@@ -141,5 +141,5 @@ def test_a_budget_after_the_planned_rounds_never_cuts_them_short(shared_lab, tmp
     assert after.stopped == "all decided" or (
         after.stopped in ("budget spent", "complete") and after.rounds >= 3), said
     assert fitted >= 3, said
-    assert {(p["repeat"], p["config"]) for p in stored_points(shared_lab, "after-live-2")
-            if p["repeat"] <= 2} == {(r, c) for r in (1, 2) for c in ("a", "b")}
+    assert {(p["round"], p["config"]) for p in stored_points(shared_lab, "after-live-2")
+            if p["round"] <= 2} == {(r, c) for r in (1, 2) for c in ("a", "b")}

@@ -9,7 +9,7 @@
 - ladder: step, change, throughput, gain over the previous step and over the start (the NetBSD
   tuning thread).
 
-A cell with no successful repeat shows `-`.
+A cell with no successful round shows `-`.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from perflab.store.records import StoredPoint
 
 
 def groups(points: list[StoredPoint], metric: str = "qps") -> dict[tuple[str, int], list[float]]:
-    """The ok repeats' values of `metric` per (config, threads), in repeat order."""
+    """The ok rounds' values of `metric` per (config, threads), in round order."""
     out: dict[tuple[str, int], list[float]] = {}
     for point in sorted(points, key=lambda p: p.round):
         value = point.value(metric)

@@ -1,8 +1,9 @@
 """The results database: one SQLite file per lab directory.
 
 A point is written in one transaction when it completes, so a run killed at any moment keeps
-every finished point and none half-written. Points are unique on (study, definition, threads,
-repeat): a resumed run skips what is stored, and a failed point is replaced when it is retried.
+every finished point and none half-written. Points are unique on (study, config_hash, threads,
+round): a resumed run skips what is stored, and a failed point is replaced when it is retried.
+Labs of earlier versions are upgraded when opened (migrate.py).
 
 JSON columns are encoded and decoded here and nowhere else: readers get typed records
 (records.py).
@@ -22,6 +23,7 @@ from perflab.domain import Plan
 from perflab.errors import PerflabError
 from perflab.server.secrets import masked_variables
 from perflab.stats.design import Design, study_design
+from perflab.store.migrate import upgrade
 from perflab.store.records import (
     ConfigDocument,
     Metrics,
@@ -64,11 +66,11 @@ CREATE TABLE IF NOT EXISTS server_states (
 CREATE TABLE IF NOT EXISTS points (
     id INTEGER PRIMARY KEY,
     study TEXT NOT NULL,
-    definition TEXT NOT NULL,
+    config_hash TEXT NOT NULL,
     config TEXT NOT NULL,
     workload TEXT NOT NULL,
     threads INTEGER NOT NULL,
-    repeat INTEGER NOT NULL,
+    round INTEGER NOT NULL,
     status TEXT NOT NULL CHECK (status IN ('ok', 'failed')),
     session_id INTEGER NOT NULL REFERENCES sessions(id),
     server_state_id INTEGER REFERENCES server_states(id),
@@ -80,7 +82,7 @@ CREATE TABLE IF NOT EXISTS points (
     histogram_json TEXT,
     profile_json TEXT,
     error TEXT,
-    UNIQUE (study, definition, threads, repeat)
+    UNIQUE (study, config_hash, threads, round)
 );
 CREATE TABLE IF NOT EXISTS slices (
     study TEXT NOT NULL,
@@ -111,12 +113,6 @@ CREATE TABLE IF NOT EXISTS health_reports (
     created_at REAL NOT NULL
 );
 """
-# Columns added to the points table after its first release: a lab made before gets them.
-LATER_COLUMNS = {  # columns added after the first labs were made
-    "points": {"profile_json": "TEXT", "client_cpu": "REAL", "clients_json": "TEXT",
-               "off_turn_cpu": "REAL", "other_cpu": "REAL", "steal_cpu": "REAL"},
-    "noise": {"lag1": "REAL", "skew": "REAL", "loaded": "REAL"},
-}
 
 
 class _Frozen:
@@ -208,12 +204,7 @@ class ResultStore(_Frozen):
             self.db.execute("PRAGMA synchronous=NORMAL")
             self.db.execute("PRAGMA foreign_keys=ON")
             self.db.executescript(SCHEMA)
-            for table, later in LATER_COLUMNS.items():
-                columns = {row["name"]
-                           for row in self.db.execute(f"PRAGMA table_info({table})")}
-                for name, kind in later.items():
-                    if name not in columns:
-                        self.db.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind}")
+            upgrade(self.db)
         except sqlite3.DatabaseError as exc:
             self.db.close()
             if isinstance(exc, sqlite3.OperationalError):  # locked, or not writable
@@ -289,11 +280,11 @@ class ResultStore(_Frozen):
                      if record.histogram is not None else None)
         columns = {
             "study": study,
-            "definition": point.config_hash,
+            "config_hash": point.config_hash,
             "config": point.config.name,
             "workload": point.workload.label,
             "threads": point.threads,
-            "repeat": point.round,
+            "round": point.round,
             "status": record.status,
             "session_id": session_id,
             "server_state_id": record.server_state_id,
@@ -313,7 +304,7 @@ class ResultStore(_Frozen):
         only_failed = "" if replace else " WHERE points.status = 'failed'"
         self.db.execute(
             f"INSERT INTO points ({names}) VALUES ({marks}) "
-            "ON CONFLICT (study, definition, threads, repeat) DO UPDATE SET "
+            "ON CONFLICT (study, config_hash, threads, round) DO UPDATE SET "
             f"{updates}{only_failed}",
             tuple(columns.values()),
         )
@@ -348,17 +339,17 @@ class ResultStore(_Frozen):
 
     def points(self, study: str, definitions: list[str] | None = None,
                threads: int | None = None) -> list[StoredPoint]:
-        """A study's points, optionally only some configurations' (by definition) or one
-        thread count, ordered by configuration, threads and repeat."""
+        """A study's points, optionally only some configurations' (by config_hash) or one
+        thread count, ordered by configuration, threads and round."""
         sql = "SELECT * FROM points WHERE study = ?"
         args: list = [study]
         if definitions is not None:
-            sql += f" AND definition IN ({', '.join('?' for _ in definitions)})"
+            sql += f" AND config_hash IN ({', '.join('?' for _ in definitions)})"
             args += definitions
         if threads is not None:
             sql += " AND threads = ?"
             args.append(threads)
-        sql += " ORDER BY config, threads, repeat"
+        sql += " ORDER BY config, threads, round"
         return [_point(row) for row in self.db.execute(sql, args)]
 
     def sessions(self, study: str) -> list[Session]:
@@ -395,8 +386,8 @@ def _row_id(cur: sqlite3.Cursor) -> int:
 def _point(row: sqlite3.Row) -> StoredPoint:
     ok = row["status"] == PointStatus.OK
     return StoredPoint(
-        id=row["id"], study=row["study"], config_hash=row["definition"], config=row["config"],
-        workload=row["workload"], threads=row["threads"], round=row["repeat"],
+        id=row["id"], study=row["study"], config_hash=row["config_hash"], config=row["config"],
+        workload=row["workload"], threads=row["threads"], round=row["round"],
         status=PointStatus(row["status"]), session_id=row["session_id"],
         server_state_id=row["server_state_id"], started_at=row["started_at"],
         finished_at=row["finished_at"],
