@@ -36,7 +36,7 @@ from perflab.server.existing import ExistingServer
 from perflab.server.managed import ManagedServer
 from perflab.server.protocol import Server
 from perflab.server.tripwire import Tripped
-from perflab.store import PointRecord, ResultStore, StoredPoint
+from perflab.store import PointRecord, ResultStore, RunEnd, StoredPoint
 
 
 def measure(
@@ -150,7 +150,7 @@ class Measurer:
         finally:
             fleet.stop()
 
-    def close_session(self, session: int, outcome: str) -> None:
+    def close_session(self, session: int, outcome: RunEnd) -> None:
         self.backend.stop()
         self.store.end_session(session, outcome)
 

@@ -31,7 +31,7 @@ from perflab.running.rounds import Stop, fitted_looks, next_round
 from perflab.say import Say
 from perflab.server.existing import ExistingServer, restore_pending
 from perflab.stats.design import Design
-from perflab.store import PointStatus, ResultStore, StoredPoint
+from perflab.store import PointStatus, ResultStore, RunEnd, StoredPoint
 
 
 @dataclass
@@ -43,7 +43,7 @@ class RunSummary:
     measured: int
     failed: int
     seconds: float
-    stopped: str = "complete"  # "complete", "all decided", "budget spent" or "interrupted"
+    stopped: RunEnd = RunEnd.COMPLETE
 
     def describe(self) -> str:
         """One line: what this run measured, and why it stopped."""
@@ -132,7 +132,7 @@ class Runner(Measurer):
         try:
             summary.stopped = self._loop(session, fleet, design, deadline, summary)
         except BaseException:
-            summary.stopped = "interrupted"
+            summary.stopped = RunEnd.INTERRUPTED
             raise
         finally:
             if fleet is not None:
@@ -141,7 +141,7 @@ class Runner(Measurer):
             summary.seconds = time.monotonic() - started
             save_noise(self.store, self.plan, self.workload, schedule, self._stored_ok(),
                        self.noise_source)
-        if not summary.rounds and summary.stopped == "budget spent":
+        if not summary.rounds and summary.stopped == RunEnd.BUDGET_SPENT:
             self.say(f"the time budget of {self.plan.name} ({self.plan.run.time:g} s) was "
                      "spent by its earlier runs: nothing measured (a larger budget measures on)")
         elif not summary.rounds and summary.already_stored:
@@ -184,7 +184,7 @@ class Runner(Measurer):
         return design, deadline
 
     def _loop(self, session: int, fleet: Fleet | None, design: Design,
-              deadline: float | None, summary: RunSummary) -> str:
+              deadline: float | None, summary: RunSummary) -> RunEnd:
         """Round after round until the round policy stops or the budget is spent, counting
         what was measured in `summary`; returns why it stopped. A budgeted study's looks are
         fitted once its planned rounds are done, to the rounds the budget holds at their
@@ -211,11 +211,11 @@ class Runner(Measurer):
             if step.note:
                 self.say(step.note)
             if isinstance(step, Stop):
-                return "all decided" if step.decided else "complete"
+                return RunEnd.ALL_DECIDED if step.decided else RunEnd.COMPLETE
             if not step.points:
                 continue  # stored by an earlier run
             if deadline is not None and time.monotonic() >= deadline or self._stopped(summary):
-                return "budget spent"
+                return RunEnd.BUDGET_SPENT
             summary.rounds += 1
             progress.round(round_number, step.points)
             began, self.sizing_seconds = time.monotonic(), 0.0
@@ -232,7 +232,7 @@ class Runner(Measurer):
             if deadline is not None and time.monotonic() >= deadline:
                 if self._first_look_unfitted(round_number, deadline, timed):
                     fit_looks(self.store, self.plan, round_number, deadline, timed, self.say)
-                return "budget spent"
+                return RunEnd.BUDGET_SPENT
 
     def _fleet(self, session: int, plan: Plan) -> Fleet:
         fleet = super()._fleet(session, plan)

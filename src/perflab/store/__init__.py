@@ -3,13 +3,16 @@
 
 from perflab.store.db import ResultStore
 from perflab.store.records import (
+    Activation,
     HealthReport,
+    HealthStatus,
     HealthView,
     Metrics,
     Noise,
     PointRecord,
     PointStatus,
     RuleResult,
+    RunEnd,
     Sample,
     ServerState,
     Session,
@@ -18,6 +21,7 @@ from perflab.store.records import (
     Study,
     Symbol,
     VariableRow,
+    WayOfMeasuring,
     ok_metrics,
     throughput,
 )
@@ -28,4 +32,5 @@ __all__ = [
     "RuleResult", "Sample",
     "ServerState", "Session", "StoredHealth", "StoredPoint", "Study", "Symbol", "VariableRow",
     "load_study", "ok_metrics", "study_name", "throughput",
+    "Activation", "HealthStatus", "RunEnd", "WayOfMeasuring",
 ]
