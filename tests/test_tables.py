@@ -225,3 +225,27 @@ def test_points_measured_under_load_are_flagged_with_how_much():
     stolen = dataclasses.replace(loaded(5, 0.3), metrics=dataclasses.replace(
         loaded(5, 0.3).metrics, steal_cpu=0.25))
     assert "steal was up to 25% of it" in load_flags([loaded(1, 0.01), stolen])[0]
+
+
+def test_two_labs_compare_as_a_typed_result_the_table_words():
+    """compare_labs gives each shared (configuration, workload, threads) with both medians and
+    B's verdict against A; the table (report/compare.py) shows them, with the error rate and
+    margin of the comparison."""
+    from perflab.analysis.compare import compare_labs
+    from perflab.report.compare import compare_table
+    from perflab.stats.decide import Decision
+    from perflab.stats.design import Design
+    from perflab.store import Study
+
+    def study(lab, speed):
+        points = [point(config, 4, speed * (1 + 0.01 * (r % 3)), repeat=r)
+                  for config in ("off", "32") for r in range(1, 7)]
+        return Study(lab, PLAN, points, [], [], [], Design())
+
+    compared = compare_labs(study("a", 1000.0), study("b", 1500.0), 0.05)
+    assert [(m.config, m.threads, m.median_a, m.median_b) for m in compared.matches] == [
+        ("32", 4, 1010.0, 1515.0), ("off", 4, 1010.0, 1515.0)]
+    assert all(m.verdict.verdict == Decision.FASTER for m in compared.matches)
+    table = compare_table(compared)
+    assert table.rows[0][:5] == ["32", "w", "4", "1010", "1515"]
+    assert table.rows[0][-1] == "faster" and "within ±5%" in table.note

@@ -142,11 +142,12 @@ def compare(lab_a: str | Path | Lab, lab_b: str | Path | Lab, study_a: str | Non
     (configuration, workload, threads), the change with its interval and verdict (Welch, one
     error rate over the table), "equivalent" within ±`margin` (default: study A's plan's)."""
     from perflab.analysis.compare import compare_labs
+    from perflab.report.compare import compare_table
 
     _check_margin(margin)
     reference = load_study(lab_a, study_a)
-    return compare_labs(reference, load_study(lab_b, study_b),
-                        reference.plan.run.margin if margin is None else margin)
+    return compare_table(compare_labs(reference, load_study(lab_b, study_b),
+                                      reference.plan.run.margin if margin is None else margin))
 
 
 def calibrate(plan: str | Path | Plan, lab: str | Path | Lab, rounds: int = 8,
