@@ -81,6 +81,7 @@ def test_a_server_working_in_the_others_turns_is_flagged_against_the_least_at_it
     and each share falls with them); points without the probe (serial, older labs) are never
     flagged."""
     from perflab.analysis.quality import off_turn_flags
+    from perflab.report.flags import flag_text
 
     def shared(config, threads, share, repeat):
         p = point(config, threads, 1000.0, repeat=repeat)
@@ -96,7 +97,7 @@ def test_a_server_working_in_the_others_turns_is_flagged_against_the_least_at_it
         (2, "base", 0.05), (2, "late", 0.06), (2, "early", 0.05),
         (3, "base", 0.06), (3, "late", 0.07), (3, "early", 0.06),
         (4, "base", 0.02), (4, "late", 0.03), (5, "base", 0.02), (5, "late", 0.03))]
-    found = off_turn_flags(points)
+    found = [flag_text(f) for f in off_turn_flags(points)]
     assert len(found) == 1
     assert found[0].startswith("bg at 8 threads: 12% of its server's CPU time fell in the "
                                "other servers' turns, 10 points more than the least in the "
@@ -108,17 +109,21 @@ def test_a_flag_says_which_outliers_the_trimmed_mean_leaves_out():
     mean sets aside; with a third as far on the same side, more than it trims there, the flag
     says it keeps one."""
     from perflab.analysis.quality import ratio_outlier_flags
+    from perflab.report.flags import flag_text
 
     def rounds_of(ratios):
         return [point(config, 4, qps, repeat=number) for number, ratio in enumerate(ratios, 1)
                 for config, qps in (("base", 1000.0), ("new", 1000.0 * ratio))]
 
     tight = [1.0 + 0.002 * (i % 5) for i in range(18)]
-    (flag,) = ratio_outlier_flags(rounds_of([*tight, 1.4, 0.6]), "base", 0.05)
+    (found,) = ratio_outlier_flags(rounds_of([*tight, 1.4, 0.6]), "base", 0.05)
+    assert [number for number, _ in found.far] == [19, 20]  # a value: its words are the report's
+    assert found.left_out == 2 and found.trimmed > 0 and found.rounds == 20
+    flag = flag_text(found)
     assert "round(s) 19 (+40%), 20 (-40%) are outliers" in flag
     assert "trimmed mean leaves them out" in flag
-    (flag,) = ratio_outlier_flags(rounds_of([*tight[:15], 1.4, 1.5, 1.6, 1.7, 1.8, 0.6]),
-                                  "base", 0.05)
+    (flag,) = map(flag_text, ratio_outlier_flags(
+        rounds_of([*tight[:15], 1.4, 1.5, 1.6, 1.7, 1.8, 0.6]), "base", 0.05))
     assert "leaves out 5 of them" in flag
 
 
@@ -127,8 +132,12 @@ def test_flags_are_where_the_verdicts_are_made_paired_by_round():
     a machine that slows down for a round moves every configuration alike: no outlier of theirs,
     and a drift both share is no flag; a round whose ratio stands apart is one, and every
     server's first point after its warm-up is its own."""
-    from perflab.analysis.quality import flags
+    from perflab.analysis import quality
+    from perflab.report.flags import flag_text
     from perflab.store.records import Sample
+
+    def flags(*args, **kwargs):
+        return [flag_text(flag) for flag in quality.flags(*args, **kwargs)]
 
     def with_series(p, state, start, slope):
         series = [Sample(t=i / 4, tps=0, qps=p.metrics.qps * (1 + slope * i / 8), reads_ps=0,
@@ -170,7 +179,11 @@ def test_work_per_query_that_changes_with_the_thread_count_is_flagged_and_explai
     not say so. Rows per query that differ between thread counts by 3 times or more are
     flagged (at least one a row or more), with the reason where the workload is known to
     partition its keys by thread; alike figures are not."""
-    from perflab.analysis.quality import uneven_work_flags
+    from perflab.analysis import quality
+    from perflab.report.flags import flag_text
+
+    def uneven_work_flags(points):
+        return [flag_text(flag) for flag in quality.uneven_work_flags(points)]
 
     def reading(threads, per_query, workload):
         p = point("off", threads, 1000.0)
@@ -193,7 +206,11 @@ def test_points_measured_under_load_are_flagged_with_how_much():
     """Points during which other processes used more than 5% of the machine's CPU time are
     not evidence: one flag counts them and gives the worst share; points without the probe
     (older labs) and quiet ones are not flagged."""
-    from perflab.analysis.quality import load_flags
+    from perflab.analysis import quality
+    from perflab.report.flags import flag_text
+
+    def load_flags(points):
+        return [flag_text(flag) for flag in quality.load_flags(points)]
 
     def loaded(repeat, share):
         p = point("off", 4, 1000.0, repeat=repeat)
@@ -215,6 +232,7 @@ def test_compare_judges_at_the_reference_studys_plan_margin_unless_given_one():
     a fixed one) unless a margin is given. The two labs' rounds differ by about 1%: within A's
     ±10% they are equivalent; at ±2%, given or B's, the interval reaches past the margin."""
     from perflab.analysis.compare import compare_labs
+    from perflab.report.compare import compare_table
     from perflab.store import Study
 
     def study(lab, margin, speeds):
@@ -226,8 +244,32 @@ def test_compare_judges_at_the_reference_studys_plan_margin_unless_given_one():
 
     a = study("a", 0.1, [1000.0, 1020.0, 980.0, 1010.0, 990.0])
     b = study("b", 0.02, [1015.0, 995.0, 1005.0, 1025.0, 1010.0])
-    wide = compare_labs(a, b)
+    wide = compare_table(compare_labs(a, b))
     assert "within ±10%" in wide.note and wide.rows[0][-1] == "equivalent"
-    narrow = compare_labs(a, b, 0.02)
+    narrow = compare_table(compare_labs(a, b, 0.02))
     assert "within ±2%" in narrow.note and narrow.rows[0][-1] != "equivalent"
-    assert compare_labs(b, a).rows[0][-1] != "equivalent"  # B as the reference: its ±2%
+    assert compare_table(compare_labs(b, a)).rows[0][-1] != "equivalent"  # A is b: its ±2%
+
+
+def test_two_labs_compare_as_a_typed_result_the_table_words():
+    """compare_labs gives each shared (configuration, workload, threads) with both medians and
+    B's verdict against A; the table (report/compare.py) shows them, with the error rate and
+    margin of the comparison."""
+    from perflab.analysis.compare import compare_labs
+    from perflab.report.compare import compare_table
+    from perflab.stats.decide import Decision
+    from perflab.stats.design import Design
+    from perflab.store import Study
+
+    def study(lab, speed):
+        points = [point(config, 4, speed * (1 + 0.01 * (r % 3)), repeat=r)
+                  for config in ("off", "32") for r in range(1, 7)]
+        return Study(lab, PLAN, points, [], [], [], Design())
+
+    compared = compare_labs(study("a", 1000.0), study("b", 1500.0), 0.05)
+    assert [(m.config, m.threads, m.median_a, m.median_b) for m in compared.matches] == [
+        ("32", 4, 1010.0, 1515.0), ("off", 4, 1010.0, 1515.0)]
+    assert all(m.verdict.verdict == Decision.FASTER for m in compared.matches)
+    table = compare_table(compared)
+    assert table.rows[0][:5] == ["32", "w", "4", "1010", "1515"]
+    assert table.rows[0][-1] == "faster" and "within ±5%" in table.note

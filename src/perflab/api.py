@@ -142,9 +142,11 @@ def compare(lab_a: str | Path | Lab, lab_b: str | Path | Lab, study_a: str | Non
     (configuration, workload, threads), the change with its interval and verdict (Welch, one
     error rate over the table), "equivalent" within ±`margin` (default: study A's plan's)."""
     from perflab.analysis.compare import compare_labs
+    from perflab.report.compare import compare_table
 
     _check_margin(margin)
-    return compare_labs(load_study(lab_a, study_a), load_study(lab_b, study_b), margin)
+    return compare_table(compare_labs(load_study(lab_a, study_a), load_study(lab_b, study_b),
+                                      margin))
 
 
 def calibrate(plan: str | Path | Plan, lab: str | Path | Lab, rounds: int = 8,

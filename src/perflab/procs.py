@@ -10,7 +10,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 
-from perflab.sentinel import start_time
+from perflab.sentinel import Told, start_time
 
 PR_SET_PDEATHSIG = 1
 _sentinel: subprocess.Popen | None = None
@@ -50,18 +50,18 @@ def start_sentinel() -> None:
         _write(lines)
 
 
-def tell_sentinel(what: str, pid: int) -> None:
-    """Tell the sentinel that the server `pid` started ("start"), is ready ("ready") or is
-    stopped ("gone"), so that perflab's death leaves none of them running."""
-    if what == "start":
+def tell_sentinel(what: Told, pid: int) -> None:
+    """Tell the sentinel that the server `pid` started (START), is ready (READY) or is
+    stopped (GONE), so that perflab's death leaves none of them running."""
+    if what == Told.START:
         started = start_time(pid)
         if started is None:
             return  # already gone
-        line = f"start {pid} {started}"
+        line = f"{Told.START} {pid} {started}"
         _watched[pid] = [line]
     else:
         line = f"{what} {pid}"
-        if what == "gone":
+        if what == Told.GONE:
             _watched.pop(pid, None)
         else:
             _watched.setdefault(pid, []).append(line)
@@ -85,7 +85,7 @@ def watch_sessions(path: str, endpoint) -> None:
     """Tell the sentinel that the ids in file `path` are sessions on the server `endpoint`
     (a connection.Endpoint; its password goes through the pipe, never to a file or argv):
     if perflab dies, the sentinel ends them there."""
-    line = "sessions " + json.dumps({
+    line = f"{Told.SESSIONS} " + json.dumps({
         "file": path, "socket": endpoint.socket, "host": endpoint.host, "port": endpoint.port,
         "user": endpoint.user, "password": endpoint.password,
         "option_file": endpoint.option_file})
@@ -97,7 +97,7 @@ def watch_sessions(path: str, endpoint) -> None:
 def forget_sessions(path: str) -> None:
     """The sessions of `path` ended with the run: nothing for the sentinel to do for them."""
     if _watched.pop(path, None) is not None:
-        _write(["forget " + json.dumps(path)])
+        _write([f"{Told.FORGET} " + json.dumps(path)])
 
 
 _stop_requested = False

@@ -27,8 +27,19 @@ import signal
 import sys
 import time
 from contextlib import suppress
+from enum import StrEnum
 
 GRACE_SECONDS = 120  # a large buffer pool's clean shutdown, with its dump, takes seconds
+
+
+class Told(StrEnum):
+    """What a line perflab writes to the sentinel says, its first word."""
+
+    START = "start"  # a server started: its pid and kernel start time
+    READY = "ready"  # it is ready: its pid
+    GONE = "gone"  # it stopped: its pid
+    SESSIONS = "sessions"  # a sessions file to watch, and how to reach its server (JSON)
+    FORGET = "forget"  # a sessions file no longer to watch (JSON)
 
 
 def start_time(pid: int) -> str | None:
@@ -48,19 +59,19 @@ def main() -> None:
     sessions: dict[str, dict] = {}  # sessions file -> how to reach their server
     for line in sys.stdin:
         what, _, argument = line.strip().partition(" ")
-        if what == "sessions":
+        if what == Told.SESSIONS:
             found = json.loads(argument)
             sessions[found["file"]] = found
             continue
-        if what == "forget":
+        if what == Told.FORGET:
             sessions.pop(json.loads(argument), None)
             continue
         pid, rest = int(argument.split()[0]), argument.split()[1:]
-        if what == "start":
+        if what == Told.START:
             servers[pid] = (rest[0], False)
-        elif what == "ready" and pid in servers:
+        elif what == Told.READY and pid in servers:
             servers[pid] = (servers[pid][0], True)
-        elif what == "gone":
+        elif what == Told.GONE:
             servers.pop(pid, None)
     for found in sessions.values():
         with suppress(Exception):  # a server gone or refusing: nothing more can be done

@@ -9,15 +9,38 @@ from __future__ import annotations
 
 import math
 import statistics
+from dataclasses import dataclass
 
 from perflab.errors import PerflabError
-from perflab.output.table import Table
-from perflab.stats.decide import Judge, welch
+from perflab.stats.decide import Judge, Verdict, welch
 from perflab.stats.design import Design
 from perflab.store.records import Study, ok_metrics
 
 
-def compare_labs(a: Study, b: Study, margin: float | None = None) -> Table:
+@dataclass(frozen=True)
+class Match:
+    """One (configuration, workload, threads) both labs measured: B's verdict against A."""
+
+    config: str
+    workload: str
+    threads: int
+    median_a: float  # queries/s, the median over each lab's rounds
+    median_b: float
+    verdict: Verdict
+
+
+@dataclass(frozen=True)
+class LabComparison:
+    """Two labs' studies side by side, B against A (report/compare.py words it)."""
+
+    a: Study
+    b: Study
+    alpha: float  # the error rate over every match
+    margin: float  # equivalent: within ±margin
+    matches: list[Match]
+
+
+def compare_labs(a: Study, b: Study, margin: float | None = None) -> LabComparison:
     """B against A per shared (configuration, workload, threads), "equivalent" within ±`margin`
     (default: A's, the reference's, stored plan's run.margin)."""
     margin = a.plan.run.margin if margin is None else margin
@@ -35,21 +58,9 @@ def compare_labs(a: Study, b: Study, margin: float | None = None) -> Table:
     judge = Judge(shared, design)
     judge.look(estimates)
     verdicts = judge.verdicts(estimates)
-    rows = []
-    for config, workload, threads in shared:
-        base, other = ours[(config, workload, threads)], theirs[(config, workload, threads)]
-        v = verdicts[(config, workload, threads)]
-        rows.append([config, workload, str(threads), f"{statistics.median(base):.0f}",
-                     f"{statistics.median(other):.0f}", f"{v.change:+.1%}", v.interval_text(),
-                     v.verdict])
-    return Table(
-        f"B vs A: {b.lab} ({b.plan.name}) against {a.lab} ({a.plan.name})",
-        ["Config", "Workload", "Threads", "A qps", "B qps", "Change", "Interval", "Verdict"],
-        rows,
-        note=f"medians shown; the change is B's geometric mean over A's (Welch on log "
-             f"throughput); intervals keep a {alpha:.0%} error rate over all {len(shared)} "
-             f"rows; equivalent: within ±{margin:.0%}",
-    )
+    matches = [Match(*key, statistics.median(ours[key]), statistics.median(theirs[key]),
+                     verdicts[key]) for key in shared]
+    return LabComparison(a, b, alpha, margin, matches)
 
 
 def _by_key(study: Study) -> dict[tuple[str, str, int], list[float]]:

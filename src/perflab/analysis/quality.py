@@ -1,12 +1,15 @@
 """Flags on the quality of a study's measurements: noisy points, outliers, drift, warm-up.
 
-Each flag is a sentence a reader can act on; nothing is dropped from the data because of it.
+Each flag is a typed value with the figures behind it, one kind per class; the report words it
+as a sentence a reader can act on (report/flags.py). Nothing is dropped from the data because
+of a flag.
 """
 
 from __future__ import annotations
 
 import math
 import statistics
+from dataclasses import dataclass
 
 from perflab.analysis.tables import groups
 from perflab.probes.busy import BUSY_SHARE, under_load
@@ -30,41 +33,140 @@ PARTITIONED_KEYS = {
 }
 
 
+@dataclass(frozen=True)
+class HighSpread:
+    """A cell whose throughput varies over its rounds more than the threshold."""
+
+    config: str
+    threads: int
+    cv: float
+    rounds: int
+    threshold: float
+
+
+@dataclass(frozen=True)
+class Outlier:
+    """A round's throughput far from its cell's median (kept in the data)."""
+
+    config: str
+    threads: int
+    value: float
+    median: float
+
+
+@dataclass(frozen=True)
+class RatioOutliers:
+    """A comparison's rounds whose ratio to the baseline is an outlier among its rounds, and
+    what its verdict does with them."""
+
+    config: str
+    baseline: str
+    threads: int
+    far: tuple[tuple[int, float], ...]  # (round, change) of each outlying round
+    median: float  # the change of the rounds' median ratio
+    trimmed: int  # rounds the verdict's trimmed mean sets aside at each end (0: a plain mean)
+    left_out: int  # outlying rounds among those set aside
+    rounds: int
+
+
+@dataclass(frozen=True)
+class Drift:
+    """A point whose per-second throughput trends within its window."""
+
+    config: str
+    threads: int
+    round: int
+    drift: float  # the fitted change over the window
+    p_value: float
+    after_warm_up: bool  # rising in the first point after a warm-up: the warm-up is too short
+
+
+@dataclass(frozen=True)
+class PairedDrift:
+    """A comparison whose ratio drifts within the point in several of its rounds."""
+
+    config: str
+    baseline: str
+    threads: int
+    drifting: tuple[int, ...]  # the rounds
+    rounds: int
+    low: float  # the least and the most drift among them
+    high: float
+
+
+@dataclass(frozen=True)
+class OffTurn:
+    """A fleet cell whose server worked in the other servers' turns (`off_turn_workers`)."""
+
+    config: str
+    threads: int
+    share: float
+    excess: float
+
+
+@dataclass(frozen=True)
+class UnevenWork:
+    """Rows read per query that change with the thread count."""
+
+    rows: tuple[tuple[int, float], ...]  # (threads, median rows per query)
+    workloads: tuple[str, ...]
+    reason: str | None  # why the workload does it, where known (PARTITIONED_KEYS)
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """Points measured while other work loaded the machine (probes/busy.py)."""
+
+    loaded: int
+    measured: int  # successful points
+    busy_share: float  # the share of other work above which a point is loaded
+    most: float  # the largest share other work used
+    rounds: tuple[int, ...]
+    steal: float | None  # the hypervisor's largest share among it (None: not measured)
+
+
+@dataclass(frozen=True)
+class FailedPoints:
+    count: int
+
+
+Flag = (HighSpread | Outlier | RatioOutliers | Drift | PairedDrift | OffTurn | UnevenWork
+        | Loaded | FailedPoints)
+
+
 def flags(points: list[StoredPoint], cv_threshold: float, baseline: str | None = None,
-          margin: float = MARGIN) -> list[str]:
+          margin: float = MARGIN) -> list[Flag]:
     """Every flag of a study's points. With a `baseline`, flags are looked for where the
     verdicts are made, in each comparison's per-round ratios, and only where they could move
     a verdict: a round the machine's drift slowed for every configuration alike is no outlier
     of theirs, its spread is in the interval already, and a round's ratio off its median by
     less than the `margin` changes no answer."""
-    out = (ratio_outlier_flags(points, baseline, margin) if baseline is not None
-           else spread_flags(points, cv_threshold))
+    out: list[Flag] = []
+    out += (ratio_outlier_flags(points, baseline, margin) if baseline is not None
+            else spread_flags(points, cv_threshold))
     out += drift_flags(points, baseline)
     out += off_turn_flags(points)
     out += uneven_work_flags(points)
     out += load_flags(points)
     failed = [p for p in points if not p.ok]
     if failed:
-        out.append(f"{len(failed)} failed point(s); see the failed points list")
+        out.append(FailedPoints(len(failed)))
     return out
 
 
-def spread_flags(points: list[StoredPoint], cv_threshold: float) -> list[str]:
+def spread_flags(points: list[StoredPoint], cv_threshold: float) -> list[HighSpread | Outlier]:
     """Each cell's own spread over its rounds: a high CV, outlier values."""
-    out = []
+    out: list[HighSpread | Outlier] = []
     for (config, threads), values in groups(points, "qps").items():
         s = summarize(values)
         if s.n >= 2 and s.cv > cv_threshold:
-            out.append(f"{config} at {threads} threads: CV {s.cv:.1%} over {s.n} rounds exceeds "
-                       f"{cv_threshold:.0%}; more rounds or a quieter machine would help")
-        for i in s.outliers:
-            out.append(f"{config} at {threads} threads: a round's value {values[i]:.0f} is an "
-                       f"outlier (median {s.median:.0f}); kept in the data")
+            out.append(HighSpread(config, threads, s.cv, s.n, cv_threshold))
+        out += [Outlier(config, threads, values[i], s.median) for i in s.outliers]
     return out
 
 
 def ratio_outlier_flags(points: list[StoredPoint], baseline: str, margin: float
-                        ) -> list[str]:
+                        ) -> list[RatioOutliers]:
     """Per comparison, one flag naming its rounds whose ratio to the baseline is an outlier
     among its rounds (the modified z-score, as summary.outliers) and off their median by more
     than the margin, and what its verdict does with them: a mean includes them; a trimmed
@@ -86,19 +188,14 @@ def ratio_outlier_flags(points: list[StoredPoint], baseline: str, margin: float
         rank = {i: position for position, i in enumerate(sorted(range(len(ratios)),
                                                                 key=ratios.__getitem__))}
         left_out = sum(rank[i] < cut or rank[i] >= len(ratios) - cut for i in far)
-        listed = ", ".join(f"{numbers[i]} ({math.expm1(ratios[i]):+.0%})" for i in far)
-        if not cut:
-            fate = "the verdict's mean includes them"
-        else:
-            which = "them out" if left_out == len(far) else f"out {left_out} of them"
-            fate = (f"the verdict's trimmed mean leaves {which} (it sets aside the {cut} "
-                    f"highest and {cut} lowest of its {len(ratios)} rounds)")
-        out.append(f"{config} vs {baseline} at {threads} threads: round(s) {listed} are "
-                   f"outliers among its rounds (median {math.expm1(median):+.0%}); {fate}")
+        out.append(RatioOutliers(config, baseline, threads,
+                                 tuple((numbers[i], math.expm1(ratios[i])) for i in far),
+                                 math.expm1(median), cut, left_out, len(ratios)))
     return out
 
 
-def drift_flags(points: list[StoredPoint], baseline: str | None = None) -> list[str]:
+def drift_flags(points: list[StoredPoint], baseline: str | None = None
+                ) -> list[Drift] | list[PairedDrift]:
     """Points whose per-second throughput trends within the window.
 
     A rising trend in the first point of a server state (after a server start or a
@@ -118,17 +215,13 @@ def drift_flags(points: list[StoredPoint], baseline: str | None = None) -> list[
         found = fitted.get(id(p))
         if found is None or not found.significant(DRIFT_THRESHOLD):
             continue
-        where = f"{p.config} at {p.threads} threads, round {p.round}"
-        if first_after_warmup and found.drift > 0:
-            out.append(f"{where}: throughput still rising {found.drift:+.0%} over the window "
-                       "right after the warm-up: the warm-up is too short")
-        else:
-            out.append(f"{where}: throughput drifts {found.drift:+.0%} over the window "
-                       f"(p={found.p_value:.3f}); not a steady state")
+        out.append(Drift(p.config, p.threads, p.round, found.drift, found.p_value,
+                         first_after_warmup and found.drift > 0))
     return out
 
 
-def _paired_drift_flags(points: list[StoredPoint], baseline: str, fitted: dict) -> list[str]:
+def _paired_drift_flags(points: list[StoredPoint], baseline: str, fitted: dict
+                        ) -> list[PairedDrift]:
     """One flag per comparison whose ratio drifts within the point in several of its rounds
     (at least RECURRING of them, and two): the configuration's throughput trends, the
     baseline's in the same seconds does not, so the point's ratio depends on where in the
@@ -151,15 +244,12 @@ def _paired_drift_flags(points: list[StoredPoint], baseline: str, fitted: dict) 
         total = rounds[(config, threads)]
         if len(found) < 2 or len(found) < RECURRING * total:
             continue
-        low, high = min(d for _, d in found), max(d for _, d in found)
-        out.append(f"{config} vs {baseline} at {threads} threads: in {len(found)} of {total} "
-                   f"rounds ({', '.join(str(r) for r, _ in found)}) its throughput drifted "
-                   f"{low:+.0%} to {high:+.0%} within the point while the baseline's held: the "
-                   "ratio depends on where in the window it is taken")
+        out.append(PairedDrift(config, baseline, threads, tuple(r for r, _ in found), total,
+                               min(d for _, d in found), max(d for _, d in found)))
     return out
 
 
-def load_flags(points: list[StoredPoint]) -> list[str]:
+def load_flags(points: list[StoredPoint]) -> list[Loaded]:
     """A flag when points were measured while other work loaded the machine (probes/busy.py):
     they are not evidence, and nothing else in the report can tell."""
     loaded: list[tuple[float, int]] = []  # (share of the CPU time other work used, round)
@@ -172,20 +262,12 @@ def load_flags(points: list[StoredPoint]) -> list[str]:
                 steals.append(steal)
     if not loaded:
         return []
-    rounds = sorted({r for _, r in loaded})
-    # which of the two it was: the hypervisor's steal no one on the machine can stop
-    stolen = f"the hypervisor's steal was up to {max(steals):.0%} of it" \
-        if steals and max(steals) >= 0.005 else "none of it was the hypervisor's steal"
-    whose = f"; {stolen}, the run's progress names the busiest processes" if steals else ""
-    shown = ", ".join(str(r) for r in rounds[:8]) + (" ..." if len(rounds) > 8 else "")
-    return [f"{len(loaded)} of {sum(p.ok for p in points)} points were measured while other "
-            f"processes or the hypervisor used more than {BUSY_SHARE:.0%} of the machine's CPU "
-            f"time (up to {max(share for share, _ in loaded):.0%}; rounds {shown}){whose}: "
-            "figures taken beside other work are not evidence; measure again on an idle "
-            "machine"]
+    return [Loaded(len(loaded), sum(p.ok for p in points), BUSY_SHARE,
+                   max(share for share, _ in loaded), tuple(sorted({r for _, r in loaded})),
+                   max(steals) if steals else None)]
 
 
-def uneven_work_flags(points: list[StoredPoint]) -> list[str]:
+def uneven_work_flags(points: list[StoredPoint]) -> list[UnevenWork]:
     """A flag when the rows the server read per query (median over configurations and rounds)
     differ between thread counts by UNEVEN_WORK times or more: the statements do different
     work at different thread counts, so throughput compares across configurations at one
@@ -201,29 +283,14 @@ def uneven_work_flags(points: list[StoredPoint]) -> list[str]:
     low, high = min(medians.values()), max(medians.values())
     if high < 1 or high < UNEVEN_WORK * low:
         return []
-    shown = ", ".join(f"{rows:.3g} at {t}" for t, rows in medians.items())
-    flag = (f"rows read per query change with the thread count ({shown} threads): the "
-            "statements do different work at different thread counts, so throughput compares "
-            "configurations at one thread count, not one thread count with another")
-    workloads = {p.workload.split("(")[0].strip() for p in points}  # its label: name(options)
-    reasons = [PARTITIONED_KEYS[w] for w in sorted(workloads) if w in PARTITIONED_KEYS]
-    if reasons:
-        flag += (f". Why: {' and '.join(sorted(workloads))} {reasons[0]}, with sysbench's "
-                 "default --rand-type=special, which puts most draws in a narrow band at the "
-                 "centre of the range drawn from; the prepared k column was drawn the same "
-                 "way over the whole range, so most rows sit at its centre. At one thread the "
-                 "draws' band is the rows', at more each thread's band is the centre of its "
-                 "own share, where few rows are")
-    return [flag]
+    workloads = sorted({p.workload.split("(")[0].strip() for p in points})  # name(options)
+    reasons = [PARTITIONED_KEYS[w] for w in workloads if w in PARTITIONED_KEYS]
+    return [UnevenWork(tuple(medians.items()), tuple(workloads), reasons[0] if reasons else None)]
 
 
-def off_turn_flags(points: list[StoredPoint]) -> list[str]:
+def off_turn_flags(points: list[StoredPoint]) -> list[OffTurn]:
     """A flag for each cell that `off_turn_workers` finds."""
-    return [f"{config} at {threads} threads: {share:.0%} of its server's CPU time fell in the "
-            f"other servers' turns, {excess * 100:.0f} points more than the least in the same "
-            f"turns: background work the others are charged for, so the fleet's ratios lean "
-            f"toward {config}; schedule = \"serial\" measures each server alone"
-            for config, threads, share, excess in off_turn_workers(points)]
+    return [OffTurn(*cell) for cell in off_turn_workers(points)]
 
 
 def off_turn_workers(points: list[StoredPoint]) -> list[tuple[str, int, float, float]]:

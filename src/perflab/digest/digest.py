@@ -21,7 +21,14 @@ from pathlib import Path
 
 from perflab.digest.findings import Findings
 from perflab.digest.fingerprint import fingerprint, query_id
-from perflab.digest.parse import ParseStats, Part, detect_format, read_events, split_log
+from perflab.digest.parse import (
+    LogFormat,
+    ParseStats,
+    Part,
+    detect_format,
+    read_events,
+    split_log,
+)
 from perflab.digest.redact import no_literals, shown
 
 BUCKET_BASE = 1.05
@@ -141,7 +148,7 @@ def digest_logs(paths: list[Path], kind: str | None = None, burst: int = 10,
     started = time.monotonic()
     parts: list[Part] = []
     for path in paths:
-        file_kind = kind or detect_format(path)
+        file_kind = LogFormat(kind) if kind else detect_format(path)
         big = path.stat().st_size >= SPLIT_MIN
         parts += split_log(path, file_kind, jobs if big else 1)
     if progress:

@@ -21,6 +21,7 @@ import copy as copy_module
 import dataclasses
 import re
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 from perflab.digest.parse import Event
 from perflab.digest.redact import no_literals, redact, shown
@@ -35,6 +36,20 @@ STATEFUL = re.compile(
 FROM = re.compile(r"\bfrom\b(?!\s+dual\b)")
 EXAMPLES = 3
 CONNECTIONS = 10
+
+
+class FindingKind(StrEnum):
+    """What a finding found (its value names it in the JSON output)."""
+
+    REPEATS = "repeats"
+    SCHEMA_REDUNDANT = "schema_redundant"
+    SCHEMA_UNUSED = "schema_unused"
+    SCHEMA_BACK_AND_FORTH = "schema_back_and_forth"
+    CONSTANT_ONLY = "constant_only"
+    N_PLUS_ONE = "n_plus_one"
+
+
+RUNS_OF = (FindingKind.REPEATS, FindingKind.N_PLUS_ONE)  # the kinds that count runs
 
 
 @dataclass
@@ -91,13 +106,12 @@ class _Connection:
 
 
 class Findings:
-    KINDS = ("repeats", "schema_redundant", "schema_unused", "schema_back_and_forth",
-             "constant_only", "n_plus_one")
+    KINDS = tuple(FindingKind)
 
     def __init__(self, burst: int = 10, window: float = 1.0):
         self.burst = burst
         self.window = window
-        self.items: dict[str, dict[str, Item]] = {kind: {} for kind in self.KINDS}
+        self.items: dict[FindingKind, dict[str, Item]] = {kind: {} for kind in self.KINDS}
         self.connections: dict[int, _Connection] = {}
         self.kinds: dict[str, tuple[bool, bool]] = {}  # fingerprint -> (read, constant-only)
         self.statements = 0  # Query and Init DB events: the round trips findings could save
@@ -153,12 +167,12 @@ class Findings:
     def _switch(self, conn: _Connection, event: Event, schema: str) -> None:
         conn.last_text, conn.run = None, 0
         if schema == conn.db:  # leaves a pending switch pending: that one was needed
-            self._item("schema_redundant", schema).add(event, True)
+            self._item(FindingKind.SCHEMA_REDUNDANT, schema).add(event, True)
             self.removable += 1
             return
         self._close_switch(conn)
         if schema == conn.worked_in:
-            self._item("schema_back_and_forth", schema).add(event, False)
+            self._item(FindingKind.SCHEMA_BACK_AND_FORTH, schema).add(event, False)
         conn.db = schema
         conn.pending_switch, conn.pending_event = schema, event
 
@@ -166,7 +180,7 @@ class Findings:
         """The pending Init DB was followed by another switch or the end: it served nothing."""
         if conn.pending_switch is not None:
             assert conn.pending_event is not None, "set with pending_switch"
-            self._item("schema_unused", conn.pending_switch).add(conn.pending_event, True)
+            self._item(FindingKind.SCHEMA_UNUSED, conn.pending_switch).add(conn.pending_event, True)
             self.removable += 1
             conn.pending_switch = conn.pending_event = None
 
@@ -182,7 +196,7 @@ class Findings:
         read, constant = kind
         if read and event.text == conn.last_text:
             conn.run += 1
-            item = self._item("repeats", fingerprint)
+            item = self._item(FindingKind.REPEATS, fingerprint)
             if conn.run == 2:
                 item.runs += 1
             item.longest = max(item.longest, conn.run)
@@ -192,7 +206,7 @@ class Findings:
             conn.run = 1
         conn.last_text = event.text if read else None
         if constant:
-            self._item("constant_only", fingerprint).add(event, not removable)
+            self._item(FindingKind.CONSTANT_ONLY, fingerprint).add(event, not removable)
             removable = True
         repeat = removable
         if read and not repeat and self._in_burst(conn, event, fingerprint, removable):
@@ -212,7 +226,7 @@ class Findings:
         if state[1] < self.burst:
             state[2] += not already
             return False
-        item = self._item("n_plus_one", fingerprint)
+        item = self._item(FindingKind.N_PLUS_ONE, fingerprint)
         if state[1] == self.burst:
             item.runs += 1
             item.calls += self.burst - 1  # the earlier events join the burst
@@ -222,7 +236,7 @@ class Findings:
         item.add(event, not already)
         return True
 
-    def _item(self, kind: str, key: str) -> Item:
+    def _item(self, kind: FindingKind, key: str) -> Item:
         items = self.items[kind]
         item = items.get(key)
         if item is None:

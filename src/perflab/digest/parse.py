@@ -44,6 +44,7 @@ import re
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 
 from perflab.digest.redact import redact
@@ -131,17 +132,24 @@ def open_log(path: Path) -> io.TextIOBase:
     return open(path, encoding="utf-8", errors="replace", newline="\n")
 
 
-def detect_format(path: Path) -> str:
-    """'general' or 'slow', from the first lines that say."""
+class LogFormat(StrEnum):
+    """The kind of a query log (as `perflab digest --log-format` names it)."""
+
+    GENERAL = "general"
+    SLOW = "slow"
+
+
+def detect_format(path: Path) -> LogFormat:
+    """GENERAL or SLOW, from the first lines that say."""
     try:
         with open_log(path) as handle:
             for count, line in enumerate(handle):
                 if line.startswith(("# Time:", "# User@Host:", "# Query_time:")):
-                    return "slow"
+                    return LogFormat.SLOW
                 if BANNER.match(line):
                     continue  # both kinds of log start with the same banner
                 if GENERAL_LINE.match(line.rstrip("\n")):
-                    return "general"
+                    return LogFormat.GENERAL
                 if count > 200:
                     break
     except (OSError, EOFError, zlib.error) as exc:
@@ -156,13 +164,13 @@ class Part:
     """A byte range of a log that starts at an event: what one worker process reads."""
 
     path: Path
-    kind: str
+    kind: LogFormat
     start: int = 0
     end: int | None = None  # None: to the end of the file
     first_line: int = 1
 
 
-def split_log(path: Path, kind: str, parts: int) -> list[Part]:
+def split_log(path: Path, kind: LogFormat, parts: int) -> list[Part]:
     """The log cut into `parts` ranges at event boundaries (a gzip'd file is not cut)."""
     size = path.stat().st_size
     if parts < 2 or _is_gzip(path):
@@ -174,9 +182,9 @@ def split_log(path: Path, kind: str, parts: int) -> list[Part]:
             for i in range(len(bounds) - 1) if bounds[i] < bounds[i + 1]]
 
 
-def _next_event(path: Path, kind: str, offset: int) -> int:
+def _next_event(path: Path, kind: LogFormat, offset: int) -> int:
     """The byte offset of the first event that starts at or after `offset`."""
-    start_line = re.compile(GENERAL_START.encode()) if kind == "general" else None
+    start_line = re.compile(GENERAL_START.encode()) if kind == LogFormat.GENERAL else None
     with open(path, "rb") as handle:
         handle.seek(offset)
         if offset:
@@ -277,8 +285,8 @@ class _Range:
 
 
 def read_events(part: Part, stats: ParseStats) -> Iterator[Event]:
-    reader = _general if part.kind == "general" else _slow
-    pattern = GENERAL_EVENT if part.kind == "general" else SLOW_ENTRY
+    reader = _general if part.kind == LogFormat.GENERAL else _slow
+    pattern = GENERAL_EVENT if part.kind == LogFormat.GENERAL else SLOW_ENTRY
     handle: _Range | _Gzip | io.TextIOBase
     if part.end is not None:
         handle = _Range(part.path, part.start, part.end)

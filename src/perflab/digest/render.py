@@ -6,16 +6,18 @@ import html
 import json
 
 from perflab.digest.digest import Digest
+from perflab.digest.findings import RUNS_OF, FindingKind
 from perflab.output.page import page
 from perflab.output.table import Table
 
 FINDING_TITLES = {
-    "repeats": "Identical reads repeated back to back on one connection",
-    "schema_redundant": "Init DB / USE to the schema the connection is already on",
-    "schema_unused": "Init DB / USE followed by no statement before the next switch",
-    "schema_back_and_forth": "Switches back to the schema the connection last worked in",
-    "constant_only": "Constant-only SELECTs (no table: the client can compute them)",
-    "n_plus_one": "N+1: one read fingerprint run in bursts by one connection",
+    FindingKind.REPEATS: "Identical reads repeated back to back on one connection",
+    FindingKind.SCHEMA_REDUNDANT: "Init DB / USE to the schema the connection is already on",
+    FindingKind.SCHEMA_UNUSED: "Init DB / USE followed by no statement before the next switch",
+    FindingKind.SCHEMA_BACK_AND_FORTH: "Switches back to the schema the connection last "
+    "worked in",
+    FindingKind.CONSTANT_ONLY: "Constant-only SELECTs (no table: the client can compute them)",
+    FindingKind.N_PLUS_ONE: "N+1: one read fingerprint run in bursts by one connection",
 }
 
 
@@ -56,8 +58,8 @@ def findings_tables(digest: Digest, top: int = 10) -> list[Table]:
         if not items:
             continue
         rows = [[_short(i["key"], 60), f"{i['calls']:,}", f"{i['removable']:,}",
-                 f"{i['runs']:,}" if kind in ("repeats", "n_plus_one") else "-",
-                 f"{i['longest']:,}" if kind in ("repeats", "n_plus_one") else "-",
+                 f"{i['runs']:,}" if kind in RUNS_OF else "-",
+                 f"{i['longest']:,}" if kind in RUNS_OF else "-",
                  ", ".join(str(c) for c in i["connections"]) or "-",
                  ", ".join(str(e["line"]) for e in i["examples"])]
                 for i in items]

@@ -6,11 +6,12 @@ from __future__ import annotations
 import html
 import json
 
-from perflab.health.results import HealthReport, RuleResult
+from perflab.health.results import HealthReport, HealthStatus, RuleResult
 from perflab.output.table import Table
 from perflab.server.flavor import server_label
 
-MARK = {"ok": "ok", "fail": "FAIL", "info": "", "few": "(few)", "n/a": "n/a"}
+MARK = {HealthStatus.OK: "ok", HealthStatus.FAIL: "FAIL", HealthStatus.INFO: "",
+        HealthStatus.FEW: "(few)", HealthStatus.N_A: "n/a"}
 
 
 def tables(report: HealthReport, explain: bool = False) -> list[Table]:
@@ -45,7 +46,7 @@ def explanations(report: HealthReport) -> list[str]:
     for rule in report.views[0].rules:
         lines.append(f"- {rule.title} = {rule.formula}; acceptable {rule.range}")
         lines.append(f"    governed by {', '.join(rule.governs) or '-'}; threshold: {rule.source}")
-        if rule.status == "n/a" and rule.detail:
+        if rule.status == HealthStatus.N_A and rule.detail:
             lines.append(f"    not applicable since start: {rule.detail}")
     return lines
 
@@ -55,7 +56,7 @@ def recommendations(report: HealthReport) -> list[str]:
     lines = []
     for index, rule in enumerate(report.views[0].rules):
         failed = [(view.name, view.rules[index]) for view in report.views
-                  if view.rules[index].status == "fail"]
+                  if view.rules[index].status == HealthStatus.FAIL]
         if not failed:
             continue
         figures = "; ".join(f"{name} {r.value_text} ({r.detail})" for name, r in failed)
@@ -90,8 +91,8 @@ def render_html_section(report: HealthReport, title: str = "Server health") -> s
 
 
 def _cell(result: RuleResult) -> str:
-    if result.status == "n/a":
-        return "n/a"
+    if result.status == HealthStatus.N_A:
+        return MARK[HealthStatus.N_A]
     return f"{result.value_text} {MARK[result.status]}".rstrip()
 
 

@@ -16,11 +16,22 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the store is a layer below; a report needs it only to be kept
     from perflab.store.db import ResultStore
     from perflab.store.records import Study
+
+
+class HealthStatus(StrEnum):
+    """A health rule's judgement over one view (health/rules.py)."""
+
+    OK = "ok"
+    FAIL = "fail"
+    INFO = "info"  # reported, not judged: the rule has no range
+    FEW = "few"  # too few events in the window to judge
+    N_A = "n/a"  # no figure: the server lacks what it reads, or the window holds nothing
 
 
 @dataclass(frozen=True)
@@ -30,7 +41,7 @@ class RuleResult:
 
     id: str
     title: str
-    status: str  # "ok", "fail", "info", "few" or "n/a"
+    status: HealthStatus
     value: float | None
     value_text: str
     detail: str
@@ -73,7 +84,8 @@ class HealthReport:
 
     def failing(self) -> dict[str, list[str]]:
         """Failing rule ids per view name."""
-        return {v.name: [r.id for r in v.rules if r.status == "fail"] for v in self.views}
+        return {v.name: [r.id for r in v.rules if r.status == HealthStatus.FAIL]
+                for v in self.views}
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -82,7 +94,8 @@ class HealthReport:
     def from_json(cls, data: dict[str, Any]) -> HealthReport:
         views = tuple(
             HealthView(view["name"], view["seconds"], tuple(
-                RuleResult(**{**rule, "governs": tuple(rule["governs"])})
+                RuleResult(**{**rule, "status": HealthStatus(rule["status"]),
+                              "governs": tuple(rule["governs"])})
                 for rule in view["rules"]))
             for view in data["views"])
         return cls(data["server"], data["version"], data["taken_at"], views,

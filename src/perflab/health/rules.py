@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from perflab.health.results import RuleResult
+from perflab.health.results import HealthStatus, RuleResult
 from perflab.server.memory import memory_estimate
 from perflab.server.variables import parse_integer
 
@@ -82,20 +82,20 @@ class Rule:
             return f"<= {_number(self.high, self.unit)}"
         return "any"
 
-    def judge(self, figure: Figure) -> str:
+    def judge(self, figure: Figure) -> HealthStatus:
         if self.low is None and self.high is None:
-            return "info"
+            return HealthStatus.INFO
         if figure.sample < self.min_sample:
-            return "few"
+            return HealthStatus.FEW
         too_low = self.low is not None and figure.value < self.low
         too_high = self.high is not None and figure.value > self.high
-        return "fail" if too_low or too_high else "ok"
+        return HealthStatus.FAIL if too_low or too_high else HealthStatus.OK
 
 
 @dataclass(frozen=True)
 class Verdict:
     rule: Rule
-    status: str  # ok, fail, info (not judged), few (too few events to judge), n/a
+    status: HealthStatus
     value: float | None = None
     detail: str = ""
 
@@ -109,7 +109,7 @@ class Verdict:
         return RuleResult(rule.id, rule.title, self.status, self.value, self.value_text,
                           self.detail, rule.unit, rule.range_text(), rule.low, rule.high,
                           rule.formula, rule.governs, rule.source,
-                          rule.advice if self.status == "fail" else "")
+                          rule.advice if self.status == HealthStatus.FAIL else "")
 
 
 def evaluate(view: View, rules: tuple[Rule, ...] | None = None) -> list[Verdict]:
@@ -117,7 +117,7 @@ def evaluate(view: View, rules: tuple[Rule, ...] | None = None) -> list[Verdict]
     for rule in rules or RULES:
         figure = rule.compute(view)
         if figure is None:
-            verdicts.append(Verdict(rule, "n/a", detail=not_applicable(rule, view)))
+            verdicts.append(Verdict(rule, HealthStatus.N_A, detail=not_applicable(rule, view)))
         else:
             verdicts.append(Verdict(rule, rule.judge(figure), figure.value, figure.detail))
     return verdicts

@@ -24,7 +24,7 @@ from typing import TypedDict
 import sqlglot
 from sqlglot import exp
 
-from perflab.load.lexer import LexicalRefusal, lex
+from perflab.load.lexer import LexicalRefusal, TokenKind, lex
 
 READ_ROOTS = (exp.Select, exp.SetOperation, exp.Subquery, exp.Show, exp.Describe)
 NOT_READS = (exp.DML, exp.DDL, exp.Drop, exp.Alter, exp.TruncateTable, exp.LoadData,
@@ -93,7 +93,7 @@ def classify(sql: str, strict: bool = True) -> Classified:
         return Classified(Kind.UNKNOWN, "holds no statement")
     calls = {(schema, name.upper()) for schema, name in lexed.calls}
     named: dict = {"calls": tuple(sorted(calls)), "names": lexed.names}
-    words = {t.text.upper() for t in lexed.tokens if t.kind == "word"}
+    words = {t.text.upper() for t in lexed.tokens if t.kind == TokenKind.WORD}
     if "INTO" in words and words & {"OUTFILE", "DUMPFILE"}:
         return Classified(Kind.NEVER, "writes a file on the database host (INTO OUTFILE)",
                           **named)

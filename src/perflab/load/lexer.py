@@ -29,6 +29,7 @@ up, so that no name the server may resolve is left out by a reading of perflab's
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 
 WORD_CHARACTERS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 PUNCTUATION = frozenset("(),.=<>!+-*/%&|^~@:")
@@ -55,12 +56,22 @@ class LexicalRefusal(ValueError):
         self.reason, self.position = reason, position
 
 
+class TokenKind(StrEnum):
+    WORD = "word"  # letters, digits, _
+    NAME = "name"  # backquoted, its text unquoted
+    STRING = "string"  # its text with the quotes
+    PARAM = "param"  # ?
+    PUNCT = "punct"  # one character
+
+
+NAMING = (TokenKind.WORD, TokenKind.NAME)  # the tokens that may name something
+
+
 @dataclass(frozen=True)
 class Token:
-    """One token: `word` (letters, digits, _), `name` (backquoted, its text unquoted), `string`
-    (its text with the quotes), `param` (?), or `punct` (one character)."""
+    """One token of a statement, of one kind."""
 
-    kind: str
+    kind: TokenKind
     text: str
     start: int
     end: int  # just past its last character
@@ -75,8 +86,8 @@ class Lexed:
     def _qualified(self, n: int) -> tuple[str, str]:
         """(schema or "", name) of the name token at `n`: `a.b` is schema a, name b."""
         tokens = self.tokens
-        if n >= 2 and tokens[n - 1].text == "." and tokens[n - 1].kind == "punct" and \
-                tokens[n - 2].kind in ("word", "name"):
+        if n >= 2 and tokens[n - 1].text == "." and tokens[n - 1].kind == TokenKind.PUNCT and \
+                tokens[n - 2].kind in NAMING:
             return tokens[n - 2].text, tokens[n].text
         return "", tokens[n].text
 
@@ -85,7 +96,8 @@ class Lexed:
         """Every word and quoted name, with the name before a `.` as its schema: each may name
         a table or a view (digits alone are a number to the server, never a name)."""
         return tuple(sorted({self._qualified(n) for n, t in enumerate(self.tokens)
-                             if t.kind == "name" or t.kind == "word" and not t.text.isdigit()}))
+                             if t.kind == TokenKind.NAME or
+                             t.kind == TokenKind.WORD and not t.text.isdigit()}))
 
     @property
     def calls(self) -> tuple[tuple[str, str], ...]:
@@ -93,8 +105,8 @@ class Lexed:
         each may call a function."""
         tokens = self.tokens
         return tuple(sorted({self._qualified(n) for n, t in enumerate(tokens[:-1])
-                             if t.kind in ("word", "name") and tokens[n + 1].text == "(" and
-                             tokens[n + 1].kind == "punct"}))
+                             if t.kind in NAMING and tokens[n + 1].text == "(" and
+                             tokens[n + 1].kind == TokenKind.PUNCT}))
 
 
 def lex(text: str, strict: bool = True, several: bool = False) -> Lexed:
@@ -115,15 +127,15 @@ def lex(text: str, strict: bool = True, several: bool = False) -> Lexed:
             stop = at
             while stop < end and text[stop] in WORD_CHARACTERS:
                 stop += 1
-            tokens.append(Token("word", text[at:stop], at, stop))
+            tokens.append(Token(TokenKind.WORD, text[at:stop], at, stop))
             at = stop
         elif char in "'`":
             stop = _closing(text, at, end, strict)
             body = text[at + 1:stop - 1]
             if char == "`":
-                tokens.append(Token("name", body.replace("``", "`"), at, stop))
+                tokens.append(Token(TokenKind.NAME, body.replace("``", "`"), at, stop))
             else:
-                tokens.append(Token("string", text[at:stop], at, stop))
+                tokens.append(Token(TokenKind.STRING, text[at:stop], at, stop))
             at = stop
         elif char == "-" and text.startswith("--", at):
             raise LexicalRefusal("'--' starts a comment on some servers and is code on others "
@@ -132,10 +144,10 @@ def lex(text: str, strict: bool = True, several: bool = False) -> Lexed:
             raise LexicalRefusal("'/*' starts a comment, which some servers run as code", at,
                                  text)
         elif char == "?":
-            tokens.append(Token("param", "?", at, at + 1))
+            tokens.append(Token(TokenKind.PARAM, "?", at, at + 1))
             at += 1
         elif char in PUNCTUATION or char == ";" and several:
-            tokens.append(Token("punct", char, at, at + 1))
+            tokens.append(Token(TokenKind.PUNCT, char, at, at + 1))
             at += 1
         elif char in REFUSED:
             raise LexicalRefusal(f"{char!r} {REFUSED[char]}", at, text)

@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 import pymysql
 
 from perflab.load.classify import Classified, Kind, classify
-from perflab.load.lexer import LexicalRefusal, Token, lex
+from perflab.load.lexer import NAMING, LexicalRefusal, Token, TokenKind, lex
 from perflab.server.connection import query
 
 # Spatial functions: built into MariaDB but not listed in SQL_FUNCTIONS (10.11). Each also
@@ -53,6 +53,9 @@ SPATIAL = {
     "POINTFROMGEOHASH",
 }
 # How much worse one kind is than another, when a statement reaches several objects.
+# a SET's operator, as (kind, text) of its tokens: = or :=
+EQUALS = (TokenKind.PUNCT, "=")
+WALRUS = [(TokenKind.PUNCT, ":"), EQUALS]
 SEVERITY = {Kind.READ: 0, Kind.LOCKS: 1, Kind.WRITES: 2, Kind.UNKNOWN: 3, Kind.NEVER: 4}
 FLOW = {"BEGIN", "IF", "ELSEIF", "ELSE", "END", "WHILE", "LOOP", "REPEAT", "UNTIL", "CASE",
         "WHEN", "LEAVE", "ITERATE", "OPEN", "FETCH", "CLOSE", "RESIGNAL", "SIGNAL", "GOTO"}
@@ -243,7 +246,7 @@ def _body_statements(body: str) -> list[list[Token]] | None:
     statements = [piece for piece in _split(tokens, ";") if piece]
     for piece in statements:
         if piece[0].text.upper() in FLOW or (len(piece) > 1 and piece[1].text == ":" and
-                                            piece[1].kind == "punct"):
+                                            piece[1].kind == TokenKind.PUNCT):
             return None
     return statements
 
@@ -253,7 +256,7 @@ def _split(tokens: list[Token], separator: str, top_level: bool = False) -> list
     pieces: list[list[Token]] = [[]]
     depth = 0
     for token in tokens:
-        if token.kind == "punct":
+        if token.kind == TokenKind.PUNCT:
             depth += {"(": 1, ")": -1}.get(token.text, 0)
             if token.text == separator and (depth == 0 or not top_level):
                 pieces.append([])
@@ -282,7 +285,7 @@ def _declare_kind(body: str, tokens: list[Token], declared: set[str]) -> Classif
     """DECLARE a[, b] TYPE [DEFAULT expression]: a handler, cursor or condition is refused."""
     names: list[str] = []
     n = 0
-    while n < len(tokens) and tokens[n].kind in ("word", "name"):
+    while n < len(tokens) and tokens[n].kind in NAMING:
         names.append(tokens[n].text)
         if n + 1 < len(tokens) and tokens[n + 1].text == ",":
             n += 2
@@ -295,7 +298,7 @@ def _declare_kind(body: str, tokens: list[Token], declared: set[str]) -> Classif
         return Classified(Kind.UNKNOWN, "declares a handler, cursor or condition, which perflab "
                                         "does not follow")
     declared.update(name.lower() for name in names)
-    default = next((k for k in range(n, len(tokens)) if tokens[k].kind == "word" and
+    default = next((k for k in range(n, len(tokens)) if tokens[k].kind == TokenKind.WORD and
                     tokens[k].text.upper() == "DEFAULT"), None)
     if default is None:
         return Classified(Kind.READ)
@@ -308,10 +311,10 @@ def _set_kind(body: str, tokens: list[Token], declared: set[str]) -> Classified:
     kinds = []
     for assignment in _split(tokens, ",", top_level=True):
         operator = [(t.kind, t.text) for t in assignment[1:3]]
-        width = 2 if operator == [("punct", ":"), ("punct", "=")] else 1
-        if not assignment or assignment[0].kind not in ("word", "name") or \
+        width = 2 if operator == WALRUS else 1
+        if not assignment or assignment[0].kind not in NAMING or \
                 assignment[0].text.lower() not in declared or len(assignment) <= width or \
-                operator[:width] not in ([("punct", "=")], [("punct", ":"), ("punct", "=")]):
+                operator[:width] not in ([EQUALS], WALRUS):
             return Classified(Kind.UNKNOWN, f"sets {_text(body, assignment[:3]) or 'nothing'}"
                                             ", which is not a variable the function declared")
         kinds.append(classify(f"SELECT {_text(body, assignment[1 + width:])}", strict=False))

@@ -36,6 +36,7 @@ import tempfile
 import time
 import tomllib
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 
 import sqlglot
@@ -90,11 +91,19 @@ class DataSpec:
     columns: tuple[tuple[str, str], ...]
 
 
+class Slot(StrEnum):
+    """What a placeholder draws, as a template names it (and a data column's generator)."""
+
+    INT = "int"  # {int:LO:HI}: a whole number
+    STR = "str"  # {str:LO:HI}: letters
+    PICK = "pick"  # {pick:NAME}: a value of the statement's pick list NAME
+
+
 @dataclass(frozen=True)
 class Placeholder:
     """One placeholder of a template: {int:LO:HI}, {str:LO:HI} (letters) or {pick:NAME}."""
 
-    kind: str  # "int", "str" or "pick"
+    kind: Slot
     low: int = 0
     high: int = 0
     name: str = ""
@@ -185,10 +194,10 @@ class SqlWorkload:
         for entry in self.entries:
             fields += [entry.weight, entry.text, len(entry.parameters)]
             for part in entry.parameters:
-                if part.kind == "pick":
+                if part.kind == Slot.PICK:
                     fields += ["P", part.name]
                 else:
-                    fields += ["I" if part.kind == "int" else "S", part.low, part.high]
+                    fields += ["I" if part.kind == Slot.INT else "S", part.low, part.high]
             fields.append(len(entry.picks))
             for name, _ in entry.picks:
                 values = entry.values(name)
@@ -387,7 +396,7 @@ def _expression(generator: str, seed: int) -> str:
     if generator == "seq":
         return "seq"
     kind, low, high = generator.split(":")
-    if kind == "int":
+    if kind == Slot.INT:
         return f"{low} + FLOOR(RAND({seed}) * ({high} - {low} + 1))"
     # letters from two MD5s, cut to a random length between low and high
     return (f"SUBSTRING(CONCAT(MD5(RAND({seed})), MD5(RAND())), 1, "
@@ -441,7 +450,7 @@ def checked_statement(item, n: int, path: Path) -> Statement:
     refuse_controls(sql, f"{where}.sql")
     parts = template_parts(sql, where)
     _check_marks(parts, where)
-    used = {part.name for part in parts if isinstance(part, Placeholder) and part.kind == "pick"}
+    used = {part.name for part in parts if isinstance(part, Placeholder) and part.kind == Slot.PICK}
     return Statement(weight, sql, parts, _picks(item.get("picks", {}), used, where))
 
 
@@ -469,27 +478,28 @@ def template_parts(sql: str, where: str) -> tuple[Part, ...]:
     return tuple(parts)
 
 
-def _slot(kind: str, arguments: str, where: str) -> Placeholder:
-    text = f"{{{kind}:{arguments}}}"
-    if kind == "pick":
+def _slot(written: str, arguments: str, where: str) -> Placeholder:
+    text = f"{{{written}:{arguments}}}"
+    kind = Slot(written) if written in tuple(Slot) else None
+    if kind is Slot.PICK:
         if not IDENTIFIER.match(arguments):
             raise PerflabError(f"{where}: placeholder {text} is malformed",
                                hint="{pick:NAME}, NAME of letters, digits and _")
-        return Placeholder("pick", name=arguments)
-    bounds = (INT_BOUNDS if kind == "int" else STR_BOUNDS).match(arguments)
-    if kind not in ("int", "str") or not bounds:
+        return Placeholder(kind, name=arguments)
+    bounds = (INT_BOUNDS if kind is Slot.INT else STR_BOUNDS).match(arguments)
+    if kind is None or not bounds:
         raise PerflabError(f"{where}: placeholder {text} is malformed",
                            hint="use {int:LO:HI}, {str:MIN:MAX} (MIN and MAX not negative) or "
                                 "{pick:NAME}")
     low, high = int(bounds.group(1)), int(bounds.group(2))
     if low > high:
         raise PerflabError(f"{where}: placeholder {text} has low above high")
-    if kind == "int" and (max(abs(low), abs(high)) > LARGEST_INTEGER or
-                          high - low > WIDEST_INT_RANGE):
+    if kind is Slot.INT and (max(abs(low), abs(high)) > LARGEST_INTEGER or
+                             high - low > WIDEST_INT_RANGE):
         raise PerflabError(f"{where}: placeholder {text} is out of range",
                            hint=f"bounds within ±{LARGEST_INTEGER}, at most "
                                 f"{WIDEST_INT_RANGE} apart")
-    if kind == "str" and high > LONGEST_STRING:
+    if kind is Slot.STR and high > LONGEST_STRING:
         raise PerflabError(f"{where}: placeholder {text} is too long",
                            hint=f"at most {LONGEST_STRING} letters")
     return Placeholder(kind, low, high)

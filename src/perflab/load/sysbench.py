@@ -17,6 +17,7 @@ import subprocess
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 
 from perflab.domain import Dataset
@@ -380,6 +381,15 @@ def run_sliced(jobs: list[tuple[list[str], dict[str, str]]], slicing: Slicing,
     return results
 
 
+class Record(StrEnum):
+    """The lines perflab's Lua hook writes (lua/perflab.lua), by their "type"."""
+
+    INTERVAL = "interval"  # every report interval
+    TOTAL = "total"  # once, cumulative over the run
+    HISTOGRAM = "histogram"  # once per worker thread: its measured event latencies
+    WINDOW = "window"  # once per worker thread: its events, counted per time slice
+
+
 def parse(stdout: str, slicing: tuple[Slicing, int] | None = None) -> LoadResult | None:
     histogram: dict[int, int] = {}
     series, total, windows = [], None, []
@@ -388,13 +398,13 @@ def parse(stdout: str, slicing: tuple[Slicing, int] | None = None) -> LoadResult
             continue
         record = json.loads(line)
         kind = record.pop("type")
-        if kind == "interval":
+        if kind == Record.INTERVAL:
             series.append(_interval(record))
-        elif kind == "histogram":
+        elif kind == Record.HISTOGRAM:
             add_counts(histogram, record["buckets"])
-        elif kind == "window":
+        elif kind == Record.WINDOW:
             windows.append(record)
-        elif kind == "total":
+        elif kind == Record.TOTAL:
             total = record
     if total is None or total["seconds"] <= 0:
         return None

@@ -30,6 +30,7 @@ from perflab.analysis.verdicts import headline as verdict_headline
 from perflab.errors import PerflabError
 from perflab.output.table import Table
 from perflab.report.builds import builds_line, defaults_table
+from perflab.report.flags import flag_text
 from perflab.server.flavor import server_label
 from perflab.stats.decide import Decision
 from perflab.stats.summary import summarize
@@ -228,9 +229,11 @@ def render_csv(study: Study, options: ReportOptions = DEFAULT_OPTIONS) -> str:
 
 
 def study_flags(study: Study, options: ReportOptions) -> list[str]:
-    """The study's flags, judged against its baseline at the margin the report judges at."""
-    return quality.flags(study.points, options.cv_threshold, study.plan.baseline,
-                         options.margin or study.design.margin)
+    """The study's flags, judged against its baseline at the margin the report judges at, in
+    words."""
+    return [flag_text(flag) for flag in quality.flags(
+        study.points, options.cv_threshold, study.plan.baseline,
+        options.margin or study.design.margin)]
 
 
 def _flag_lines(study: Study, options: ReportOptions, bullet: str = "  ") -> list[str]:

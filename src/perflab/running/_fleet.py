@@ -46,7 +46,7 @@ from perflab.server import environment as env
 from perflab.server.managed import ManagedServer
 from perflab.server.memory import configured_sizes, memory_estimate
 from perflab.server.variables import Catalog
-from perflab.store import PointRecord, Symbol
+from perflab.store import Activation, PointRecord, Symbol
 
 MEMORY_SHARE = 0.5  # the fleet's servers may take up to half the RAM, worst case
 PERF_ATTACH_SECONDS = 1.0  # perf's own start, before the slices' clock starts
@@ -184,7 +184,7 @@ class Fleet:
                     server.wait_started()
                     member.server = server
                     member.state_id = self.states.record(self.session, server, member.config,
-                                                         "start")
+                                                         Activation.START)
                     preload(server.endpoint, self.workload.family.schema, member.slot.datadir)
                 except (PerflabError, pymysql.MySQLError) as exc:
                     member.give_up(exc, member.server is None, self.say)

@@ -10,7 +10,7 @@ from perflab.load.workloads import ResolvedWorkload
 from perflab.server.connection import query
 from perflab.server.protocol import Server
 from perflab.server.variables import Catalog, overridden
-from perflab.store import ResultStore
+from perflab.store import Activation, ResultStore
 
 
 class ServerStates:
@@ -23,8 +23,9 @@ class ServerStates:
         self.catalog_of, self.say = catalog_of, say
         self.overrides_said: set[tuple[str, str, str]] = set()  # (config, variable, running)
 
-    def record(self, session: int, server: Server, config: ServerConfig, how: str) -> int:
-        """The state of `server` running `config`, reached by `how` (start, set, as is)."""
+    def record(self, session: int, server: Server, config: ServerConfig, how: Activation
+               ) -> int:
+        """The state of `server` running `config`, reached by `how`."""
         with server.connect() as conn:
             variables = dict(query(conn, "SHOW GLOBAL VARIABLES"))
         catalog = self.catalog_of(config)

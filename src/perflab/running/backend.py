@@ -33,6 +33,7 @@ from perflab.server.flavor import server_label
 from perflab.server.managed import ManagedServer
 from perflab.server.protocol import Server
 from perflab.server.variables import Catalog
+from perflab.store import Activation
 
 
 @runtime_checkable
@@ -68,9 +69,9 @@ class Backend(Protocol):
     def ensure_dataset(self, config: ServerConfig) -> None:
         """The configuration's dataset is where its server will find it."""
 
-    def activate(self, config: ServerConfig) -> str | None:
-        """The server runs `config`: how it got there ("start", "set", "as is"), or None when
-        it already ran it (nothing changed, no warm-up needed)."""
+    def activate(self, config: ServerConfig) -> Activation | None:
+        """The server runs `config`: how it got there, or None when it already ran it
+        (nothing changed, no warm-up needed)."""
 
     def preload(self) -> str:
         """The engines' own preload of the dataset, when the backend allows it; what it did."""
@@ -206,7 +207,7 @@ class ManagedBackend:
             options["secure_file_priv"] = ""
         self.lab.ensure_dataset(self.dataset_key(config), load, options, self.say, build)
 
-    def activate(self, config: ServerConfig) -> str | None:
+    def activate(self, config: ServerConfig) -> Activation | None:
         server = self.server
         if server is not None and server.alive() and self.active == config.name:
             return None
@@ -217,11 +218,11 @@ class ManagedBackend:
             try:
                 server.set_global(changed)
                 self.active = config.name
-                return "set"
+                return Activation.SET
             except pymysql.MySQLError as exc:  # e.g. key_buffer_size=0 on the default cache
                 self.say(f"SET GLOBAL refused ({exc.args[-1]}): restarting instead")
         self.start_fresh(config)
-        return "start"
+        return Activation.START
 
     def start_fresh(self, config: ServerConfig) -> ManagedServer:
         """A just-started server for `config` on a datadir restored from its dataset (status

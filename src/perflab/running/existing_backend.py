@@ -48,6 +48,7 @@ from perflab.server.existing import (
     unrestorable,
 )
 from perflab.server.variables import Catalog, VariableSpec, read_catalog
+from perflab.store import Activation
 
 OWN_SCHEMA_PREFIX = "perflab_"
 # What an account may hold and still change nothing a read-only run promises to keep.
@@ -228,7 +229,7 @@ class ExistingBackend:
         self.loaded.add(key)
         check_prepared(self.existing, self.workload.family, self.workload.family.schema)
 
-    def activate(self, config: ServerConfig) -> str | None:
+    def activate(self, config: ServerConfig) -> Activation | None:
         """Before every point: the tripwire (no global variable changed since perflab last
         left them, server/existing.py), then the configuration's variables set and those of
         the one before put back."""
@@ -243,7 +244,7 @@ class ExistingBackend:
             self.say(f"configuration {config.name}: SET GLOBAL {pairs(changed)}")
             server.set_global(changed)
         self.active = config.name
-        return "set" if changed else "as is"
+        return Activation.SET if changed else Activation.AS_IS
 
     def preload(self) -> str:
         return ""  # its files are not ours to read, and its caches hold what its users need

@@ -38,7 +38,7 @@ from perflab.server.existing import ExistingServer
 from perflab.server.managed import ManagedServer
 from perflab.server.protocol import Server
 from perflab.server.tripwire import Tripped
-from perflab.store import PointRecord, ResultStore
+from perflab.store import PointRecord, ResultStore, RunEnd
 
 
 def measure(
@@ -150,7 +150,7 @@ class Measurer:
         plan_id = self.save_plan(self.plan) if self.plan_id is None else self.plan_id
         return self.store.begin_session(self.plan.name, plan_id, host_facts(self.lab.root))
 
-    def close_session(self, session: int, outcome: str) -> None:
+    def close_session(self, session: int, outcome: RunEnd) -> None:
         self.backend.stop()
         self.store.end_session(session, outcome)
 

@@ -21,16 +21,16 @@ from perflab.running.rounds import comparisons
 from perflab.stats.decide import as_change, forecast_detectable, forecast_half_width
 from perflab.stats.dependence import lag1, pooled_sd, skewness
 from perflab.stats.design import Design
-from perflab.store import Noise, ResultStore, StoredPoint
+from perflab.store import Noise, ResultStore, StoredPoint, WayOfMeasuring
 
 ASSUMED_NOISE = 0.10  # per-round sd of a log ratio, before this lab has measured any
 
 
-def way_of_measuring(plan: Plan, schedule: Schedule) -> str:
+def way_of_measuring(plan: Plan, schedule: Schedule) -> WayOfMeasuring:
     """The way of measuring that noise figures belong to: serial, or a fleet and its slice."""
     if schedule != Schedule.FLEET:
-        return "serial"
-    return f"fleet {plan.run.effective_slice_seconds:g} s"
+        return WayOfMeasuring(Schedule.SERIAL)
+    return WayOfMeasuring(Schedule.FLEET, plan.run.effective_slice_seconds)
 
 
 def _dataset(plan: Plan, workload: ResolvedWorkload) -> str:
@@ -79,7 +79,7 @@ def _before_turns_fix(figures: Iterable[Noise], advise: bool) -> str:
     """What a forecast says of fleet noise measured before that fix: it may read high (never
     low), so it is named, with the way to measure it again when `advise`."""
     figures = list(figures)
-    old = [n for n in figures if n.schedule.startswith("fleet") and
+    old = [n for n in figures if n.schedule.schedule == Schedule.FLEET and
            n.created_at < FLEET_TURNS_FIXED]
     if not old:
         return ""

@@ -31,7 +31,7 @@ from perflab.running.rounds import Stop, fitted_looks, next_round
 from perflab.say import Say
 from perflab.server.existing import ExistingServer, restore_pending
 from perflab.stats.design import Design
-from perflab.store import PointRecord, PointStatus, ResultStore, StoredPoint
+from perflab.store import PointRecord, PointStatus, ResultStore, RunEnd, StoredPoint
 
 
 @dataclass
@@ -43,7 +43,7 @@ class RunSummary:
     measured: int
     failed: int
     seconds: float
-    stopped: str = "complete"  # "complete", "all decided", "budget spent" or "interrupted"
+    stopped: RunEnd = RunEnd.COMPLETE
 
     def describe(self) -> str:
         """One line: what this run measured, and why it stopped."""
@@ -165,14 +165,14 @@ class Runner:
         try:
             summary.stopped = self._loop(session, fleet, design, summary)
         except BaseException:
-            summary.stopped = "interrupted"
+            summary.stopped = RunEnd.INTERRUPTED
             raise
         finally:
             self.measurer.close_session(session, summary.stopped)
             summary.seconds = time.monotonic() - started
             save_noise(self.store, self.plan, self.measurer.workload, schedule,
                        self._stored_ok(), self.noise_source)
-        if not summary.rounds and summary.stopped == "budget spent":
+        if not summary.rounds and summary.stopped == RunEnd.BUDGET_SPENT:
             self.say(f"the time budget of {self.plan.name} ({self.plan.run.time:g} s) was "
                      "spent by its earlier runs: nothing measured (a larger budget measures on)")
         elif not summary.rounds and summary.already_stored:
@@ -210,7 +210,7 @@ class Runner:
         return schedule, design
 
     def _loop(self, session: int, fleet: Fleet | None, design: Design, summary: RunSummary
-              ) -> str:
+              ) -> RunEnd:
         """Round after round until the round policy stops or the budget is spent, counting
         what was measured in `summary`; returns why it stopped. A budgeted study's looks are
         fitted once its planned rounds are done, to the rounds the budget holds at their
@@ -234,11 +234,11 @@ class Runner:
             if step.note:
                 self.say(step.note)
             if isinstance(step, Stop):
-                return "all decided" if step.decided else "complete"
+                return RunEnd.ALL_DECIDED if step.decided else RunEnd.COMPLETE
             if not step.points:
                 continue  # stored by an earlier run
             if self.budget.stops(summary.rounds):
-                return "budget spent"
+                return RunEnd.BUDGET_SPENT
             summary.rounds += 1
             progress.round(round_number, step.points)
             began = time.monotonic()
@@ -251,7 +251,7 @@ class Runner:
             if self.budget.spent():
                 if self._first_look_unfitted(round_number, timed):
                     self._fit_looks(round_number, timed)
-                return "budget spent"
+                return RunEnd.BUDGET_SPENT
 
     def _round(self, session: int, fleet: Fleet | None, round_number: int,
                needed: dict[int, list[ServerConfig]], progress: Progress

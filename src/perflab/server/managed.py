@@ -24,6 +24,7 @@ import pymysql
 
 from perflab.errors import PerflabError
 from perflab.procs import die_with_parent, start_sentinel, tell_sentinel
+from perflab.sentinel import Told
 from perflab.server.builds import HOST, Build, runs_a_server
 from perflab.server.connection import Endpoint, set_globals
 from perflab.server.process import process_facts
@@ -116,7 +117,7 @@ class ManagedServer:
                     preexec_fn=die_with_parent(signal.SIGTERM),
                     start_new_session=True,  # a Ctrl-C in the terminal is perflab's to handle
                 )
-            tell_sentinel("start", self.process.pid)
+            tell_sentinel(Told.START, self.process.pid)
         except BaseException:
             self.kill()
             raise
@@ -154,7 +155,7 @@ class ManagedServer:
         except BaseException:
             self.kill()
             raise
-        tell_sentinel("ready", self.process.pid)
+        tell_sentinel(Told.READY, self.process.pid)
 
     def argv(self) -> list[str]:
         argv = [
@@ -203,7 +204,7 @@ class ManagedServer:
             if self.process.poll() is None:
                 self.process.kill()
                 self.process.wait()
-            tell_sentinel("gone", self.process.pid)
+            tell_sentinel(Told.GONE, self.process.pid)
         self.process = None
 
     def alive(self) -> bool:

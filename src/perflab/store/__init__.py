@@ -3,24 +3,27 @@
 
 from perflab.store.db import ResultStore
 from perflab.store.records import (
+    Activation,
     ConfigDocument,
     Metrics,
     Noise,
     PointRecord,
     PointStatus,
+    RunEnd,
     Sample,
     ServerState,
     Session,
     StoredPoint,
     Study,
     Symbol,
+    WayOfMeasuring,
     ok_metrics,
     throughput,
 )
 from perflab.store.study import read_study, study_name
 
 __all__ = [
-    "ConfigDocument", "Metrics", "Noise", "PointRecord", "PointStatus", "ResultStore", "Sample",
-    "ServerState", "Session", "StoredPoint", "Study", "Symbol", "ok_metrics", "read_study",
-    "study_name", "throughput",
+    "Activation", "ConfigDocument", "Metrics", "Noise", "PointRecord", "PointStatus",
+    "ResultStore", "RunEnd", "Sample", "ServerState", "Session", "StoredPoint", "Study", "Symbol",
+    "WayOfMeasuring", "ok_metrics", "read_study", "study_name", "throughput",
 ]

@@ -25,16 +25,19 @@ from perflab.server.secrets import masked_variables
 from perflab.stats.design import Design, study_design
 from perflab.store.migrate import upgrade
 from perflab.store.records import (
+    Activation,
     ConfigDocument,
     Metrics,
     Noise,
     PointRecord,
     PointStatus,
+    RunEnd,
     Sample,
     ServerState,
     Session,
     StoredPoint,
     Symbol,
+    WayOfMeasuring,
 )
 
 SCHEMA = f"""
@@ -175,18 +178,19 @@ class _Frozen:
                 "INSERT INTO noise (study, workload, dataset, schedule, run_seconds, threads, "
                 "rounds, sd, source, created_at, lag1, skew, loaded) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (r.study, r.workload, r.dataset, r.schedule, r.run_seconds, r.threads,
+                (r.study, r.workload, r.dataset, str(r.schedule), r.run_seconds, r.threads,
                  r.rounds, r.sd, r.source, time.time(), _number(r.lag1), _number(r.skew),
                  _number(r.loaded)))
 
-    def noise(self, workload: str, dataset: str, schedule: str, run_seconds: float
+    def noise(self, workload: str, dataset: str, schedule: WayOfMeasuring, run_seconds: float
               ) -> list[Noise]:
         """What this lab measured of the noise of one way of measuring, the latest first."""
         rows = self.db.execute(
             "SELECT * FROM noise WHERE workload = ? AND dataset = ? AND schedule = ? AND "
-            "run_seconds = ? ORDER BY id DESC", (workload, dataset, schedule, run_seconds))
-        return [Noise(row["workload"], row["dataset"], row["schedule"], row["run_seconds"],
-                      row["threads"], row["rounds"], row["sd"], row["source"], row["study"],
+            "run_seconds = ? ORDER BY id DESC", (workload, dataset, str(schedule), run_seconds))
+        return [Noise(row["workload"], row["dataset"], WayOfMeasuring.parse(row["schedule"]),
+                      row["run_seconds"], row["threads"], row["rounds"], row["sd"],
+                      row["source"], row["study"],
                       row["created_at"], _nan(row["lag1"]), _nan(row["skew"]),
                       _nan(row["loaded"]))
                 for row in rows]
@@ -250,14 +254,14 @@ class ResultStore(_Frozen):
         )
         return _row_id(cur)
 
-    def end_session(self, session_id: int, outcome: str) -> None:
+    def end_session(self, session_id: int, outcome: RunEnd) -> None:
         self.db.execute(
             "UPDATE sessions SET finished_at = ?, outcome = ? WHERE id = ?",
             (time.time(), outcome, session_id),
         )
 
     def save_server_state(
-        self, session_id: int, config: str, how: str, version: str, variables: dict,
+        self, session_id: int, config: str, how: Activation, version: str, variables: dict,
         process: dict,
     ) -> int:
         """Secret variables (report_password, ...) are stored masked: a lab is shared."""
@@ -355,7 +359,8 @@ class ResultStore(_Frozen):
     def sessions(self, study: str) -> list[Session]:
         rows = self.db.execute("SELECT * FROM sessions WHERE study = ? ORDER BY id", (study,))
         return [Session(row["id"], row["study"], row["plan_id"], row["started_at"],
-                        row["finished_at"], row["outcome"], json.loads(row["host_json"]))
+                        row["finished_at"], RunEnd(row["outcome"]) if row["outcome"] else None,
+                        json.loads(row["host_json"]))
                 for row in rows]
 
     def server_states(self, session_ids: list[int]) -> list[ServerState]:
@@ -364,7 +369,7 @@ class ResultStore(_Frozen):
         rows = self.db.execute(
             f"SELECT * FROM server_states WHERE session_id IN ({marks}) ORDER BY id", session_ids
         )
-        return [ServerState(row["id"], row["session_id"], row["config"], row["how"],
+        return [ServerState(row["id"], row["session_id"], row["config"], Activation(row["how"]),
                             row["version"], masked_variables(json.loads(row["variables_json"])),
                             json.loads(row["process_json"]), row["created_at"])
                 for row in rows]

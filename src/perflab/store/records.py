@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, get_type_hints
 
-from perflab.domain import Plan, Point
+from perflab.domain import Plan, Point, Schedule
 from perflab.stats.design import Design
 
 
@@ -99,6 +99,23 @@ class PointStatus(StrEnum):
 
     OK = "ok"
     FAILED = "failed"
+
+
+class RunEnd(StrEnum):
+    """Why a run stopped: a session's outcome."""
+
+    COMPLETE = "complete"  # every planned round measured
+    ALL_DECIDED = "all decided"  # every comparison decided before the planned rounds ended
+    BUDGET_SPENT = "budget spent"  # the study's time budget
+    INTERRUPTED = "interrupted"  # stopped from outside, or by an error
+
+
+class Activation(StrEnum):
+    """How a server came to run a configuration (a server state's `how`)."""
+
+    START = "start"  # started with it
+    SET = "set"  # SET GLOBAL on the running server
+    AS_IS = "as is"  # it ran it already: nothing to set (a server perflab did not start)
 
 
 @dataclass(frozen=True)
@@ -211,7 +228,7 @@ class Session:
     plan_id: int
     started_at: float
     finished_at: float | None
-    outcome: str | None  # "complete", "interrupted", or None while running (or killed)
+    outcome: RunEnd | None  # None while running (or killed)
     host: dict[str, Any]
 
 
@@ -222,7 +239,7 @@ class ServerState:
     id: int
     session_id: int
     config: str
-    how: str  # "start" or "set" (SET GLOBAL on a running server)
+    how: Activation
     version: str
     variables: dict[str, str]
     process: dict[str, Any]
@@ -240,13 +257,33 @@ class ConfigDocument:
 
 
 @dataclass(frozen=True)
+class WayOfMeasuring:
+    """How the configurations of a round were measured, as noise figures belong to it: one
+    server after another, or a fleet taking turns in slices of `slice_seconds`. Stored as its
+    text ("serial", "fleet 0.25 s")."""
+
+    schedule: Schedule  # FLEET or SERIAL
+    slice_seconds: float = 0.0  # a fleet's
+
+    def __str__(self) -> str:
+        if self.schedule == Schedule.FLEET:
+            return f"{self.schedule} {self.slice_seconds:g} s"
+        return str(self.schedule)
+
+    @classmethod
+    def parse(cls, text: str) -> WayOfMeasuring:
+        schedule, _, slice_text = text.partition(" ")
+        return cls(Schedule(schedule), float(slice_text.removesuffix(" s") or 0))
+
+
+@dataclass(frozen=True)
 class Noise:
     """How much one round's log throughput ratio varies, for one way of measuring: the
     standard deviation over `rounds` rounds, from an A/A calibration or a run's own cells."""
 
     workload: str  # the workload's label
     dataset: str  # the dataset's key
-    schedule: str  # how the configurations were measured side by side ("fleet 0.25 s", ...)
+    schedule: WayOfMeasuring
     run_seconds: float
     threads: int
     rounds: int

@@ -73,7 +73,8 @@ from scipy import stats
 
 from perflab.tune.methods import Next, SearchMethod, Step
 from perflab.tune.result import Ranking, failed_by_setting, figure, uninformative
-from perflab.tune.space import Knob, Space, engine_of, setting_key
+from perflab.tune.settings import Direction
+from perflab.tune.space import Knob, KnobKind, Space, engine_of, setting_key
 
 GRID = 5  # points of each number's piecewise-linear curve
 PASSES = 2  # screening passes over the knobs
@@ -109,7 +110,7 @@ def _knob_terms(knob: Knob, value, default) -> tuple[float, ...]:
     """One knob's terms: a choice's indicator per non-default choice; a number's curve over
     GRID points, then its step for being set at all. All zero at the default. (Cached: the
     settings a proposal scores share most of their values.)"""
-    if knob.kind == "choice":
+    if knob.kind == KnobKind.CHOICE:
         return tuple(float(str(value) == c) for c in knob.choices if c != str(default))
     at = _interpolation_weights(knob.position(value))
     zero = _interpolation_weights(knob.position(default))
@@ -329,8 +330,8 @@ def screening(space: Space, seed: int) -> list[dict]:
     they are where a study's data is, and they then share groups with each other, not with a
     server-wide knob whose harm could hide their gain."""
     rng = random.Random(seed)
-    sides = {k.name: 1 if k.kind == "choice" or k.position(space.defaults[k.name]) <= 0.5
-             else -1 for k in space.knobs}
+    sides = {k.name: 1 if k.kind == KnobKind.CHOICE or
+             k.position(space.defaults[k.name]) <= 0.5 else -1 for k in space.knobs}
     firsts: dict[str, str] = {}
     size = group_size(len(space.knobs))
     design = []
@@ -354,7 +355,7 @@ def _far(space: Space, knob: Knob, side: int, rng: random.Random, first=None):
     number whose 0 switches its feature off (the farthest move there is); another choice, a
     different one from `first` when there is one."""
     default = space.defaults[knob.name]
-    if knob.kind == "choice":
+    if knob.kind == KnobKind.CHOICE:
         others = [c for c in knob.choices if c != str(default)] or [str(default)]
         fresh = [c for c in others if c != first]
         return rng.choice(fresh or others)
@@ -373,7 +374,7 @@ def _fit_memory(space: Space, params: dict, knobs: Sequence[Knob]) -> None:
         best = None
         for knob in knobs:
             value, default = params[knob.name], space.defaults[knob.name]
-            if knob.kind == "choice" or knob.same(value, default):
+            if knob.kind == KnobKind.CHOICE or knob.same(value, default):
                 continue
             u, u0 = knob.position(value), knob.position(default)
             nearer = default if abs(u - u0) < 0.02 else knob.value_at((u + u0) / 2)
@@ -386,14 +387,14 @@ def _fit_memory(space: Space, params: dict, knobs: Sequence[Knob]) -> None:
 
 
 def observations(space: Space, trials: Sequence[FrozenTrial],
-                 direction: str) -> tuple[list[dict], list[float], int]:
+                 direction: Direction) -> tuple[list[dict], list[float], int]:
     """The trials as the model reads them: the log objective of each finished trial (negated
     when smaller is better), then each trial whose setting failed (its server would not start or
     crashed, or it fell under min_qps) as FAILED_PENALTY below the worst, and how many of those
     there are. Left out: refused proposals (never measured), trials whose reference failed, and
     trials interrupted or failed because their worker died (no state of their own): they say
     nothing of their setting."""
-    sign = 1.0 if direction == "maximize" else -1.0
+    sign = 1.0 if direction == Direction.MAXIMIZE else -1.0
     done = measured(trials)
     settings = [space.complete(t.params) for t in done]
     values = [sign * math.log(figure(t)) for t in done]
@@ -411,7 +412,7 @@ def measured(trials: Sequence[FrozenTrial]) -> list[FrozenTrial]:
 
 
 def believed_order(space: Space, trials: Sequence[FrozenTrial],
-                   direction: str) -> list[FrozenTrial]:
+                   direction: Direction) -> list[FrozenTrial]:
     """The finished trials, the best-believed first (the model's mean less the move cost)."""
     done = measured(trials)
     if not done:
@@ -452,7 +453,8 @@ class AdditiveSearch(SearchMethod):
 
     ranking = Ranking.MODEL
 
-    def __init__(self, space: Space, direction: str, seed: int = 0, budget: int | None = None):
+    def __init__(self, space: Space, direction: Direction, seed: int = 0,
+                 budget: int | None = None):
         super().__init__(space, direction, seed, budget)
         self.design = screening(space, seed)
 
@@ -613,7 +615,7 @@ class AdditiveSearch(SearchMethod):
         """`params` with one or two knobs set to random values of their ranges."""
         near = dict(params)
         for knob in rng.sample(self.space.knobs, min(len(self.space.knobs), rng.randint(1, 2))):
-            if knob.kind == "choice":
+            if knob.kind == KnobKind.CHOICE:
                 others = [c for c in knob.choices if c != str(near[knob.name])]
                 near[knob.name] = rng.choice(others) if others else near[knob.name]
             else:

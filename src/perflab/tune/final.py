@@ -50,8 +50,8 @@ from perflab.stats.design import Design
 from perflab.store import ResultStore, StoredPoint, ok_metrics
 from perflab.tune.budget import REMEASURE_SHARE, CheckEnded, TuneBudget
 from perflab.tune.inert import inert_knobs
-from perflab.tune.result import KeptCheck, TrialOutcome, TuneResult, figure, moved
-from perflab.tune.settings import TuneSettings, better
+from perflab.tune.result import CheckKind, KeptCheck, TrialOutcome, TuneResult, figure, moved
+from perflab.tune.settings import Direction, Objective, TuneSettings, better
 from perflab.tune.space import folded, setting_key
 from perflab.tune.trial import Trials
 from perflab.tune.why import explain, summed
@@ -244,7 +244,7 @@ def put_back(store: ResultStore, result: TuneResult, plan: Plan, settings: TuneS
     gain_low = result.gain_vs_default.low
     result.keep_margin = keep_margin(plan.run.margin, gain_low)
 
-    def measure(kind: str, others: dict[str, dict], saying: str) -> tuple[dict[str, Verdict],
+    def measure(kind: CheckKind, others: dict[str, dict], saying: str) -> tuple[dict[str, Verdict],
                                                                          float]:
         effects, design = _against_winner(store, result, plan, settings, variables, lab, say,
                                           params, kind, others, saying, allowance)
@@ -266,7 +266,7 @@ def put_back(store: ResultStore, result: TuneResult, plan: Plan, settings: TuneS
 
 # a study of settings side by side with the winner: (its kind, {name: setting}, what to say) ->
 # each name's verdict against the winner, and the study's margin
-Measure = Callable[[str, dict[str, dict], str], tuple[dict[str, Verdict], float]]
+Measure = Callable[[CheckKind, dict[str, dict], str], tuple[dict[str, Verdict], float]]
 
 
 def _smallest_first(result: TuneResult, params: dict, knobs: list[str], measure: Measure,
@@ -291,7 +291,8 @@ def _smallest_first(result: TuneResult, params: dict, knobs: list[str], measure:
         if len(knobs) > 2:
             sets["both"] = ranked
     effects, margin = measure(
-        "smallest", {name: {k: params[k] for k in members} for name, members in sets.items()},
+        CheckKind.SMALLEST,
+        {name: {k: params[k] for k in members} for name, members in sets.items()},
         f"the smallest my.cnf first: the search's {len(ranked)} most important knob(s) "
         f"({', '.join(ranked)}) alone" + (", and together" if "both" in sets else "")
         + ", side by side with the winner")
@@ -302,7 +303,8 @@ def _smallest_first(result: TuneResult, params: dict, knobs: list[str], measure:
         if (name != "both" or alone_lost) and \
                 sufficient({name: effects[name]}, margin, result.gain_vs_default.low):
             result.kept = sorted(members)
-            result.kept_checks.append(KeptCheck("smallest", tuple(result.kept), effects[name]))
+            result.kept_checks.append(KeptCheck(CheckKind.SMALLEST, tuple(result.kept),
+                                                effects[name]))
             say(f"{', '.join(result.kept)} carry the winner's gain without its other "
                 f"{len(knobs) - len(members)} knob(s) ({_against(effects[name], margin)})")
             return True
@@ -319,7 +321,7 @@ def by_the_trials(result: TuneResult, knobs: list[str]) -> list[str]:
     and with a dozen trials it ranked an inert thread_pool_size first and the query cache,
     which carried a x440 gain, 16th of 19 (bench/heldout/tune_myisam_join.toml, 2026-12-02)."""
     assert result.best is not None
-    sign = 1.0 if result.direction == "maximize" else -1.0
+    sign = 1.0 if result.direction == Direction.MAXIMIZE else -1.0
     ok = [(t.params, math.log(t.value)) for t in result.trials
           if t.value is not None and t.value > 0]
     contrasts = {}
@@ -353,7 +355,7 @@ def choose_kept(result: TuneResult, params: dict, knobs: list[str], measure: Mea
             result.kept = list(knobs)
             return
     effects, margin = measure(
-        "put-back", {name: {k: v for k, v in params.items() if k != name}
+        CheckKind.PUT_BACK, {name: {k: v for k, v in params.items() if k != name}
                      for name in candidates},
         f"putting back each of the winner's {len(candidates)} moved knobs alone, side by side "
         "with the winner" + ("" if candidates == knobs else
@@ -363,7 +365,7 @@ def choose_kept(result: TuneResult, params: dict, knobs: list[str], measure: Mea
     if not result.kept:  # no knob is needed: knobs that stand in for each other, or no effect
         _none_needed(result, params, knobs, candidates, measure, say)
     elif len(result.kept) < len(knobs) and \
-            not _check_kept(result, params, knobs, measure, say, "together") and \
+            not _check_kept(result, params, knobs, measure, say, CheckKind.TOGETHER) and \
             not _one_more(result, params, knobs, measure, say):
         _groups_or_all(result, params, knobs, candidates, measure, say,
                        "the kept knob(s) without the others do not carry the winner's gain")
@@ -378,7 +380,7 @@ def _none_needed(result: TuneResult, params: dict, knobs: list[str], candidates:
     `_groups_or_all`."""
     assert result.gain_vs_default is not None
     result.alone_effects, margin = measure(
-        "alone", {name: {name: params[name]} for name in candidates},
+        CheckKind.ALONE, {name: {name: params[name]} for name in candidates},
         f"no knob's absence cost the winner anything: each of its {len(candidates)} knobs "
         "alone, side by side with the winner")
     alone = sufficient(result.alone_effects, margin, result.gain_vs_default.low)
@@ -396,11 +398,11 @@ def _none_needed(result: TuneResult, params: dict, knobs: list[str], candidates:
                    f"{', '.join(gaining)}, together"))
             result.kept = gaining
             if len(gaining) == 1:  # measured already: its verdict alone
-                kept_enough = _judge_kept(result, knobs, "alone",
+                kept_enough = _judge_kept(result, knobs, CheckKind.ALONE,
                                           result.alone_effects[gaining[0]], margin, say)
             else:
                 kept_enough = _check_kept(result, params, knobs, measure, say,
-                                          "together-alone")
+                                          CheckKind.TOGETHER_ALONE)
             if kept_enough or _one_more(result, params, knobs, measure, say):
                 return
             why = "nor do the knobs shown to gain alone"
@@ -416,7 +418,7 @@ def _groups_or_all(result: TuneResult, params: dict, knobs: list[str], candidate
     if len(candidates) < len(knobs) and set(candidates) != set(result.kept or ()):
         say(f"{why}: the {len(candidates)} knob(s) of the groups that cost, together")
         result.kept = list(candidates)
-        if _check_kept(result, params, knobs, measure, say, "together-groups"):
+        if _check_kept(result, params, knobs, measure, say, CheckKind.TOGETHER_GROUPS):
             return
         why = "nor do the knobs of the groups that cost"
     say(f"{why}: the my.cnf keeps all {len(knobs)}")
@@ -436,7 +438,7 @@ def _groups_that_cost(result: TuneResult, params: dict, knobs: list[str],
     groups = {f"group{i + 1}": knobs[i * n // MAX_PUT_BACK:(i + 1) * n // MAX_PUT_BACK]
               for i in range(MAX_PUT_BACK)}  # of sizes within one of each other
     effects, margin = measure(
-        "groups", {name: {k: v for k, v in params.items() if k not in members}
+        CheckKind.GROUPS, {name: {k: v for k, v in params.items() if k not in members}
                    for name, members in groups.items()},
         f"the winner moves {len(knobs)} knobs, more than the {MAX_PUT_BACK} put back one at a "
         f"time (a server each): putting back {len(groups)} groups of "
@@ -448,7 +450,7 @@ def _groups_that_cost(result: TuneResult, params: dict, knobs: list[str],
 
 
 def _check_kept(result: TuneResult, params: dict, knobs: list[str], measure: Measure,
-                say: Say, kind: str) -> bool:
+                say: Say, kind: CheckKind) -> bool:
     """The kept knobs together, without the ones left out, side by side with the winner (a
     study of `kind`): each left-out knob was measured missing alone, and two that stand in for
     each other each cost nothing alone but their gain together. The my.cnf keeps the smaller
@@ -483,7 +485,7 @@ def _one_more(result: TuneResult, params: dict, knobs: list[str], measure: Measu
     if not 2 <= len(rest) <= MAX_PUT_BACK or result.kept_checks[-1].effect.verdict != SLOWER:
         return False
     effects, margin = measure(
-        "plus-one", {name: {k: params[k] for k in (*kept, name)} for name in rest},
+        CheckKind.PLUS_ONE, {name: {k: params[k] for k in (*kept, name)} for name in rest},
         f"the {len(kept)} kept knob(s) ({', '.join(kept)}) were shown slower than the winner: "
         f"each of the {len(rest)} others added to them, side by side with the winner")
     result.plus_one_effects = effects
@@ -492,13 +494,13 @@ def _one_more(result: TuneResult, params: dict, knobs: list[str], measure: Measu
         say("no one knob added to the kept ones was shown to carry the winner's gain")
         return False
     result.kept = sorted((*kept, best))
-    result.kept_checks.append(KeptCheck("plus-one", tuple(result.kept), effects[best]))
+    result.kept_checks.append(KeptCheck(CheckKind.PLUS_ONE, tuple(result.kept), effects[best]))
     say(f"the kept knob(s) with {best} carry the winner's gain without the others "
         f"({_against(effects[best], margin)})")
     return True
 
 
-def _judge_kept(result: TuneResult, knobs: list[str], kind: str, effect: Verdict,
+def _judge_kept(result: TuneResult, knobs: list[str], kind: CheckKind, effect: Verdict,
                 margin: float, say: Say) -> bool:
     """_check_kept's decision on the kept knobs' verdict against the winner (`effect`)."""
     assert result.kept is not None and result.gain_vs_default is not None
@@ -565,13 +567,14 @@ def put_back_budget(plan: Plan, settings: TuneSettings) -> float:
     objective at one thread count); else none. The round policy decides each thread count's
     throughput on its own, where the put-back judges one score over every thread count, and
     rounds added for some of them would be left out of it."""
-    one = settings.objective == "throughput" and len(plan.run.threads) == 1
+    one = settings.objective == Objective.THROUGHPUT and len(plan.run.threads) == 1
     return settings.put_back_time if one else 0.0
 
 
 def _against_winner(store: ResultStore, result: TuneResult, plan: Plan, settings: TuneSettings,
                     variables: Callable[[dict], Variables], lab: Lab, say: Say, params: dict,
-                    kind: str, others: dict[str, dict], saying: str, allowance: TuneBudget
+                    kind: CheckKind, others: dict[str, dict], saying: str,
+                    allowance: TuneBudget
                     ) -> tuple[dict[str, Verdict], Design]:
     """The winner (`params`) and, per knob, another setting (`others`), side by side in a study
     of their own (`kind`): each knob's verdict against the winner, and the study's design."""
@@ -580,15 +583,13 @@ def _against_winner(store: ResultStore, result: TuneResult, plan: Plan, settings
     def config(name: str, setting: dict) -> ServerConfig:
         return replace(baseline, name=name, variables=variables(whole(result.defaults, setting)))
 
-    prefix = {"put-back": "without", "groups": "without", "alone": "only", "together": "only",
-              "smallest": "only",
-              "together-alone": "only", "together-groups": "only",
-              "plus-one": "kept-and"}[kind]  # their names
+    prefix = {CheckKind.PUT_BACK: "without", CheckKind.GROUPS: "without",
+              CheckKind.PLUS_ONE: "kept-and"}.get(kind, "only")  # their names
     configs = [config("winner", params)] + [config(f"{prefix}-{name}", setting)
                                             for name, setting in others.items()]
     # the groups are a screen: a group whose cost the planned rounds leave unclear leaves the
     # one-at-a-time put-back, and the kept knobs' check, which has the budget, guards its knobs
-    budget = put_back_budget(plan, settings) if kind != "groups" else 0.0
+    budget = put_back_budget(plan, settings) if kind != CheckKind.GROUPS else 0.0
     # named after its budget too: a study decides within the looks its first run fitted
     study = f"{plan.name}:{result.method}:{kind}@{len(result.trials)}" + (
         f"~{budget:g}s" if budget else "")
@@ -707,7 +708,8 @@ def _scores(by_round: dict[str, dict[int, list[StoredPoint]]], plan: Plan,
             for config, measured in by_round.items()}
 
 
-def best_candidates(result: TuneResult, direction: str, clear: float) -> list[TrialOutcome]:
+def best_candidates(result: TuneResult, direction: Direction, clear: float
+                    ) -> list[TrialOutcome]:
     """The search's best ok trials with distinct settings, its best first (the defaults only
     when nothing else succeeded: they are re-measured anyway), then each knob's best reading:
     for every knob some trial that gained more than `clear` over the defaults moved (a gain
@@ -729,7 +731,8 @@ def best_candidates(result: TuneResult, direction: str, clear: float) -> list[Tr
     return [*chosen.values(), *extra.values()]
 
 
-def _best_per_knob(result: TuneResult, direction: str, margin: float) -> list[TrialOutcome]:
+def _best_per_knob(result: TuneResult, direction: Direction, margin: float
+                   ) -> list[TrialOutcome]:
     """For each knob, the best ok trial that moves it and gains more than `margin` over the
     defaults' figure (1 for trials measured side by side with the defaults, else a trial that
     moves nothing), best first; nothing when there is no such figure."""
@@ -742,7 +745,7 @@ def _best_per_knob(result: TuneResult, direction: str, margin: float) -> list[Tr
     if neutral is None:
         return []
     helped = sorted((t for t in ok if better(direction, figure(t), neutral, margin)),
-                    key=figure, reverse=direction == "maximize")
+                    key=figure, reverse=direction == Direction.MAXIMIZE)
     best: dict[str, TrialOutcome] = {}
     for trial in helped:
         for knob in moved(trial.params, result.defaults):
@@ -766,13 +769,14 @@ def _rounds(store: ResultStore, final_plan: Plan, cells: int, plan: Plan,
                   f"±{plan.run.margin:.0%} at the cap")
 
 
-def _gains(direction: str, base: dict[int, float], best: dict[int, float]) -> dict[int, float]:
+def _gains(direction: Direction, base: dict[int, float], best: dict[int, float]
+           ) -> dict[int, float]:
     """Per round, the log of the best configuration's gain over `base` (for latency, a
     gain is a drop)."""
     gains = {}
     for round_number, value in best.items():
         other = base.get(round_number)
         if other and value:
-            ratio = value / other if direction == "maximize" else other / value
+            ratio = value / other if direction == Direction.MAXIMIZE else other / value
             gains[round_number] = math.log(ratio)
     return gains

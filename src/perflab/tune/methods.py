@@ -23,8 +23,8 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from perflab.tune.result import Ranking, figure
-from perflab.tune.settings import better
-from perflab.tune.space import Knob, Space, setting_key
+from perflab.tune.settings import Direction, better
+from perflab.tune.space import Knob, KnobKind, Space, setting_key
 
 
 class Method(StrEnum):
@@ -73,7 +73,8 @@ class SearchMethod(ABC):
 
     ranking = Ranking.FIGURE  # what ranks the trials for the answer
 
-    def __init__(self, space: Space, direction: str, seed: int = 0, budget: int | None = None):
+    def __init__(self, space: Space, direction: Direction, seed: int = 0,
+                 budget: int | None = None):
         self.space, self.direction, self.seed, self.budget = space, direction, seed, budget
         # for the methods whose proposals fix every knob: it draws nothing
         self._sampler: optuna.samplers.BaseSampler = optuna.samplers.RandomSampler(seed=seed)
@@ -97,7 +98,7 @@ class SearchMethod(ABC):
     def rank(self, finished: Sequence[FrozenTrial]) -> list[FrozenTrial]:
         """The measured trials, the best first: by their own figures."""
         complete = [t for t in finished if t.state == TrialState.COMPLETE]
-        return sorted(complete, key=figure, reverse=self.direction == "maximize")
+        return sorted(complete, key=figure, reverse=self.direction == Direction.MAXIMIZE)
 
     def describe(self) -> str | None:
         """What the tuner says of the method as the search starts, if anything."""
@@ -124,7 +125,7 @@ class OneFactorAtATime(SearchMethod):
                 "ends it before every knob was tried")
 
 
-def ofat_next(space: Space, trials: Sequence[FrozenTrial], direction: str) -> Next:
+def ofat_next(space: Space, trials: Sequence[FrozenTrial], direction: Direction) -> Next:
     """One factor at a time, replayed from the trials (so a resumed study goes on).
 
     Round 1 varies every knob alone from the defaults; each later round starts from the
@@ -173,7 +174,7 @@ def ofat_next(space: Space, trials: Sequence[FrozenTrial], direction: str) -> Ne
 
 def candidates(knob: Knob, current) -> list:
     """The values OFAT tries for a knob: every other choice, or 3 points across the range."""
-    if knob.kind == "choice":
+    if knob.kind == KnobKind.CHOICE:
         return [c for c in knob.choices if c != current]
     points = [knob.value_at(f) for f in (0.1, 0.5, 0.9)]
     return [p for p in dict.fromkeys(points) if p != int(current)]
@@ -221,7 +222,7 @@ def interleaved(sampler: Sampler, started: int, budget: int | None) -> bool:
 class OptunaSampling(SearchMethod):
     """Every trial after the defaults drawn by one of Optuna's samplers, `kind`."""
 
-    def __init__(self, space: Space, direction: str, seed: int = 0, budget: int | None = None,
+    def __init__(self, space: Space, direction: Direction, seed: int = 0, budget: int | None = None,
                  kind: Sampler = Sampler.RANDOM):
         super().__init__(space, direction, seed, budget)
         self.kind = kind

@@ -11,10 +11,10 @@ from perflab.output.page import page
 from perflab.output.table import Table
 from perflab.output.text import duration
 from perflab.probes.busy import under_load
-from perflab.stats.decide import Verdict
+from perflab.stats.decide import Decision, Verdict
 from perflab.stats.summary import summarize
 from perflab.tune.final import KEEP, MAX_PUT_BACK
-from perflab.tune.result import Outcome, Ranking, TuneResult, best_so_far
+from perflab.tune.result import CheckKind, Outcome, Ranking, TuneResult, best_so_far
 from perflab.tune.space import folded
 
 
@@ -136,7 +136,7 @@ def render_text(result: TuneResult) -> str:
                      "(median over rounds of the lowest qps over the thread counts): " + ", ".join(
                          f"trial {n} ({qps:,.0f} qps)" for n, qps in result.under_floor.items()))
     verdict = result.gain_vs_default
-    if result.best is not None and verdict is not None and verdict.verdict != "faster":
+    if result.best is not None and verdict is not None and verdict.verdict != Decision.FASTER:
         parts.append(f"No re-measured trial was shown better than the defaults ({verdict.verdict}"
                      f"): keep them, or re-measure with more rounds (tune.final_max_repeats).")
     if result.keep_margin is not None and result.gain_vs_default is not None:
@@ -219,12 +219,12 @@ def _kept_table(result: TuneResult) -> Table:
     """Each smaller set checked together against the winner, in the order measured: a set
     shown slower is first given each other knob (plus-one), then, or when not measured, the
     put-back goes to the next (the knobs of the groups that cost), then to every knob."""
-    which = {"smallest": "the search's most important (before any put-back)",
-             "together": "those whose absence cost",
-             "together-alone": "those shown to gain alone",
-             "alone": "the one shown to gain alone (its figure alone)",
-             "together-groups": "those of the groups that cost",
-             "plus-one": "the row above's, with the one other knob that carries the gain"}
+    which = {CheckKind.SMALLEST: "the search's most important (before any put-back)",
+             CheckKind.TOGETHER: "those whose absence cost",
+             CheckKind.TOGETHER_ALONE: "those shown to gain alone",
+             CheckKind.ALONE: "the one shown to gain alone (its figure alone)",
+             CheckKind.TOGETHER_GROUPS: "those of the groups that cost",
+             CheckKind.PLUS_ONE: "the row above's, with the one other knob that carries the gain"}
     followers = folded(result.defaults)  # the my.cnf's kept lines hold them, a check not
     rows = []
     for i, check in enumerate(result.kept_checks):

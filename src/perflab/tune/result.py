@@ -19,7 +19,7 @@ import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from perflab.stats.decide import Verdict
-from perflab.tune.settings import better
+from perflab.tune.settings import Direction, better
 from perflab.tune.space import Knob
 
 # a failed trial's cause when its reference, not its setting, failed; a refused one's when the
@@ -120,6 +120,20 @@ def figure(trial: FrozenTrial | TrialOutcome) -> float:
     return trial.value
 
 
+class CheckKind(StrEnum):
+    """A study of settings side by side with the winner (tune/final.py), by what it measures;
+    its value names the study."""
+
+    SMALLEST = "smallest"  # the search's most important knobs, before any put-back
+    PUT_BACK = "put-back"  # each moved knob put back alone
+    GROUPS = "groups"  # groups of them put back first, when too many for one at a time
+    ALONE = "alone"  # each knob alone, when no absence cost
+    TOGETHER = "together"  # the knobs whose absence cost, without the others
+    TOGETHER_ALONE = "together-alone"  # the knobs shown to gain alone, without the others
+    TOGETHER_GROUPS = "together-groups"  # the knobs of the groups that cost
+    PLUS_ONE = "plus-one"  # a set shown slower, with each other knob added
+
+
 @dataclass(frozen=True)
 class KeptCheck:
     """A set of the winner's knobs smaller than the winner, measured together without the
@@ -129,7 +143,7 @@ class KeptCheck:
     "together-groups" (the knobs of the groups that cost, when the first was not enough), or
     "plus-one" (a set shown slower, with the one other knob that then carries the gain)."""
 
-    kind: str
+    kind: CheckKind
     knobs: tuple[str, ...]
     effect: Verdict
 
@@ -185,7 +199,7 @@ class TuneResult:
     # nor their absence shown harmless; the my.cnf gives them as comments, with the figure
     unproven: list[str] = field(default_factory=list)
     objective: str = "qps"  # what the trials measured (the plan's [tune] objective)
-    direction: str = "maximize"  # or "minimize", for a latency
+    direction: Direction = Direction.MAXIMIZE  # MINIMIZE for a latency
 
     @property
     def relative(self) -> bool:
@@ -265,7 +279,7 @@ def _same(value, at_startup: str) -> bool:
         return False
 
 
-def best_so_far(trials: list[TrialOutcome], direction: str) -> list[float | None]:
+def best_so_far(trials: list[TrialOutcome], direction: Direction) -> list[float | None]:
     """The best value after each trial (the convergence chart)."""
     out, best = [], None
     for t in trials:

@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 import optuna
+from optuna.study import StudyDirection
 from optuna.trial import FrozenTrial, TrialState
 
 from perflab.domain import Plan, Schedule, ServerConfig
@@ -38,7 +39,7 @@ from perflab.probes import busy
 from perflab.running.measurer import Measurer
 from perflab.say import Say
 from perflab.server.flavor import flavor_of
-from perflab.store import ResultStore
+from perflab.store import ResultStore, RunEnd
 from perflab.tune import workers
 from perflab.tune.additive import AdditiveSearch
 from perflab.tune.budget import TuneBudget
@@ -65,7 +66,7 @@ from perflab.tune.result import (
     outcome,
     refused,
 )
-from perflab.tune.settings import TuneSettings, better
+from perflab.tune.settings import Objective, TuneSettings, better
 from perflab.tune.space import Space, knob_space, memory_budget, startup_values
 from perflab.tune.trial import Trials
 
@@ -147,10 +148,10 @@ class Tuner:
         self.trials.measured, self.trials.round_sd = self.measured, self.measurer.noise(
             Schedule.FLEET if self.measured is Measured.SIDE_BY_SIDE else Schedule.SERIAL)[0]
         session = self.measurer.open_session()
-        outcome_of_session = "interrupted"
+        outcome_of_session = RunEnd.INTERRUPTED
         try:
             self._search(study, session)
-            outcome_of_session = "complete"
+            outcome_of_session = RunEnd.COMPLETE
         finally:
             self.measurer.close_session(session, outcome_of_session)
         workers.wait_for_others(self.storage, study, self.lab.root, self.say)
@@ -187,7 +188,8 @@ class Tuner:
         name = f"{self.plan.name}:{self.method}"
         with workers.study_lock(self.storage, name):  # two workers starting at once
             study = optuna.create_study(study_name=name, storage=self.storage,
-                                        direction=self.settings.direction,
+                                        # Optuna's member of the same name
+                                        direction=StudyDirection[self.settings.direction.name],
                                         sampler=self.search.sampler(0), load_if_exists=True)
             check_same_figures(study, self.plan, self.baseline, self.settings.objective)
             measured, searched = _recorded(study, self.measured, self.sampler, self.seed)
@@ -349,7 +351,7 @@ def say_set_aside(plan: Plan, say: Say) -> None:
 
 
 def check_same_figures(study: optuna.Study, plan: Plan, baseline: ServerConfig,
-                  objective: str) -> None:
+                  objective: Objective) -> None:
     """Refuses to resume a study whose trials' figures meant something else: another
     objective (Optuna would rank them in its own direction), thread counts, workload, dataset,
     run length or reference. A study records these at its start; one begun before they were
@@ -360,7 +362,7 @@ def check_same_figures(study: optuna.Study, plan: Plan, baseline: ServerConfig,
            "workload, dataset, run length or reference": any_schedule.config_hash(baseline)}
     recorded = study.user_attrs.get("figures")
     if recorded is None:
-        if objective != "throughput" and len(plan.run.threads) > 1 and study.get_trials(
+        if objective != Objective.THROUGHPUT and len(plan.run.threads) > 1 and study.get_trials(
                 deepcopy=False, states=STARTED):
             raise PerflabError(
                 f"tune: the study {study.study_name} in this lab scored its trials' latency "

@@ -7,12 +7,28 @@ import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Literal
+from enum import StrEnum
 
 from perflab.errors import PerflabError
 from perflab.store import Metrics
 
-OBJECTIVES = ("throughput", "p95", "p99")
+
+class Objective(StrEnum):
+    """What `perflab tune` optimizes (the plan's tune.objective)."""
+
+    THROUGHPUT = "throughput"  # queries per second
+    P95 = "p95"  # the 95th percentile latency
+    P99 = "p99"
+
+
+class Direction(StrEnum):
+    """Which way an objective improves (Optuna's study direction, by its name)."""
+
+    MAXIMIZE = "maximize"  # throughput
+    MINIMIZE = "minimize"  # a latency
+
+
+OBJECTIVES = tuple(Objective)
 # a search's own settings, not the study's: options of `perflab tune`, not [tune] keys
 COMMAND_LINE_ONLY = {"budget", "time", "method", "sampler", "seed", "storage", "allow_unsafe"}
 
@@ -21,7 +37,7 @@ COMMAND_LINE_ONLY = {"budget", "time", "method", "sampler", "seed", "storage", "
 class TuneSettings:
     """The [tune] section of a plan."""
 
-    objective: str = "throughput"
+    objective: Objective = Objective.THROUGHPUT
     min_qps: float = 0.0  # trials below this throughput fail (a floor for latency objectives)
     knobs: tuple[str, ...] = ()  # empty: the curated set
     exclude: tuple[str, ...] = ()  # curated knobs left out (e.g. the query cache's)
@@ -68,10 +84,11 @@ class TuneSettings:
             if isinstance(value, bool) or not isinstance(value, kinds):
                 kind = "an integer" if kinds is int else "a number"
                 raise PerflabError(f"tune.{key} must be {kind}, got {value!r}")
-        settings = cls(**{**raw, **names})
-        if settings.objective not in OBJECTIVES:
-            raise PerflabError(f"tune.objective = {settings.objective!r} is not allowed "
+        objective = raw.get("objective", Objective.THROUGHPUT)
+        if objective not in OBJECTIVES:
+            raise PerflabError(f"tune.objective = {objective!r} is not allowed "
                                f"(allowed: {', '.join(OBJECTIVES)})")
+        settings = cls(**{**raw, **names, "objective": Objective(objective)})
         if not 0 < settings.memory_share <= 1:
             raise PerflabError("tune.memory_share must be a fraction of RAM, e.g. 0.5")
         if settings.final_repeats < 2:
@@ -85,19 +102,19 @@ class TuneSettings:
         return settings
 
     @property
-    def direction(self) -> Literal["maximize", "minimize"]:
-        return "maximize" if self.objective == "throughput" else "minimize"
+    def direction(self) -> Direction:
+        return Direction.MAXIMIZE if self.objective == Objective.THROUGHPUT else Direction.MINIMIZE
 
     def score(self, metrics: list[Metrics]) -> float:
         """The objective of a configuration's points: the geometric mean over the thread counts
         of qps, or of the p95 or p99 latency, so that each thread count weighs alike (an
         arithmetic mean of latencies would be the highest thread count's)."""
-        key = "qps" if self.objective == "throughput" else f"latency_{self.objective}_ms"
+        key = "qps" if self.objective == Objective.THROUGHPUT else f"latency_{self.objective}_ms"
         # a latency below sysbench's resolution reads 0: a microsecond
         return math.exp(statistics.fmean(math.log(max(getattr(m, key), 1e-3)) for m in metrics))
 
 
-def better(direction: str, a: float, b: float, by: float = 0.0) -> bool:
+def better(direction: Direction, a: float, b: float, by: float = 0.0) -> bool:
     """The one "is this better" test of the search: a beats b by more than the fraction `by`
     (throughput higher, latency lower)."""
-    return a > b * (1 + by) if direction == "maximize" else a < b * (1 - by)
+    return a > b * (1 + by) if direction == Direction.MAXIMIZE else a < b * (1 - by)

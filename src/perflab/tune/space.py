@@ -17,6 +17,7 @@ import math
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, replace
 from decimal import Decimal, InvalidOperation
+from enum import StrEnum
 
 from optuna.distributions import BaseDistribution, CategoricalDistribution, IntDistribution
 
@@ -136,10 +137,18 @@ UNSAFE_CHOICES = {"innodb_flush_method": {"nosync", "littlesync", "O_DIRECT_NO_F
                   # leaves indexes to repair
                   "delay_key_write": {"ALL"}}
 
+
+class KnobKind(StrEnum):
+    """The values a knob takes."""
+
+    INT = "int"  # a whole number in [low, high]
+    CHOICE = "choice"  # one of its choices (an ENUM or BOOLEAN variable)
+
+
 @dataclass(frozen=True)
 class Knob:
     name: str
-    kind: str  # "int" or "choice"
+    kind: KnobKind
     low: int = 0
     high: int = 0
     log: bool = False
@@ -150,7 +159,7 @@ class Knob:
     followers: tuple[str, ...] = ()  # variables set to this knob's value with it (LINKED)
 
     def describe(self) -> str:
-        if self.kind == "choice":
+        if self.kind == KnobKind.CHOICE:
             return f"{self.name} in {{{', '.join(self.choices)}}}"
         scale = "log" if self.log else "linear"
         off = "0 (off) or " if self.zero_off else ""
@@ -160,7 +169,7 @@ class Knob:
     def within(self, value, otherwise):
         """`value` inside this knob's range: a number clamped into it, a choice it does not
         offer replaced by `otherwise`."""
-        if self.kind == "choice":
+        if self.kind == KnobKind.CHOICE:
             return value if str(value) in self.choices else otherwise
         if self.zero_off and int(value) == 0:
             return 0
@@ -168,7 +177,7 @@ class Knob:
 
     def same(self, a, b) -> bool:
         """Whether two values are one setting of this knob (a number however it is typed)."""
-        return str(a) == str(b) if self.kind == "choice" else int(a) == int(b)
+        return str(a) == str(b) if self.kind == KnobKind.CHOICE else int(a) == int(b)
 
     @property
     def drawn_low(self) -> int:
@@ -363,7 +372,8 @@ def _knob(name, spec, curated, allow_unsafe: bool, durability: bool) -> Knob:
         choices = tuple(v for v in spec.values if v not in unsafe)
         if name == "thread_handling":
             choices = tuple(v for v in choices if v != "no-threads")  # one connection only
-        return Knob(name, "choice", choices=choices, dynamic=dynamic, durability=durability)
+        return Knob(name, KnobKind.CHOICE, choices=choices, dynamic=dynamic,
+                    durability=durability)
     low, high, start = _numeric_range(name, spec)
     log = zero = False
     if curated:
@@ -372,7 +382,8 @@ def _knob(name, spec, curated, allow_unsafe: bool, durability: bool) -> Knob:
         low, high, log, zero = uncurated_range(low, high, start)
     # see drawn_low: a log range from 1 would leave no whole number below it to stand for 0
     zero_off = zero or (name in ZERO_OFF and _whole(spec.minimum) <= 0 and low >= 2 and log)
-    return Knob(name, "int", low, high, log and low > 0, (), dynamic, durability, zero_off)
+    return Knob(name, KnobKind.INT, low, high, log and low > 0, (), dynamic, durability,
+                zero_off)
 
 
 def _numeric_range(name: str, spec: VariableSpec) -> tuple[int, int, int]:
@@ -441,13 +452,13 @@ def startup_values(knobs: list[Knob], catalog: Catalog) -> dict:
     """Each knob at the server's startup value, clamped into its search range."""
     printed = {knob.name: catalog.variables[knob.name].startup_value for knob in knobs}
     return {knob.name: knob.within(_startup_number(knob, printed[knob.name]),
-                                   knob.choices[0] if knob.kind == "choice" else None)
+                                   knob.choices[0] if knob.kind == KnobKind.CHOICE else None)
             for knob in knobs}
 
 
 def _startup_number(knob: Knob, text: str | None):
     """A value the server printed as this knob holds its values: a number's whole number."""
-    return text if knob.kind == "choice" or text is None else _whole(text)
+    return text if knob.kind == KnobKind.CHOICE or text is None else _whole(text)
 
 
 def setting_key(params: dict) -> tuple:
@@ -466,7 +477,7 @@ class Space:
     limit: int  # bytes
 
     def distributions(self) -> dict[str, BaseDistribution]:
-        return {k.name: CategoricalDistribution(k.choices) if k.kind == "choice"
+        return {k.name: CategoricalDistribution(k.choices) if k.kind == KnobKind.CHOICE
                 else IntDistribution(k.drawn_low, k.high, log=k.log) for k in self.knobs}
 
     def draws(self, params: dict) -> dict:
