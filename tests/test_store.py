@@ -323,24 +323,18 @@ def test_a_study_of_comparisons_chosen_for_their_effects_keeps_no_noise(tmp_path
         assert figure.sd > 0.1 and figure.lag1 > 0.5  # what it would have lent
 
 
-def test_fleet_noise_measured_before_each_server_was_credited_its_own_turns_is_named(tmp_path):
-    """Fleet noise saved before perflab credited each server with the turns it ran may read
-    high: a forecast that uses it says so, and says nothing once a newer figure replaces it."""
+def test_a_forecast_uses_the_latest_noise_figure_of_its_way_of_measuring(tmp_path):
+    """The forecast's noise is this lab's latest figure per thread count for the plan's way of
+    measuring, with the rounds it rests on; another way of measuring lends it nothing."""
     from perflab.load.workloads import resolve
-    from perflab.running.noise import FLEET_TURNS_FIXED, lab_noise
+    from perflab.running.noise import lab_noise
 
     workload = resolve(PLAN.workload)
     with ResultStore(tmp_path / "perflab.sqlite") as store:
         store.save_noise([noise_figure(1, 10), noise_figure(2, 10)])
-        store.db.execute("UPDATE noise SET created_at = ? WHERE threads = 1",
-                         (FLEET_TURNS_FIXED - 3600,))
-        _, source = lab_noise(store, PLAN, workload, "fleet")
-        assert source.startswith("measured in this lab over 20 rounds, some of it measured "
-                                 "before 2026-11-27")
-        assert source.endswith("it may read high; perflab calibrate --again")
-        store.save_noise([noise_figure(1, 10)])  # measured again: the latest at 1 thread
-        _, source = lab_noise(store, PLAN, workload, "fleet")
-        assert source == "measured in this lab over 20 rounds"
+        store.save_noise([noise_figure(1, 30)])  # measured again: the latest at 1 thread
+        sd, source = lab_noise(store, PLAN, workload, "fleet")
+        assert source == "measured in this lab over 40 rounds" and sd > 0
         assert lab_noise(store, PLAN, workload, "serial")[1].startswith("assumed")
 
 

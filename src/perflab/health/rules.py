@@ -93,7 +93,9 @@ class Rule:
 
 
 @dataclass(frozen=True)
-class Verdict:
+class RuleJudgement:
+    """One rule judged over one view (a health verdict; stats.decide.Verdict is a comparison's)."""
+
     rule: Rule
     status: HealthStatus
     value: float | None = None
@@ -112,14 +114,15 @@ class Verdict:
                           rule.advice if self.status == HealthStatus.FAIL else "")
 
 
-def evaluate(view: View, rules: tuple[Rule, ...] | None = None) -> list[Verdict]:
+def evaluate(view: View, rules: tuple[Rule, ...] | None = None) -> list[RuleJudgement]:
     verdicts = []
     for rule in rules or RULES:
         figure = rule.compute(view)
         if figure is None:
-            verdicts.append(Verdict(rule, HealthStatus.N_A, detail=not_applicable(rule, view)))
+            verdicts.append(RuleJudgement(rule, HealthStatus.N_A,
+                                          detail=not_applicable(rule, view)))
         else:
-            verdicts.append(Verdict(rule, rule.judge(figure), figure.value, figure.detail))
+            verdicts.append(RuleJudgement(rule, rule.judge(figure), figure.value, figure.detail))
     return verdicts
 
 

@@ -65,27 +65,7 @@ def lab_noise(store: ResultStore, plan: Plan, workload: ResolvedWorkload, schedu
     sd = statistics.median(n.sd for n in per_threads.values())
     rounds = sum(n.rounds for n in per_threads.values())
     loaded = _loaded(per_threads.values())
-    old = _before_turns_fix(per_threads.values(), advise=not loaded)  # loaded already advises
-    return sd, f"measured in this lab over {rounds} rounds{elsewhere}{loaded}{old}"
-
-
-# when perflab began crediting each fleet server with the turns it ran (9a08c4c): before, a
-# window that was not a whole number of rotations gave the servers unequal turns but equal
-# credit, which added up to 16% of noise per round to a fleet's cells with long slices
-FLEET_TURNS_FIXED = 1795777295.0
-
-
-def _before_turns_fix(figures: Iterable[Noise], advise: bool) -> str:
-    """What a forecast says of fleet noise measured before that fix: it may read high (never
-    low), so it is named, with the way to measure it again when `advise`."""
-    figures = list(figures)
-    old = [n for n in figures if n.schedule.schedule == Schedule.FLEET and
-           n.created_at < FLEET_TURNS_FIXED]
-    if not old:
-        return ""
-    return (f", {'all' if len(old) == len(figures) else 'some'} of it measured before "
-            "2026-11-27, when perflab began crediting each fleet server with its own turns: it "
-            "may read high" + ("; perflab calibrate --again" if advise else ""))
+    return sd, f"measured in this lab over {rounds} rounds{elsewhere}{loaded}"
 
 
 def _loaded(figures: Iterable[Noise]) -> str:
