@@ -52,7 +52,7 @@ name = "oltp_read_only"
 threads = {threads}
 warmup_seconds = 2
 run_seconds = {seconds}
-repeats = {rounds}
+rounds = {rounds}
 schedule = "fleet"
 margin = 0.05
 [server]

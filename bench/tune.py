@@ -141,7 +141,7 @@ def search_space(lab: Lab, space: str, answer: Answer) -> tuple[list[str], int]:
     return variable_names(knobs), ofat_first_round(knobs, startup_values(knobs, catalog))
 
 
-def plan_for(name: str, args: argparse.Namespace, body: str, repeats: int = 3,
+def plan_for(name: str, args: argparse.Namespace, body: str, rounds: int = 3,
              baseline: str = "default"):
     answer = ANSWERS[args.answer]
     return parse_plan(f"""
@@ -159,7 +159,7 @@ threads = [{args.threads}]
 schedule = "{'serial' if args.serial else 'auto'}"
 warmup_seconds = {args.seconds}
 run_seconds = {args.seconds}
-repeats = {repeats}
+rounds = {rounds}
 {body}
 """)
 
@@ -168,8 +168,8 @@ def tune_body(knobs: list[str], args: argparse.Namespace) -> str:
     return f"""[configs.default]
 [tune]
 knobs = {knobs}
-final_repeats = 3
-final_max_repeats = {args.final_max_repeats}
+final_rounds = 3
+final_max_rounds = {args.final_max_rounds}
 put_back_time = {args.put_back_time}"""
 
 
@@ -443,7 +443,7 @@ def main() -> None:
     parser.add_argument("--rows", type=int, help="default: the answer's")
     parser.add_argument("--threads", type=int, help="default: the answer's")
     parser.add_argument("--seconds", type=int, default=3)
-    parser.add_argument("--final-max-repeats", type=int, default=6)
+    parser.add_argument("--final-max-rounds", type=int, default=6)
     parser.add_argument("--put-back-time", type=int, default=600,
                         help="seconds each put-back study may measure on after its planned "
                              "rounds, for the comparisons they left open (tune.put_back_time)")

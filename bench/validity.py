@@ -97,7 +97,7 @@ name = "{workload}"
 threads = {threads}
 warmup_seconds = 3
 run_seconds = {seconds}
-repeats = {rounds}
+rounds = {rounds}
 schedule = "{schedule}"
 margin = 0.05
 [server]

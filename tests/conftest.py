@@ -194,7 +194,7 @@ def seed_lab(shared_lab):
     return seed
 
 
-def write_plan(path: Path, name: str, *, configs: str, threads=(1, 2), repeats=2,
+def write_plan(path: Path, name: str, *, configs: str, threads=(1, 2), rounds=2,
                run_seconds=1, warmup_seconds=1, rows=5000, engine="MyISAM",
                workload='name = "oltp_point_select"', run: str = "") -> Path:
     path.write_text(f"""
@@ -209,7 +209,7 @@ rows = {rows}
 threads = {list(threads)}
 warmup_seconds = {warmup_seconds}
 run_seconds = {run_seconds}
-repeats = {repeats}
+rounds = {rounds}
 {run}
 {configs}
 """)
@@ -232,7 +232,7 @@ options = {{ file = "{statements}" {workload_extra}}}
 threads = {list(threads)}
 warmup_seconds = 0
 run_seconds = 1
-repeats = 1
+rounds = 1
 {configs}
 """)
     return path
@@ -292,12 +292,12 @@ name = "oltp_point_select"
 threads = [2]
 warmup_seconds = 0
 run_seconds = 1
-repeats = 1
+rounds = 1
 [configs.default]
 [tune]
 knobs = {knobs}
-final_repeats = 2
-final_max_repeats = 2
+final_rounds = 2
+final_max_rounds = 2
 # the put-back decides in its planned rounds: its budget's rounds are test_verdicts' subject
 put_back_time = 0
 {extra}

@@ -72,7 +72,7 @@ def test_digest_arguments_in_api_terms(tmp_path):
 
 def test_a_study_runs_and_reads_back_through_the_api(shared_lab, tmp_path):
     plan = write_plan(tmp_path / "api.toml", "api", configs="[configs.one]\n", threads=(1,),
-                      repeats=1)
+                      rounds=1)
     said = []
     summary = perflab.run(plan, shared_lab, say=said.append)
     assert (summary.measured, summary.failed, summary.stopped) == (1, 0, "complete")

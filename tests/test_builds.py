@@ -169,7 +169,7 @@ def test_a_mariadb_build_initializes_its_own_datadir_and_runs(tmp_path):
 def test_a_study_across_builds_measures_each_on_its_own_datadir(tmp_path, mysql_build):
     plan = resolve_plan(str(write_plan(
         tmp_path / "plan.toml", "across", configs="[configs.default]\n", threads=(2,),
-        engine="InnoDB", rows=2000, warmup_seconds=0, repeats=1)))
+        engine="InnoDB", rows=2000, warmup_seconds=0, rounds=1)))
     plan = across_builds(plan, ["host", mysql_build.name])
     lab = Lab(tmp_path / "lab")
     summary = run_study(plan, lab, lambda _: None)

@@ -91,13 +91,13 @@ def test_bad_option_values_are_user_errors(tmp_path, capsys, monkeypatch):
 
 
 def test_the_core_names_plan_keys_and_the_cli_adds_its_flags(tmp_path, capsys, monkeypatch):
-    with pytest.raises(PerflabError, match="run.repeats must be at least 1") as err:
-        with_overrides(resolve_plan("key-cache-segments"), repeats=0)
-    assert "--" not in err.value.message and err.value.option == "repeats"
+    with pytest.raises(PerflabError, match="run.rounds must be at least 1") as err:
+        with_overrides(resolve_plan("key-cache-segments"), rounds=0)
+    assert "--" not in err.value.message and err.value.option == "rounds"
     code, lines = perflab(capsys, monkeypatch, "run", "key-cache-segments", "--lab",
-                          tmp_path / "lab", "--repeats", "0", "--run-seconds", "2")
-    assert code == 2 and lines[-1] == ("perflab: error: run.repeats must be at least 1, got 0 "
-                                       "(--repeats)")
+                          tmp_path / "lab", "--rounds", "0", "--run-seconds", "2")
+    assert code == 2 and lines[-1] == ("perflab: error: run.rounds must be at least 1, got 0 "
+                                       "(--rounds)")
     assert not (tmp_path / "lab").exists()
 
 

@@ -168,7 +168,7 @@ def _children(pid: int, name: str) -> list[int]:
 def test_a_point_spread_over_two_workers_is_their_merge(shared_cluster, seed_lab, tmp_path):
     cluster = shared_cluster
     plan = write_plan(tmp_path / "plan.toml", "two-clients", configs="[configs.base]",
-                      threads=(64,), repeats=1, run_seconds=2, warmup_seconds=0,
+                      threads=(64,), rounds=1, run_seconds=2, warmup_seconds=0,
                       run=f'clients = "{cluster.address}"')
     lab = Lab(seed_lab(tmp_path / "lab", plan))
     summary = perflab.run(plan, lab, say=lambda _: None)
@@ -222,7 +222,7 @@ def test_a_point_spread_over_two_workers_is_their_merge(shared_cluster, seed_lab
 def test_a_worker_lost_mid_point_fails_that_point_and_the_next_runs_on_the_others(
         cluster, seed_lab, tmp_path):
     plan = write_plan(tmp_path / "plan.toml", "lost-client", configs="[configs.base]",
-                      threads=(8, 4), repeats=1, run_seconds=6, warmup_seconds=0,
+                      threads=(8, 4), rounds=1, run_seconds=6, warmup_seconds=0,
                       run=f'clients = "{cluster.address}"')
     lab = Lab(seed_lab(tmp_path / "lab", plan))
     doomed = cluster.processes["w2"]
@@ -272,7 +272,7 @@ def test_a_killed_perflab_leaves_no_sysbench_on_the_workers(shared_cluster, seed
                                                             tmp_path):
     cluster = shared_cluster
     plan = write_plan(tmp_path / "plan.toml", "killed-run", configs="[configs.base]",
-                      threads=(2,), repeats=1, run_seconds=1, warmup_seconds=0)
+                      threads=(2,), rounds=1, run_seconds=1, warmup_seconds=0)
     lab = Lab(seed_lab(tmp_path / "lab", plan))  # the dataset, without a run to make it
     loaded = perflab.load_plan(plan)
     workload, dataset = resolve(loaded.workload), loaded.dataset

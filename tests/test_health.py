@@ -149,7 +149,7 @@ def test_cli_reports_text_and_json_reads_an_option_file_and_changes_nothing(temp
 
 
 def test_lab_health_is_stored_and_shown_in_the_html_report(shared_lab, tmp_path):
-    plan = write_plan(tmp_path / "plan.toml", "health-lab", threads=(2,), repeats=1,
+    plan = write_plan(tmp_path / "plan.toml", "health-lab", threads=(2,), rounds=1,
                       warmup_seconds=0, configs='[configs.base]\nkey_buffer_size = "8M"')
     out = run_cli("run", str(plan), "--lab", str(shared_lab.root), "--quiet")
     assert out.returncode == 0, out.stderr

@@ -26,7 +26,7 @@ name = "select_random_points"
 options = { random_points = 10 }
 [run]
 threads = [1, 4]
-repeats = 3
+rounds = 3
 [server]
 key_buffer_size = "64M"
 [configs.a]
@@ -48,9 +48,9 @@ def test_plan_parses_configs_with_shared_variables():
     assert plan.workload.label == "select_random_points(random_points=10)"
 
 
-def test_definition_ignores_repeats_and_threads_but_not_durations():
+def test_definition_ignores_rounds_and_threads_but_not_durations():
     plan = parse_plan(PLAN)
-    more = with_overrides(plan, repeats=5, threads=(1, 2, 4))
+    more = with_overrides(plan, rounds=5, threads=(1, 2, 4))
     longer = with_overrides(plan, run_seconds=99)
     config = plan.config("a")
     assert plan.config_hash(config) == more.config_hash(config)
@@ -91,8 +91,8 @@ def test_a_workload_file_is_part_of_the_definition_by_its_content(tmp_path):
         (("[study]", "[study]\ncolour = 1"), "unknown key study.colour"),
         (("threads = [1, 4]", "threads = []"), "run.threads must be a non-empty list"),
         (("threads = [1, 4]", "threads = [1, 0]"), "0 is not a thread count"),
-        (("repeats = 3", "repeats = 0"), "run.repeats must be at least 1"),
-        (("repeats = 3", 'repeats = "3"'), "run.repeats must be an integer"),
+        (("rounds = 3", "rounds = 0"), "run.rounds must be at least 1"),
+        (("rounds = 3", 'rounds = "3"'), "run.rounds must be an integer"),
         (('baseline = "a"', 'baseline = "z"'), "study.baseline = 'z' names no configuration"),
         (('engine = "myisam"', 'engine = "falcon"'), "dataset.engine = 'falcon' is not supported"),
         (("rows = 1000", "rows = -1"), "dataset.rows must be at least 1"),
@@ -108,8 +108,8 @@ def test_bad_plans_fail_with_one_line_naming_the_key(edit, message):
 
 def test_unknown_key_suggests_the_close_one():
     with pytest.raises(PerflabError) as err:
-        parse_plan(PLAN.replace("repeats = 3", "repeat = 3"))
-    assert err.value.hint == "did you mean run.repeats?"
+        parse_plan(PLAN.replace("rounds = 3", "round = 3"))
+    assert err.value.hint == "did you mean run.rounds?"
 
 
 def test_invalid_toml_is_a_user_error():
@@ -164,7 +164,7 @@ def test_builtin_studies_parse_and_each_decides_within_a_budget():
     # every built-in study decides within a time budget, not in a fixed number of rounds
     plans = [resolve_plan(path) for path in STUDIES_DIR.rglob("*.toml")]
     assert len(plans) > len(builtin_names())
-    assert all(p.run.time > 0 and p.run.max_rounds > p.run.repeats for p in plans)
+    assert all(p.run.time > 0 and p.run.max_rounds > p.run.rounds for p in plans)
 
 
 def test_axes_cross_every_configuration():
@@ -241,7 +241,7 @@ def test_a_margin_is_refused_alike_in_a_plan_an_override_and_the_api(value, toml
     import perflab
 
     with pytest.raises(PerflabError, match="run.margin must be a fraction from 0 to 0.5"):
-        parse_plan(PLAN.replace("repeats = 3", f"repeats = 3\nmargin = {toml}"), "p.toml")
+        parse_plan(PLAN.replace("rounds = 3", f"rounds = 3\nmargin = {toml}"), "p.toml")
     with pytest.raises(PerflabError, match="run.margin must be a fraction") as err:
         with_overrides(parse_plan(PLAN), margin=value)
     assert err.value.option == "margin"
@@ -254,7 +254,7 @@ def test_the_margin_has_one_default_that_every_margin_option_names():
     from perflab.cli import build_parser
 
     assert parse_plan(PLAN).run.margin == MARGIN == parse_plan(PLAN).run.design().margin
-    assert parse_plan(PLAN.replace("repeats = 3", "repeats = 3\nmargin = 0.1")).run.margin == 0.1
+    assert parse_plan(PLAN.replace("rounds = 3", "rounds = 3\nmargin = 0.1")).run.margin == 0.1
     assert with_overrides(parse_plan(PLAN), margin=0.49).run.margin == 0.49
     commands = next(a for a in build_parser()._actions if a.choices).choices
     for command in ("run", "report", "compare"):

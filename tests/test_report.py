@@ -1,4 +1,4 @@
-"""Reports, charts, HTML in headless Chromium, compare, ladders and adaptive repeats."""
+"""Reports, charts, HTML in headless Chromium, compare, ladders and adaptive rounds."""
 
 import base64
 import json
@@ -31,7 +31,7 @@ def labs(session_root, tmp_path_factory, seed_lab):
     tests read the reports' shape, not their figures (each lab holds the catalog and dataset
     already: seed_lab)."""
     plan = write_plan(tmp_path_factory.mktemp("plans") / "r.toml", "reported", configs=CONFIGS,
-                      threads=(1, 2), repeats=3, run_seconds=1)
+                      threads=(1, 2), rounds=3, run_seconds=1)
     found = [Lab(seed_lab(session_root / name, plan)) for name in ("lab-a", "lab-b")]
     runs = [subprocess.Popen([*PERFLAB, "run", str(plan), "--lab", str(lab.root)],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -166,7 +166,7 @@ key_buffer_size = "64M"
 name = "query cache"
 query_cache_type = "ON"
 query_cache_size = "16M"
-""", threads=(2,), repeats=1, run_seconds=1)
+""", threads=(2,), rounds=1, run_seconds=1)
     out = run_cli("run", str(plan), "--lab", str(shared_lab.root))
     assert out.returncode == 0, out.stderr
     assert "Ladder at 2 thread(s)" in out.stdout

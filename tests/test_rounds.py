@@ -57,7 +57,7 @@ def names(step: Measure) -> dict[int, list[str]]:
 
 
 def test_the_planned_rounds_measure_everything_and_resume_where_they_stopped(tmp_path):
-    study = plan(tmp_path, "repeats = 2")
+    study = plan(tmp_path, "rounds = 2")
     design = study.run.design()
     first = next_round(study, [], design, 1)
     assert names(first) == {1: ["base", "fast", "same"], 4: ["base", "fast", "same"]}
@@ -73,7 +73,7 @@ def test_the_planned_rounds_measure_everything_and_resume_where_they_stopped(tmp
 
 
 def test_a_budget_measures_only_the_undecided_comparisons_with_their_baseline(tmp_path):
-    study = plan(tmp_path, 'repeats = 3\ntime = "10m"\nmax_rounds = 12\nmargin = 0.05')
+    study = plan(tmp_path, 'rounds = 3\ntime = "10m"\nmax_rounds = 12\nmargin = 0.05')
     design = study.run.design()
     # fast is 40% faster everywhere (decided); same is within 3% but noisy (not yet decided)
     rng, stored = random.Random(1), []
@@ -96,7 +96,7 @@ def test_a_budget_measures_only_the_undecided_comparisons_with_their_baseline(tm
 
 
 def test_a_difference_found_is_measured_on_until_its_size_is_known_to_the_margin(tmp_path):
-    study = plan(tmp_path, 'repeats = 3\ntime = "10m"\nmax_rounds = 20\nmargin = 0.05')
+    study = plan(tmp_path, 'rounds = 3\ntime = "10m"\nmax_rounds = 20\nmargin = 0.05')
     design = study.run.design()
     # fast is 8% faster with 2% noise per round, same equal within 0.5%: decided in 6 rounds
     # (each cell on its own variance: the two kinds of noise differ too much to be pooled)
@@ -114,7 +114,7 @@ def test_a_difference_found_is_measured_on_until_its_size_is_known_to_the_margin
 
 
 def test_when_everything_is_decided_or_the_looks_are_spent_the_study_stops(tmp_path):
-    study = plan(tmp_path, 'repeats = 3\ntime = "10m"\nmax_rounds = 5')
+    study = plan(tmp_path, 'rounds = 3\ntime = "10m"\nmax_rounds = 5')
     design = study.run.design()
     decided = []
     for r in range(1, 4):
@@ -130,8 +130,8 @@ def test_when_everything_is_decided_or_the_looks_are_spent_the_study_stops(tmp_p
 def test_a_budget_fits_its_looks_to_the_rounds_it_holds_once_and_from_timing_only(tmp_path):
     """At the first look, 3 rounds of 60 s and 5 minutes left: 5 rounds more at that pace,
     a quarter more for the shorter rounds of open comparisons; never past max_rounds, never
-    fewer than repeats. The fitted design judges its last looks on the fitted boundary."""
-    study = plan(tmp_path, 'repeats = 3\ntime = "10m"\nmax_rounds = 20')
+    fewer than its rounds. The fitted design judges its last looks on the fitted boundary."""
+    study = plan(tmp_path, 'rounds = 3\ntime = "10m"\nmax_rounds = 20')
     assert study.run.design().last_look == 20 and study.run.design().shape == 0.5
     fitted = fitted_looks(study, 3, 300.0, [55.0, 60.0, 65.0])
     assert fitted.run.planned_rounds == 3 + math.ceil(5 * 1.25)
@@ -146,7 +146,7 @@ def test_a_budget_fits_its_looks_to_the_rounds_it_holds_once_and_from_timing_onl
 def test_a_margin_chosen_after_the_data_is_labelled_exploratory(tmp_path):
     from perflab.analysis.verdicts import headline, judge
 
-    study = plan(tmp_path, "repeats = 5\nmargin = 0.05")
+    study = plan(tmp_path, "rounds = 5\nmargin = 0.05")
     points = measured(range(1, 6), 0.01)
     own = judge(study, points, study.run.design())
     assert own.exploratory is None
@@ -158,13 +158,13 @@ def test_a_margin_chosen_after_the_data_is_labelled_exploratory(tmp_path):
 
 
 @pytest.mark.fast
-def test_looks_fitted_to_a_budget_stay_fitted_when_a_later_run_asks_for_more_repeats():
-    """Issue 43: a study fitted to looks 3..11, re-run with --repeats 15, was judged on looks
+def test_looks_fitted_to_a_budget_stay_fitted_when_a_later_run_asks_for_more_rounds():
+    """Issue 43: a study fitted to looks 3..11, re-run with --rounds 15, was judged on looks
     3..15 at levels drawn for 3..11 (6.2% false verdicts against 4.7%)."""
     from perflab.stats.design import FITTED_SHAPE, Design, study_design
 
     fitted = Design(first_look=3, last_look=11, shape=FITTED_SHAPE)
-    longer = Design(first_look=15, last_look=15, shape=FITTED_SHAPE)  # --repeats 15 later
+    longer = Design(first_look=15, last_look=15, shape=FITTED_SHAPE)  # --rounds 15 later
     joined = study_design([fitted, longer])
     assert (joined.first_look, joined.last_look, joined.shape) == (3, 11, FITTED_SHAPE)
     capped = Design(first_look=3, last_look=30)  # Pocock's cap: later runs may look further

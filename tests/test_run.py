@@ -122,13 +122,13 @@ def test_unknown_plan_key_fails_without_touching_the_lab(tmp_path):
     out = run_cli("run", str(plan), "--lab", str(lab))
     assert out.returncode == 2
     assert "unknown key run.repeat" in out.stderr
-    assert "did you mean run.repeats?" in out.stderr
+    assert "did you mean run.rounds?" in out.stderr
     assert not lab.exists()
 
 
 def test_sigkill_of_perflab_resumes_with_no_loss_and_no_duplicate(shared_lab, tmp_path):
     plan = write_plan(tmp_path / "kill.toml", "killed", configs=ONE_CONFIG,
-                      threads=(1, 2, 4), repeats=2, run_seconds=1, warmup_seconds=0)
+                      threads=(1, 2, 4), rounds=2, run_seconds=1, warmup_seconds=0)
     proc = subprocess.Popen([*PERFLAB, "run", str(plan), "--lab", str(shared_lab.root)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
@@ -158,7 +158,7 @@ def test_mariadbd_killed_mid_point_gives_one_failed_point_and_the_sweep_goes_on(
     shared_lab, tmp_path
 ):
     plan = write_plan(tmp_path / "crash.toml", "crash", configs=ONE_CONFIG,
-                      threads=(1, 2, 4), repeats=1, run_seconds=3,
+                      threads=(1, 2, 4), rounds=1, run_seconds=3,
                       warmup_seconds=0)
     pid_file = Path(shared_lab.slot(0).root / "mysqld.pid")
     proc = subprocess.Popen([*PERFLAB, "run", str(plan), "--lab", str(shared_lab.root)],
@@ -181,7 +181,7 @@ def test_mariadbd_killed_mid_point_gives_one_failed_point_and_the_sweep_goes_on(
 
 def test_ctrl_c_stops_the_server_cleanly_and_keeps_finished_points(shared_lab, tmp_path):
     plan = write_plan(tmp_path / "int.toml", "interrupted", configs=ONE_CONFIG,
-                      threads=(1, 2, 4), repeats=2, run_seconds=2,
+                      threads=(1, 2, 4), rounds=2, run_seconds=2,
                       warmup_seconds=0)
     proc = subprocess.Popen([*PERFLAB, "run", str(plan), "--lab", str(shared_lab.root)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -210,7 +210,7 @@ schedule = "serial"
 key_buffer_size = "16M"
 [configs.kb0]
 key_buffer_size = 0
-""", threads=(1,), repeats=1, run_seconds=1, warmup_seconds=0)
+""", threads=(1,), rounds=1, run_seconds=1, warmup_seconds=0)
     out = run_cli("run", str(plan), "--lab", str(shared_lab.root))
     assert out.returncode == 0, out.stderr
     assert "SET GLOBAL refused (Cannot drop default keycache): restarting instead" in out.stderr
@@ -227,7 +227,7 @@ def test_profiles_are_recorded_side_by_side_as_one_server_at_a_time(shared_lab, 
         pytest.skip("perf is not installed (scripts/setup --for-tests installs linux-perf)")
     plan = write_plan(tmp_path / "profiled.toml", "profiled",
                       configs='[configs.small]\nkey_buffer_size = "1M"\n[configs.big]\n'
-                              'key_buffer_size = "64M"\n', threads=(2,), repeats=1)
+                              'key_buffer_size = "64M"\n', threads=(2,), rounds=1)
     plan.write_text(plan.read_text().replace("[run]", "[run]\nprofile = true\nschedule = "
                                              '"fleet"'))
     out = run_cli("run", str(plan), "--lab", str(shared_lab.root))
@@ -257,7 +257,7 @@ def test_a_fleet_slice_counts_only_its_own_work(shared_lab, tmp_path):
     statements = tmp_path / "sleep-0.02.toml"
     statements.write_text(SLEEPS.format(seconds=0.02))
     plan = write_plan(tmp_path / "sleep-0.02.plan.toml", "slices-0.02", configs=TWO_CONFIGS,
-                      threads=(2,), repeats=1, run_seconds=2,
+                      threads=(2,), rounds=1, run_seconds=2,
                       workload=f'name = "sql"\noptions = {{ file = "{statements}" }}')
     plan.write_text(plan.read_text().replace("[run]", '[run]\nschedule = "fleet"\n'
                                                       "slice_seconds = 0.25"))
@@ -282,7 +282,7 @@ def test_a_serial_point_counts_its_window_and_nothing_else(shared_lab, tmp_path)
     statements = tmp_path / "sleep.toml"
     statements.write_text(SLEEPS.format(seconds=0.3))
     plan = write_plan(tmp_path / "serial-window.toml", "serial-window", configs=ONE_CONFIG,
-                      threads=(2,), repeats=2, run_seconds=2, warmup_seconds=0,
+                      threads=(2,), rounds=2, run_seconds=2, warmup_seconds=0,
                       workload=f'name = "sql"\noptions = {{ file = "{statements}" }}')
     plan.write_text(plan.read_text().replace("[run]", '[run]\nschedule = "serial"'))
     out = run_cli("run", str(plan), "--lab", str(shared_lab.root))

@@ -36,7 +36,7 @@ name = "select_random_points"
 options = { random_points = 5 }
 [run]
 threads = [1, 2]
-repeats = 2
+rounds = 2
 [server]
 key_buffer_size = "16M"
 [configs.off]
@@ -87,7 +87,7 @@ def test_every_builtin_plan_survives_its_json(path, across):
 def every_point(plan: Plan) -> list[Point]:
     """Every point of the plan: each round, configuration and thread count."""
     return [Point(config, plan.workload, threads, repeat, plan.config_hash(config))
-            for repeat in range(1, plan.run.repeats + 1) for config in plan.configs
+            for repeat in range(1, plan.run.rounds + 1) for config in plan.configs
             for threads in plan.run.threads]
 
 
@@ -218,7 +218,7 @@ def test_a_results_database_of_the_first_release_opens_and_reports(tmp_path):
         assert len(read_study(store).points) == 2
         assert noise.sd == 0.05 and math.isnan(noise.lag1) and math.isnan(noise.skew)
     assert [c.name for c in study.plan.configs] == ["off", "on"]
-    assert study.plan.config("on").engine is None and study.plan.run.repeats == 1
+    assert study.plan.config("on").engine is None and study.plan.run.rounds == 1
     # points are found under the definitions stored then, whatever today's hash says
     assert sorted(p.metrics.qps for p in study.points) == [100.0, 150.0]
     assert study.points[0].histogram == {3: 7} and study.points[0].series[0].qps == 100.0
@@ -364,7 +364,7 @@ def test_looks_fitted_at_a_studys_first_look_are_kept_by_every_later_run(tmp_pat
     with a larger max_rounds keeps them, so no look is added after the data were seen."""
     from perflab.running.rounds import fitted_looks
 
-    budgeted = dataclasses.replace(PLAN, run=dataclasses.replace(PLAN.run, repeats=3,
+    budgeted = dataclasses.replace(PLAN, run=dataclasses.replace(PLAN.run, rounds=3,
                                                                  time=600.0, max_rounds=20))
     with ResultStore(tmp_path / "perflab.sqlite") as store:
         store.save_plan(budgeted)

@@ -19,7 +19,7 @@ baseline = "off"
 name = "oltp_point_select"
 [run]
 threads = [1, 4, 8]
-repeats = 3
+rounds = 3
 [configs.off]
 [configs.32]
 [configs.64]

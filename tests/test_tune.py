@@ -191,7 +191,7 @@ POOL = (f"[configs.default]\ninnodb_buffer_pool_size = {int(ram_bytes() * 0.3) >
 
 
 @pytest.mark.parametrize(("name", "edit"), [
-    ("tune-serial", ("repeats = 1\n", 'repeats = 1\nschedule = "serial"\n')),
+    ("tune-serial", ("rounds = 1\n", 'rounds = 1\nschedule = "serial"\n')),
     ("tune-no-pair", ("[configs.default]\n", POOL))])
 def test_a_serial_plan_or_one_too_large_for_a_pair_measures_each_trial_alone(
         shared_lab, tmp_path, name, edit, search_only):

@@ -57,13 +57,13 @@ name = "oltp_point_select"
 threads = [1, 2]
 warmup_seconds = 0
 run_seconds = 1
-repeats = 1
+rounds = 1
 {schedule}
 [configs.default]
 [tune]
 knobs = {knobs}
-final_repeats = 3
-final_max_repeats = 5
+final_rounds = 3
+final_max_rounds = 5
 """
 
 # name: (method, Tuner's keyword arguments, tune.knobs, a serial plan)
@@ -172,7 +172,7 @@ class SimulatedStore:
     def points(self, study: str, definitions) -> list:
         plan = next(p for p in self.runs if p.name == study)
         points = []
-        for repeat in range(1, plan.run.repeats + 1):
+        for repeat in range(1, plan.run.rounds + 1):
             for config in plan.configs:
                 for threads in plan.run.threads:
                     record = measured(config, threads, repeat)

@@ -23,7 +23,7 @@ def test_an_a_a_plan_gives_only_equivalent_or_inconclusive(shared_lab, tmp_path)
     """Two identical configurations on their own servers, rounds added while undecided. The
     family's error rate is set to 1% here, so this check itself fails less than 1 time in 100
     when perflab is right."""
-    plan = write_plan(tmp_path / "aa.toml", "aa-live", threads=(1, 2), repeats=3, configs=DECIDING
+    plan = write_plan(tmp_path / "aa.toml", "aa-live", threads=(1, 2), rounds=3, configs=DECIDING
                       .replace('time = "60s"', 'time = "25s"')  # an A/A spends all it has
                       + 'alpha = 0.01\n[server]\nkey_buffer_size = "16M"\n[configs.a]\n'
                       "[configs.b]\n", rows=20000)
@@ -50,7 +50,7 @@ def test_a_known_large_effect_is_decided_in_the_right_direction_and_stops_the_bu
     noisy machine the first look, after 3 rounds, may still be too early). A decision the rounds
     after it no longer support (a slow round beside the other test worker) keeps its own
     figures and stops too: CI saw one decided after round 4 at [+1.1%, ...], disputed at 5."""
-    plan = write_plan(tmp_path / "ab.toml", "ab-live", threads=(2,), repeats=3, engine="InnoDB",
+    plan = write_plan(tmp_path / "ab.toml", "ab-live", threads=(2,), rounds=3, engine="InnoDB",
                       rows=200000, configs=DECIDING + '[configs.small]\n'
                       'innodb_buffer_pool_size = "6M"\n[configs.large]\n'
                       'innodb_buffer_pool_size = "256M"\n')
@@ -82,7 +82,7 @@ def test_a_known_large_effect_is_decided_in_the_right_direction_and_stops_the_bu
 def test_calibration_measures_the_noise_the_next_run_forecasts_with(shared_lab, tmp_path):
     """An A/A calls a false difference at the family's error rate: 1% here, as in the A/A test
     above (at the default 5% this check failed once in CI, as it may one run in twenty)."""
-    plan = write_plan(tmp_path / "cal.toml", "cal-live", threads=(4,), repeats=3,
+    plan = write_plan(tmp_path / "cal.toml", "cal-live", threads=(4,), rounds=3,
                       configs='alpha = 0.01\n[configs.base]\nkey_buffer_size = "8M"\n'
                               '[configs.other]\nkey_buffer_size = "16M"\n', rows=20000)
     out = run_cli("calibrate", str(plan), "--lab", str(shared_lab.root), "--rounds", "3")
@@ -105,7 +105,7 @@ def test_calibration_measures_the_noise_the_next_run_forecasts_with(shared_lab, 
         alone.noise()
         assert alone.schedule is Schedule.SERIAL
     assert source.startswith("measured in this lab") and 0 < sd < 0.5
-    run = run_cli("run", str(plan), "--lab", str(shared_lab.root), "--repeats", "1")
+    run = run_cli("run", str(plan), "--lab", str(shared_lab.root), "--rounds", "1")
     assert run.returncode == 0, run.stderr  # one round is enough to see the forecast
     assert "per round (measured in this lab over" in run.stderr
     # the forecast at 4 threads uses the calibration's 4-thread figure alone (not the 1- and
@@ -126,7 +126,7 @@ def test_a_budget_after_the_planned_rounds_never_cuts_them_short(shared_lab, tmp
     (One server, SET GLOBAL between the two: a round takes about 5 s; 6 looks at most, whose
     boundary is quick to compute.)"""
     plan = parse_plan(write_plan(
-        tmp_path / "after.toml", "after-live", threads=(1,), repeats=2, warmup_seconds=0,
+        tmp_path / "after.toml", "after-live", threads=(1,), rounds=2, warmup_seconds=0,
         configs='time = "4s"\nmax_rounds = 6\nschedule = "serial"\n[configs.a]\n'
                 '[configs.b]\n').read_text())
     said: list[str] = []

@@ -203,7 +203,7 @@ def test_environment_axes_run_end_to_end_and_are_recorded(shared_lab, tmp_path):
 allocator = ["glibc", "jemalloc"]
 pinning = ["0/1"]
 connection = ["socket", "tcp"]
-""", threads=(2,), repeats=1, run_seconds=1)
+""", threads=(2,), rounds=1, run_seconds=1)
     out = run_cli("run", str(plan), "--lab", str(shared_lab.root))
     assert out.returncode == 0, out.stderr
     assert "; pinned: every configuration (server CPUs 0, client CPUs 1);" in out.stdout
@@ -235,8 +235,8 @@ server_cpus = "64"
                     reason="perf needs root or a permissive perf_event_paranoid")
 def test_profile_names_where_the_server_cpu_goes(shared_lab, tmp_path):
     plan = write_plan(tmp_path / "prof.toml", "profiled-one", configs="[configs.default]\n",
-                      threads=(2,), repeats=1, run_seconds=2, warmup_seconds=0)
-    plan.write_text(plan.read_text().replace("repeats = 1", "repeats = 1\nprofile = true"))
+                      threads=(2,), rounds=1, run_seconds=2, warmup_seconds=0)
+    plan.write_text(plan.read_text().replace("rounds = 1", "rounds = 1\nprofile = true"))
     out = run_cli("run", str(plan), "--lab", str(shared_lab.root))
     assert out.returncode == 0, out.stderr
     if "profiles skipped" in out.stderr:

@@ -93,7 +93,7 @@ def _add_run(sub) -> None:
     run.add_argument("study", help="built-in study name (see: perflab studies) or a plan .toml")
     run.add_argument("--lab", required=True, type=Path, help="lab directory (created if missing)")
     run.add_argument("--scale", type=float, help="multiply the dataset's rows by this factor")
-    run.add_argument("--repeats", type=int, help="override run.repeats")
+    run.add_argument("--rounds", type=int, help="override run.rounds")
     run.add_argument("--run-seconds", type=int, help="override run.run_seconds")
     run.add_argument("--warmup-seconds", type=int, help="override run.warmup_seconds")
     run.add_argument("--threads", type=_thread_list, help="override run.threads, e.g. 1,4,16")
@@ -361,7 +361,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 # the flags of `run` that override the plan's own values (plan.with_overrides)
-RUN_OVERRIDES = ("scale", "repeats", "run_seconds", "warmup_seconds", "threads", "time",
+RUN_OVERRIDES = ("scale", "rounds", "run_seconds", "warmup_seconds", "threads", "time",
                  "margin", "clients", "build")
 
 

@@ -124,10 +124,10 @@ class RunSettings:
     threads: tuple[int, ...]
     warmup_seconds: int = 30
     run_seconds: int = 10
-    repeats: int = 3
+    rounds: int = 3
     warmup_threads: int = 0  # 0: the largest thread count of the plan, capped at 16
     profile: bool = False  # perf record mariadbd during every point, when perf works here
-    # Deciding within a budget: with `time` (seconds), rounds go on after `repeats` only for the
+    # Deciding within a budget: with `time` (seconds), rounds go on after `rounds` only for the
     # comparisons not yet resolved (undecided, or a difference not yet measured to the margin),
     # until all are resolved, the time is spent or max_rounds.
     time: float = 0.0
@@ -163,17 +163,17 @@ class RunSettings:
         return self.warmup_threads or min(max(self.threads), 16)
 
     def design(self) -> Design:
-        """How the verdicts are judged: one look after `repeats` rounds, or with a time budget
+        """How the verdicts are judged: one look after `rounds` rounds, or with a time budget
         a look after every round up to the rounds the budget holds once they are fitted (on a
         boundary that judges the last looks nearly at the fixed-sample level), up to
         max_rounds before, or when the budget holds max_rounds or more (Pocock's constant
         level: the last look is only a cap, and a study that decides long before it should
         not pay for looks it will not need)."""
         if self.time and 0 < self.planned_rounds < self.max_rounds:
-            return Design(self.alpha, self.margin, self.repeats,
-                          max(self.planned_rounds, self.repeats), self.lag1, FITTED_SHAPE)
-        last = self.max_rounds if self.time else self.repeats
-        return Design(self.alpha, self.margin, self.repeats, max(last, self.repeats),
+            return Design(self.alpha, self.margin, self.rounds,
+                          max(self.planned_rounds, self.rounds), self.lag1, FITTED_SHAPE)
+        last = self.max_rounds if self.time else self.rounds
+        return Design(self.alpha, self.margin, self.rounds, max(last, self.rounds),
                       self.lag1)
 
 
@@ -273,7 +273,7 @@ class Plan:
     def config_hash(self, config: ServerConfig) -> str:
         """A hash of everything that shapes one configuration's measurements.
 
-        Thread counts and repeats are not part of it: raising repeats or adding a thread count
+        Thread counts and rounds are not part of it: raising rounds or adding a thread count
         keeps the points already measured.
         """
         payload = {

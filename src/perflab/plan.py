@@ -1,7 +1,7 @@
 """Study plans: TOML in, checked, the study's types (domain.py) out.
 
 A plan names server configurations (one is the baseline), one workload, one dataset, the thread
-counts, warm-up and run seconds and the number of repeats. This module checks everything that can
+counts, warm-up and run seconds and the number of rounds. This module checks everything that can
 be checked without a server: unknown keys, wrong types, impossible numbers; and the overrides of
 a plan's keys (`with_overrides`) and the builds it is crossed with (`across_builds`), each
 checked like its TOML twin. Server variables are checked later against the installed server's
@@ -47,7 +47,7 @@ SECTION_KEYS: dict[str, tuple[str, ...]] = {
     "study": ("name", "description", "baseline", "source", "layout"),
     "dataset": ("engine", "tables", "rows", "existing"),
     "workload": ("name", "options"),
-    "run": ("threads", "warmup_seconds", "run_seconds", "repeats", "warmup_threads",
+    "run": ("threads", "warmup_seconds", "run_seconds", "rounds", "warmup_threads",
             "profile", "time", "margin", "max_rounds", "slice_seconds", "schedule", "alpha",
             "clients"),
 }
@@ -92,7 +92,7 @@ def with_overrides(
     plan: Plan,
     *,
     scale: float | None = None,
-    repeats: int | None = None,
+    rounds: int | None = None,
     run_seconds: int | None = None,
     warmup_seconds: int | None = None,
     threads: tuple[int, ...] | None = None,
@@ -108,9 +108,9 @@ def with_overrides(
         if not (math.isfinite(scale) and scale > 0):
             raise PerflabError(f"scale must be positive, got {scale}", option="scale")
         dataset = replace(dataset, rows=max(1, round(dataset.rows * scale)))
-    if repeats is not None:
-        run = replace(run, repeats=_overriding("repeats", _positive, "run.repeats",
-                                               repeats))
+    if rounds is not None:
+        run = replace(run, rounds=_overriding("rounds", _positive, "run.rounds",
+                                               rounds))
     if run_seconds is not None:
         run = replace(run, run_seconds=_overriding("run_seconds", _positive,
                                                    "run.run_seconds", run_seconds))
@@ -271,7 +271,7 @@ def _run_settings(run_table: dict[str, Any], origin: str) -> RunSettings:
         threads=_thread_list(f"{origin}: run.threads", run_table["threads"]),
         warmup_seconds=run_int("warmup_seconds", RunSettings.warmup_seconds, 0),
         run_seconds=run_int("run_seconds", RunSettings.run_seconds, 1),
-        repeats=run_int("repeats", RunSettings.repeats, 1),
+        rounds=run_int("rounds", RunSettings.rounds, 1),
         warmup_threads=run_int("warmup_threads", 0, 0),
         profile=_bool(run_table, "profile", f"{origin}: run.profile"),
         time=_seconds(f"{origin}: run.time", run_table.get("time", 0)),
@@ -285,9 +285,9 @@ def _run_settings(run_table: dict[str, Any], origin: str) -> RunSettings:
                                   run_table.get("schedule", Schedule.AUTO), SCHEDULES)),
         clients=_clients(run_table.get("clients", ""), f"{origin}: run.clients"),
     )
-    if run.time and run.max_rounds < run.repeats:
-        raise PerflabError(f"{origin}: run.max_rounds ({run.max_rounds}) is below run.repeats "
-                           f"({run.repeats})", hint="max_rounds caps the rounds a budget adds")
+    if run.time and run.max_rounds < run.rounds:
+        raise PerflabError(f"{origin}: run.max_rounds ({run.max_rounds}) is below run.rounds "
+                           f"({run.rounds})", hint="max_rounds caps the rounds a budget adds")
     return run
 
 

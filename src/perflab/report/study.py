@@ -103,19 +103,19 @@ def headline(study: Study) -> list[str]:
     failed = len(points) - ok
     ds, run = plan.dataset, plan.run
     workload = points[0].workload if points else plan.workload.name
-    rounds = max((p.round for p in points), default=0)
-    repeats = f"{rounds} rounds"
+    rounds_text = f"{max((p.round for p in points), default=0)} rounds"
     if run.time:
         most = (f"{run.planned_rounds}, what it was fitted to hold" if run.planned_rounds
                 else str(run.max_rounds))
-        repeats += f" (at least {run.repeats}; a budget of {run.time / 60:g} min, at most {most})"
+        rounds_text += (f" (at least {run.rounds}; a budget of {run.time / 60:g} min, "
+                        f"at most {most})")
     engines = sorted({plan.dataset_for(c).engine for c in plan.configs})
     engine = engines[0] if len(engines) == 1 else "/".join(engines) + " (per configuration)"
     return [
         f"Study {plan.name}: {plan.description}".rstrip(": "),
         f"Workload {workload}; dataset {engine} "
         f"{study.dataset or f'{ds.tables} table(s) x {ds.rows} rows'};"
-        f" warm-up {run.warmup_seconds} s, run {run.run_seconds} s, {repeats}; baseline "
+        f" warm-up {run.warmup_seconds} s, run {run.run_seconds} s, {rounds_text}; baseline "
         f"{plan.baseline}",
         f"Points: {ok} ok, {failed} failed",
         *measures_line(study),

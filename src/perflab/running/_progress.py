@@ -40,8 +40,8 @@ class Progress:
             figures = "FAILED"
         if self.deadline is not None:
             left = f"budget left {duration(max(0.0, self.deadline - time.monotonic()))}"
-        elif self.round_number <= self.plan.run.repeats:
-            total = len(self.plan.configs) * len(self.plan.run.threads) * self.plan.run.repeats
+        elif self.round_number <= self.plan.run.rounds:
+            total = len(self.plan.configs) * len(self.plan.run.threads) * self.plan.run.rounds
             eta = max(0, total - self.count) * elapsed / self.count
             left = f"ETA {duration(eta)}"
         else:

@@ -126,7 +126,7 @@ def calibrate(plan: Plan, lab: Lab, rounds: int, threads: tuple[int, ...] | None
     with lab.locked(), lab.store() as store:
         aa = replace(plan, name=_study_name(store, plan.name, again), configs=(base, twin),
                      ladder=False, changes=(), layout="configs-down",
-                     run=replace(plan.run, threads=chosen, repeats=rounds, time=0.0))
+                     run=replace(plan.run, threads=chosen, rounds=rounds, time=0.0))
         say(f"calibrating ({aa.name}): {base.name} against an identical copy at "
             f"{_list(chosen)} threads, {rounds} rounds")
         summary = Runner(aa, lab, store, say, noise_source="calibrate").run()

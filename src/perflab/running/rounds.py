@@ -3,7 +3,7 @@ the plan, the points stored so far, the design and the round's number, so that r
 time budget and the rounds for undecided comparisons are decided the same way whoever asks,
 and can be tested without a server.
 
-Rounds 1..repeats measure every configuration at every thread count. After them, a plan that
+Rounds 1..rounds measure every configuration at every thread count. After them, a plan that
 decides (a look after every round, within a budget) measures again the comparisons not yet
 resolved, with their baseline, up to the design's last look: those still undecided, and the
 differences found whose size is not yet known against the margin, neither wholly beyond it
@@ -60,7 +60,7 @@ def next_round(plan: Plan, ok: list[StoredPoint], design: Design, number: int
     run = plan.run
     configs, threads = list(plan.configs), list(run.threads)
     note = None
-    if number <= run.repeats:
+    if number <= run.rounds:
         wanted = {t: configs for t in threads}
     elif design.sequential and number <= design.last_look:
         verdicts = decide(comparisons(plan, [p for p in ok if p.round < number]), design)
@@ -98,9 +98,9 @@ LOOKS_SLACK = 1.25
 def fitted_looks(plan: Plan, done: int, remaining: float, timed: list[float]) -> Plan:
     """The plan with the rounds its budget holds (RunSettings.planned_rounds): the `done`
     rounds, and as many more as `remaining` seconds hold at the mean pace of the `timed`
-    rounds, with LOOKS_SLACK; between repeats and max_rounds."""
+    rounds, with LOOKS_SLACK; between run.rounds and max_rounds."""
     run = plan.run
     pace = statistics.mean(timed)
     more = math.ceil(max(remaining, 0.0) / pace * LOOKS_SLACK) if pace > 0 else run.max_rounds
-    rounds = max(run.repeats, min(run.max_rounds, done + more))
+    rounds = max(run.rounds, min(run.max_rounds, done + more))
     return replace(plan, run=replace(run, planned_rounds=rounds))

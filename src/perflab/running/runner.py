@@ -7,7 +7,7 @@ server per configuration, _fleet.py) they take turns in time slices within one r
 they run back to back on one server, switched by SET GLOBAL when every changed variable is
 dynamic and restarted otherwise, each change followed by a warm-up.
 
-Without a time budget a study runs its `repeats` rounds. With one, rounds go on after those only
+Without a time budget a study runs its `rounds` rounds. With one, rounds go on after those only
 for the comparisons still inconclusive, until every one is decided, the budget is spent or
 max_rounds is reached. A point whose server dies is stored as failed with the error-log tail.
 """
@@ -79,7 +79,7 @@ class Budget:
     what its earlier runs spent on them taken off (`budget_spent`: a resumed study measures
     for what is left), and a limit of the run's own.
 
-    `after_planned`: the budget starts once the planned rounds (run.repeats) are done, instead
+    `after_planned`: the budget starts once the planned rounds (run.rounds) are done, instead
     of once the data is there; they are always measured whole, and the budget is only for the
     rounds that decide what they left open (tune's put-back, whose planned rounds come from the
     lab's noise, not from its user).
@@ -93,13 +93,13 @@ class Budget:
         self.stop_at, self.at_least = stop_at, at_least
         self.deadline: float | None = None  # once the budget has started (start)
 
-    def start(self, done: int, repeats: int, stored: Iterable[StoredPoint]) -> bool:
+    def start(self, done: int, planned: int, stored: Iterable[StoredPoint]) -> bool:
         """Whether the budget starts now, after round `done` (0: after the set-up; with
-        `after_planned`, after the planned `repeats`); if so, its deadline: what is left of it
+        `after_planned`, after the `planned` rounds); if so, its deadline: what is left of it
         once the `stored` points' runs' spend on the rounds after `done` is taken off (said
         when they spent any)."""
         if not self.seconds or self.deadline is not None or \
-                done != (repeats if self.after_planned else 0):
+                done != (planned if self.after_planned else 0):
             return False
         spent = budget_spent(stored, done)
         if spent:
@@ -156,7 +156,7 @@ class Runner:
         run = self.plan.run
         summary = RunSummary(self.plan.name, schedule, 0, len(self._stored_ok()), 0, 0, 0.0)
         if summary.already_stored:
-            planned = len(self.plan.configs) * len(run.threads) * run.repeats
+            planned = len(self.plan.configs) * len(run.threads) * run.rounds
             self.say(f"resuming: {summary.already_stored} of {planned} points already stored")
         session = self.measurer.open_session()
         # comparisons chosen for their effects (noise_source None): slices sized on every server
@@ -195,18 +195,18 @@ class Runner:
             self.plan.run, planned_rounds=self.store.planned_rounds(self.plan.name)))
         self.measurer.save_plan(self.plan)
         design = self.store.design(self.plan.name)  # this plan's looks and earlier runs'
-        if design.fitted and run.repeats > design.last_look:
+        if design.fitted and run.rounds > design.last_look:
             self.say(f"the looks were fitted to rounds {design.first_look}..{design.last_look} "
-                     f"at this study's first run: it stops there, not at {run.repeats} rounds "
+                     f"at this study's first run: it stops there, not at {run.rounds} rounds "
                      "(a longer study is a new study: give the plan another name)")
             self.plan = replace(self.plan, run=replace(self.plan.run,
-                                                       repeats=design.last_look))
+                                                       rounds=design.last_look))
         for line in forecast(self.plan, design, self.measurer.noise(schedule)):
             self.say(line)
         busy_now = watch.warning()
         if busy_now:
             self.say(f"WARNING: {busy_now}")
-        self.budget.start(0, run.repeats, self._stored_ok())
+        self.budget.start(0, run.rounds, self._stored_ok())
         return schedule, design
 
     def _loop(self, session: int, fleet: Fleet | None, design: Design, summary: RunSummary
@@ -223,7 +223,7 @@ class Runner:
             check_stop()
             round_number += 1
             stored = self._stored_ok()
-            if self.budget.start(round_number - 1, run.repeats, stored):
+            if self.budget.start(round_number - 1, run.rounds, stored):
                 progress.deadline = self.budget.deadline
             if self._first_look_unfitted(round_number - 1, timed):
                 self.plan, design = self._fit_looks(round_number - 1, timed)
@@ -301,9 +301,9 @@ class Runner:
         done: one look at the family's full level), rather than leaving that look judged as
         one of max_rounds."""
         run = self.plan.run
-        return (done == run.repeats and bool(timed) and self.budget.deadline is not None
+        return (done == run.rounds and bool(timed) and self.budget.deadline is not None
                 and not run.planned_rounds
-                and all(p.round <= run.repeats for p in self._stored_ok()))
+                and all(p.round <= run.rounds for p in self._stored_ok()))
 
     def _fit_looks(self, done: int, timed: list[float]) -> tuple[Plan, Design]:
         """The looks fitted after round `done` to the rounds the budget's deadline holds."""

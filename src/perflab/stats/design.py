@@ -74,7 +74,7 @@ class Design:
 def study_design(designs: list[Design]) -> Design:
     """One design for a study run several times: the first run's error rate and margin (frozen:
     changed later, they would be chosen after seeing data), over every look any run took or
-    allowed. A study once run with a budget, or given more repeats later, is judged with all
+    allowed. A study once run with a budget, or given more rounds later, is judged with all
     those looks, so a later run or report never spends its error rate again by looking
     afresh; once its looks were fitted to a budget, the fitted last look stays the last (a
     longer study is a new study)."""
@@ -82,7 +82,7 @@ def study_design(designs: list[Design]) -> Design:
     shape = next((d.shape for d in designs if d.sequential), first.shape)  # the budget's
     fitted = [d.last_look for d in designs if d.sequential and d.fitted]
     # looks fitted to what a budget held are frozen: the boundary was drawn for them, and a
-    # later run with more repeats would look past its end at levels drawn for fewer looks
+    # later run with more rounds would look past its end at levels drawn for fewer looks
     last = min(fitted) if fitted else max(d.last_look for d in designs)
     first_look = min(min(d.first_look for d in designs), last)
     return Design(first.alpha, first.margin, first_look, last, first.lag1, shape)

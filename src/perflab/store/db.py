@@ -23,7 +23,7 @@ from perflab.domain import Plan
 from perflab.errors import PerflabError
 from perflab.server.secrets import masked_variables
 from perflab.stats.design import Design, study_design
-from perflab.store.migrate import upgrade
+from perflab.store.migrate import stored_plan, upgrade
 from perflab.store.records import (
     Activation,
     ConfigDocument,
@@ -170,7 +170,8 @@ class _Frozen:
                                (study,)).fetchall()
         if not rows:
             return None
-        return study_design([Plan.from_json(json.loads(r["plan_json"])).run.design() for r in rows])
+        return study_design([Plan.from_json(stored_plan(json.loads(r["plan_json"]))).run.design()
+                             for r in rows])
 
     def save_noise(self, records: list[Noise]) -> None:
         for r in records:
@@ -336,7 +337,7 @@ class ResultStore(_Frozen):
         if row is None:
             return None
         data = json.loads(row["plan_json"])
-        plan = Plan.from_json(data)
+        plan = Plan.from_json(stored_plan(data))
         stored = data.get("definitions", {})
         return (plan, [stored.get(c.name) or plan.config_hash(c) for c in plan.configs],
                 data.get("dataset_described", ""))

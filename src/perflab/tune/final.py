@@ -109,7 +109,7 @@ def remeasure(store: ResultStore, result: TuneResult, plan: Plan, settings: Tune
     figures, each candidate's verdict against the defaults, and the winner with its gains.
     `variables`: a trial's server variables, from its params; `round_sd`: the round's noise
     the search judged its readings by (a knob's reading is clear beyond CLEAR_SDS of it);
-    `allowance`: the tune's budget, which stops it once it has tune.final_repeats rounds."""
+    `allowance`: the tune's budget, which stops it once it has tune.final_rounds rounds."""
     clear = max(plan.run.margin, math.expm1(CLEAR_SDS * round_sd))
     candidates = best_candidates(result, settings.direction, clear)
     baseline = plan.config(plan.baseline)
@@ -128,7 +128,7 @@ def remeasure(store: ResultStore, result: TuneResult, plan: Plan, settings: Tune
         lambda rounds, why: f"re-measuring the {len(candidates)} best trial(s) with the defaults"
         f"{' and the baseline' if len(configs) > len(candidates) + 1 else ''}, side by side: "
         f"{rounds} rounds ({why})", allowance, "the re-measure",
-        at_least=settings.final_repeats, share=REMEASURE_SHARE)
+        at_least=settings.final_rounds, share=REMEASURE_SHARE)
     result.final = _scores(by_round, plan, settings)
     comparisons = {
         (trial.number, base): _gains(settings.direction, result.final.get(base, {}),
@@ -676,7 +676,7 @@ def _side_by_side(store: ResultStore, plan: Plan, name: str, configs: list[Serve
     measured = replace(plan, name=name, configs=tuple(configs), baseline=baseline,
                        run=replace(plan.run, time=min(budget, left)))
     rounds, why = _rounds(store, measured, cells, plan, settings, lab)
-    measured = replace(measured, run=replace(measured.run, repeats=rounds,
+    measured = replace(measured, run=replace(measured.run, rounds=rounds,
                                              max_rounds=MORE_ROUNDS * rounds))
     say(saying(rounds, why) + (f"; {duration(left)} of the tune's budget for it"
                                if math.isfinite(left) else ""))
@@ -757,10 +757,10 @@ def _rounds(store: ResultStore, final_plan: Plan, cells: int, plan: Plan,
             settings: TuneSettings, lab: Lab) -> tuple[int, str]:
     """Rounds for intervals of about ±margin at the family's level, from the noise this lab
     measured for the workload measured the way the re-measure will be (side by side, or
-    one after another), or the assumed one, from final_repeats to final_max_repeats."""
+    one after another), or the assumed one, from final_rounds to final_max_rounds."""
     sd, source = Measurer(final_plan, lab, store, silent).noise()
     level = plan.run.alpha / max(1, cells)
-    low, high = settings.final_repeats, settings.final_max_repeats
+    low, high = settings.final_rounds, settings.final_max_rounds
     for rounds in range(low, high + 1):
         if as_change(half_width(sd, rounds, level)) <= plan.run.margin:
             return rounds, f"noise {sd:.1%} per round, {source}: intervals about " \

@@ -138,7 +138,7 @@ def render_text(result: TuneResult) -> str:
     verdict = result.gain_vs_default
     if result.best is not None and verdict is not None and verdict.verdict != Decision.FASTER:
         parts.append(f"No re-measured trial was shown better than the defaults ({verdict.verdict}"
-                     f"): keep them, or re-measure with more rounds (tune.final_max_repeats).")
+                     f"): keep them, or re-measure with more rounds (tune.final_max_rounds).")
     if result.keep_margin is not None and result.gain_vs_default is not None:
         parts.append(
             f"A smaller my.cnf is given when it is shown no slower than the winner by more than "

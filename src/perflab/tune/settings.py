@@ -42,8 +42,8 @@ class TuneSettings:
     knobs: tuple[str, ...] = ()  # empty: the curated set
     exclude: tuple[str, ...] = ()  # curated knobs left out (e.g. the query cache's)
     memory_share: float = 0.5  # of this machine's RAM
-    final_repeats: int = 3  # the re-measure's rounds: at least these, more if the noise
-    final_max_repeats: int = 12  # needs them to resolve run.margin, up to these
+    final_rounds: int = 3  # the re-measure's rounds: at least these, more if the noise
+    final_max_rounds: int = 12  # needs them to resolve run.margin, up to these
     # seconds each put-back study may take: after its planned rounds, it measures on the
     # comparisons still open until each is decided or this is spent (0: planned rounds only)
     put_back_time: float = 600.0
@@ -58,8 +58,8 @@ class TuneSettings:
 
     @classmethod
     def from_plan(cls, raw: dict) -> TuneSettings:
-        allowed = {"objective", "min_qps", "knobs", "exclude", "memory_share", "final_repeats",
-                   "final_max_repeats", "put_back_time"}
+        allowed = {"objective", "min_qps", "knobs", "exclude", "memory_share", "final_rounds",
+                   "final_max_rounds", "put_back_time"}
         unknown = sorted(set(raw) - allowed)
         if unknown:
             key = unknown[0]
@@ -78,7 +78,7 @@ class TuneSettings:
                                    hint=f'e.g. {key} = ["key_buffer_size", "table_open_cache"]')
             names[key] = tuple(value)
         for key, kinds in (("min_qps", int | float), ("memory_share", int | float),
-                           ("final_repeats", int), ("final_max_repeats", int),
+                           ("final_rounds", int), ("final_max_rounds", int),
                            ("put_back_time", int | float)):
             value = raw.get(key, 0)
             if isinstance(value, bool) or not isinstance(value, kinds):
@@ -91,10 +91,10 @@ class TuneSettings:
         settings = cls(**{**raw, **names, "objective": Objective(objective)})
         if not 0 < settings.memory_share <= 1:
             raise PerflabError("tune.memory_share must be a fraction of RAM, e.g. 0.5")
-        if settings.final_repeats < 2:
-            raise PerflabError("tune.final_repeats must be at least 2 (an interval needs two)")
-        if settings.final_max_repeats < settings.final_repeats:
-            raise PerflabError("tune.final_max_repeats must be at least tune.final_repeats")
+        if settings.final_rounds < 2:
+            raise PerflabError("tune.final_rounds must be at least 2 (an interval needs two)")
+        if settings.final_max_rounds < settings.final_rounds:
+            raise PerflabError("tune.final_max_rounds must be at least tune.final_rounds")
         if not 0 <= settings.put_back_time < math.inf:
             raise PerflabError(f"tune.put_back_time must be seconds, 0 or more, got "
                                f"{settings.put_back_time!r}",
