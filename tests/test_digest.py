@@ -104,7 +104,7 @@ def test_findings_on_a_general_log_have_the_right_counts(flavor_logs):
     general, _ = flavor_logs
     digest = digest_logs([general])
     found = digest.findings.to_json()
-    assert digest.files[0]["format"] == "general" and digest.files[0]["malformed"] == 0
+    assert digest.files[0].format == "general" and digest.files[0].malformed == 0
 
     repeats = {i["key"]: i for i in found["repeats"]}
     item = repeats["select elementid from correctionids"]
@@ -142,7 +142,7 @@ def test_findings_on_a_general_log_have_the_right_counts(flavor_logs):
 def test_slow_log_gives_times_rows_and_the_same_classes(flavor_logs):
     general, slow = flavor_logs
     digest = digest_logs([slow])
-    assert digest.files[0]["format"] == "slow" and digest.files[0]["malformed"] == 0
+    assert digest.files[0].format == "slow" and digest.files[0].malformed == 0
     classes = {c.fingerprint: c for c in digest.classes}
     items = classes["select name from items where id = ?"]
     assert items.calls == N_PLUS_ONE and items.timed == N_PLUS_ONE
@@ -251,7 +251,7 @@ def test_workload_file_replays_the_top_fingerprints(logs, shared_lab, tmp_path):
     assert "Geometry_tpc" in header and "Geometry_tpc" not in statements  # one replay schema
     assert 'mysql_ignore_errors = "1062"' in header  # the log's INSERT keys collide on replay
     captured.write_text(REPLAY_TABLES + header + "[[statements]]" + statements)
-    plan = write_plan(tmp_path / "replay.toml", "replayed-log", threads=(2,), repeats=1,
+    plan = write_plan(tmp_path / "replay.toml", "replayed-log", threads=(2,), rounds=1,
                       engine="InnoDB", configs='[configs.base]\nkey_buffer_size = "8M"',
                       workload=f'name = "sql"\noptions = {{ file = "{captured}", '
                                'mysql_ignore_errors = "1062" }')

@@ -65,3 +65,18 @@ def test_no_import_goes_up_a_layer_and_no_two_packages_import_each_other():
     assert not upward, upward
     both_ways = sorted({tuple(sorted(e)) for e in edges if (e[1], e[0]) in edges})
     assert not both_ways, both_ways
+
+
+def test_the_plan_parser_defines_no_type_and_is_imported_only_to_parse():
+    """The study's types are domain.py's: plan.py only turns TOML into them, so no module
+    (src, tests or bench) imports plan.py to get a type."""
+    parser = ast.parse((SOURCE / "plan.py").read_text())
+    assert not [n.name for n in parser.body if isinstance(n, ast.ClassDef)]
+    functions = {n.name for n in parser.body if isinstance(n, ast.FunctionDef)}
+    wrong = []
+    for path in [*SOURCE.rglob("*.py"), *(SOURCE.parents[1] / "tests").glob("*.py"),
+                 *(SOURCE.parents[1] / "bench").glob("*.py")]:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module == "perflab.plan":
+                wrong += [f"{path.name}: {a.name}" for a in node.names if a.name not in functions]
+    assert not wrong, f"import these from perflab.domain: {wrong}"

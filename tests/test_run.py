@@ -117,11 +117,11 @@ def test_out_of_range_value_fails_in_one_line_before_any_point(shared_lab, tmp_p
 
 def test_unknown_plan_key_fails_without_touching_the_lab(tmp_path):
     plan = write_plan(tmp_path / "typo.toml", "typo", configs=ONE_CONFIG)
-    plan.write_text(plan.read_text().replace("[run]", "[run]\nrepeat = 2"))
+    plan.write_text(plan.read_text().replace("[run]", "[run]\nround = 2"))
     lab = tmp_path / "untouched"
     out = run_cli("run", str(plan), "--lab", str(lab))
     assert out.returncode == 2
-    assert "unknown key run.repeat" in out.stderr
+    assert "unknown key run.round " in out.stderr
     assert "did you mean run.rounds?" in out.stderr
     assert not lab.exists()
 

@@ -70,6 +70,33 @@ def test_no_study_starts_once_the_budget_is_spent():
         assert err.value.option == option
 
 
+@given(left=st.floats(10.0, 3600.0), pace=st.floats(0.5, 120.0), points=st.integers(1, 60))
+def test_a_study_starts_only_when_its_first_rounds_fit_at_the_last_studys_pace(left, pace,
+                                                                               points):
+    """The pool answer's put-back started a study of 7 servers, back to back, with 1m23s
+    left, and ran 32 s past the budget: a study whose first rounds (`points`) would not fit at
+    the pace of the study before is not started, and the reason is said."""
+    budget = TuneBudget(trials=3, started=time.monotonic())
+    budget.check_until = time.monotonic() + left
+    budget.before_study("the first study", points)  # no pace yet: nothing to judge by
+    budget.paced(pace * 10, 10)
+    if points * pace > left + 1:
+        with pytest.raises(CheckEnded, match=f"its first {points} points need about"):
+            budget.before_study("the alone study", points)
+    elif points * pace < left - 1:
+        budget.before_study("the alone study", points)
+
+
+def test_a_round_that_would_end_past_the_tunes_budget_is_not_started():
+    """Runner's Budget with a tune's stop_at: once the run has its `at_least` rounds, no round
+    starts that the last one's pace says would end after stop_at; before, it does."""
+    from perflab.running.runner import Budget
+
+    budget = Budget(0.0, print, stop_at=time.monotonic() + 30.0, at_least=2)
+    assert not budget.stops(2, 10.0) and budget.stops(2, 40.0)
+    assert not budget.stops(1, 40.0)  # an interval needs its two rounds
+
+
 WIDE = {"query_cache_size": "16777216", "query_cache_type": "ON",
         **{f"knob_{i}": str(i) for i in range(17)}}  # the issue's 19 moved knobs
 BASE = dict.fromkeys(WIDE, "x")  # every knob off the winner's value

@@ -151,8 +151,10 @@ class SimulatedRunner:
     def noise(self, schedule=None) -> tuple[float, str]:
         return 0.05, "simulated"
 
-    def run(self) -> None:  # the final re-measure: its points, for the store to give back
+    def run(self) -> SimpleNamespace:  # the final re-measure: its points, for the store
         self.store.runs.append(self.plan)
+        run = self.plan.run
+        return SimpleNamespace(measured=len(self.plan.configs) * len(run.threads) * run.rounds)
 
 
 class SimulatedStore:

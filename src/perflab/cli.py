@@ -447,9 +447,9 @@ def cmd_digest(args: argparse.Namespace) -> int:
     result = perflab.digest_logs(args.logs, args.log_format, args.burst, args.window,
                                  args.jobs, args.redact, _say)
     for info in result.files:
-        if info.get("damaged"):
-            print(f"perflab: warning: {info['path']}: {info['damaged']}; the report covers "
-                  f"the {info['events']:,} events read before it", file=sys.stderr)
+        if info.damaged:
+            print(f"perflab: warning: {info.path}: {info.damaged}; the report covers "
+                  f"the {info.events:,} events read before it", file=sys.stderr)
     print({"text": digest_render.render_text, "json": digest_render.render_json,
            "html": digest_render.render_html}[args.format](result, args.top))
     if args.workload:

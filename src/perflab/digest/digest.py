@@ -82,9 +82,35 @@ class QueryClass:
         return self.max_time
 
 
+@dataclass(frozen=True)
+class MalformedLine:
+    line: int  # counted from 1 in its file
+    text: str
+
+
+@dataclass
+class LogFile:
+    """One log as the digest read it: its format and what its lines held."""
+
+    path: str
+    format: LogFormat
+    lines: int = 0
+    events: int = 0
+    malformed: int = 0
+    long_lines: int = 0  # longer than 1 MiB: their first MiB read, the rest skipped
+    malformed_examples: list[MalformedLine] = field(default_factory=list)
+    damaged: str = ""  # why reading stopped early (a damaged compressed file), "" if it did not
+
+    def to_json(self) -> dict:
+        data = dataclasses.asdict(self)
+        if not self.damaged:
+            del data["damaged"]
+        return data
+
+
 @dataclass
 class Digest:
-    files: list[dict]
+    files: list[LogFile]
     kind: str
     classes: list[QueryClass]  # ranked
     events: int
@@ -99,8 +125,8 @@ class Digest:
         """--redact: the digest with every literal of every example (and fingerprint) shown
         as ?."""
         classes = [dataclasses.replace(c, example=no_literals(c.example)) for c in self.classes]
-        files = [{**info, "malformed_examples": [{**m, "text": no_literals(m["text"])}
-                                                 for m in info["malformed_examples"]]}
+        files = [dataclasses.replace(info, malformed_examples=[
+                     MalformedLine(m.line, no_literals(m.text)) for m in info.malformed_examples])
                  for info in self.files]
         return dataclasses.replace(self, classes=classes, files=files,
                                    findings=self.findings.without_literals(), literals=False)
@@ -115,7 +141,7 @@ class Digest:
     def to_json(self, top: int | None = None) -> dict:
         total = sum(c.calls for c in self.classes) or 1
         return {
-            "files": self.files,
+            "files": [info.to_json() for info in self.files],
             "format": self.kind,
             "events": self.events,
             "classes": len(self.classes),
@@ -219,7 +245,7 @@ def _merge(parts: list[Part], results: list[_PartResult], burst: int, window: fl
            seconds: float) -> Digest:
     classes: dict[str, QueryClass] = {}
     findings = Findings(burst, window)
-    files: dict[Path, dict] = {}
+    files: dict[Path, LogFile] = {}
     for part, result in zip(parts, results, strict=True):
         for fp, query_class in result.classes.items():
             if fp in classes:
@@ -227,17 +253,14 @@ def _merge(parts: list[Part], results: list[_PartResult], burst: int, window: fl
             else:
                 classes[fp] = query_class
         findings.merge(result.findings)
-        info = files.setdefault(part.path, {"path": str(part.path), "format": part.kind,
-                                            "lines": 0, "events": 0, "malformed": 0,
-                                            "long_lines": 0, "malformed_examples": []})
-        info["lines"] += result.stats.lines
-        info["events"] += result.stats.events
-        info["malformed"] += result.stats.malformed
-        info["long_lines"] += result.stats.long_lines
-        if result.stats.damaged:
-            info["damaged"] = result.stats.damaged
-        info["malformed_examples"] += [{"line": n, "text": t}
-                                       for n, t in result.stats.malformed_examples]
+        info = files.setdefault(part.path, LogFile(str(part.path), part.kind))
+        info.lines += result.stats.lines
+        info.events += result.stats.events
+        info.malformed += result.stats.malformed
+        info.long_lines += result.stats.long_lines
+        info.damaged = result.stats.damaged or info.damaged
+        info.malformed_examples += [MalformedLine(n, t)
+                                    for n, t in result.stats.malformed_examples]
     times = [t for r in results for t in (r.first, r.last) if t is not None]
     peaks: dict[int, int] = {}
     for result in results:

@@ -72,15 +72,14 @@ def summary_lines(digest: Digest) -> list[str]:
     found = digest.findings.to_json()
     lines = []
     for info in digest.files:
-        lines.append(f"{info['path']}: {info['format']} log, {info['lines']:,} lines, "
-                     f"{info['events']:,} events, {info['malformed']:,} malformed lines")
-        lines += [f"  malformed line {m['line']}: {m['text'][:100]}"
-                  for m in info["malformed_examples"]]
-        if info.get("long_lines"):
-            lines.append(f"  {info['long_lines']:,} line(s) longer than 1 MiB: their first MiB "
+        lines.append(f"{info.path}: {info.format} log, {info.lines:,} lines, "
+                     f"{info.events:,} events, {info.malformed:,} malformed lines")
+        lines += [f"  malformed line {m.line}: {m.text[:100]}" for m in info.malformed_examples]
+        if info.long_lines:
+            lines.append(f"  {info.long_lines:,} line(s) longer than 1 MiB: their first MiB "
                          "was read, the rest skipped")
-        if info.get("damaged"):
-            lines.append(f"  warning: {info['damaged']}; this report covers what was read")
+        if info.damaged:
+            lines.append(f"  warning: {info.damaged}; this report covers what was read")
     rate = digest.events / digest.seconds if digest.seconds else 0
     lines.append(f"{digest.events:,} events in {digest.seconds:.1f} s ({rate:,.0f} events/s), "
                  f"{len(digest.classes):,} fingerprints")

@@ -116,7 +116,7 @@ def write_workload(digest: Digest, path: Path, top: int, literals: bool = True) 
     tables = sorted({name for template, _, _ in templates for name in _tables(template)},
                     key=str.lower)
     lines = ["# perflab sql workload written by `perflab digest` from:",
-             *[f"#   {info['path']}" for info in digest.files],
+             *[f"#   {info.path}" for info in digest.files],
              "# Weights are the calls in the log; placeholders take the literals it used (picks)",
              "# or their range.",
              "# Before running it, define the tables in [schema] sql = [...] and fill them in",
@@ -152,7 +152,7 @@ def _scan(digest: Digest, wanted: set[str]) -> _Scan:
     scan = _Scan()
     rng = random.Random(0)  # the same log gives the same file
     for info in digest.files:
-        for event in read_events(Part(Path(info["path"]), info["format"]), ParseStats()):
+        for event in read_events(Part(Path(info.path), info.format), ParseStats()):
             if event.db:
                 scan.schemas.add(event.db)
             if event.command == "Init DB":

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import time
 
+from perflab.domain import Plan, ServerConfig
 from perflab.errors import error_text
 from perflab.load import sysbench
 from perflab.load.workloads import ResolvedWorkload
-from perflab.plan import Plan, ServerConfig
 from perflab.say import Say
 from perflab.server import environment as env
 from perflab.server.managed import ManagedServer

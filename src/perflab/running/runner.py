@@ -84,8 +84,9 @@ class Budget:
     rounds that decide what they left open (tune's put-back, whose planned rounds come from the
     lab's noise, not from its user).
 
-    `stop_at` (time.monotonic()): no round starts after it once this run has measured
-    `at_least` rounds, whatever the study's own budget (a tune's whole budget, tune/budget.py)."""
+    `stop_at` (time.monotonic()): no round starts that would end after it, at the pace of the
+    run's last round, once this run has measured `at_least` rounds, whatever the study's own
+    budget (a tune's whole budget, tune/budget.py)."""
 
     def __init__(self, seconds: float, say: Say, after_planned: bool = False,
                  stop_at: float | None = None, at_least: int = 0):
@@ -116,11 +117,12 @@ class Budget:
         """Whether `seconds` from now end before the deadline (always, before it starts)."""
         return self.deadline is None or time.monotonic() + seconds <= self.deadline
 
-    def stops(self, rounds: int) -> bool:
-        """Whether no round starts now: the budget is spent, or `stop_at` has passed and this
-        run has its `at_least` rounds (it has measured `rounds`)."""
+    def stops(self, rounds: int, next_seconds: float = 0.0) -> bool:
+        """Whether no round starts now: the budget is spent, or this run has its `at_least`
+        rounds (it has measured `rounds`) and one more, of `next_seconds`, would end after
+        `stop_at`."""
         return self.spent() or (self.stop_at is not None and rounds >= self.at_least
-                                and time.monotonic() >= self.stop_at)
+                                and time.monotonic() + next_seconds >= self.stop_at)
 
 
 class Runner:
@@ -219,6 +221,7 @@ class Runner:
         progress = Progress(self.plan, self.say, self.budget.deadline)
         round_number = 0
         timed: list[float] = []  # seconds of each whole round
+        last = 0.0  # the wall seconds of the latest round, its servers' set-up included
         while True:
             check_stop()
             round_number += 1
@@ -237,12 +240,13 @@ class Runner:
                 return RunEnd.ALL_DECIDED if step.decided else RunEnd.COMPLETE
             if not step.points:
                 continue  # stored by an earlier run
-            if self.budget.stops(summary.rounds):
+            if self.budget.stops(summary.rounds, last):
                 return RunEnd.BUDGET_SPENT
             summary.rounds += 1
             progress.round(round_number, step.points)
             began = time.monotonic()
             records, set_up = self._round(session, fleet, round_number, step.points, progress)
+            last = time.monotonic() - began
             if sum(map(len, step.points.values())) == len(run.threads) * len(
                     self.plan.configs):  # a whole round: the pace of the rounds to come
                 timed.append(time.monotonic() - began - set_up)

@@ -36,6 +36,9 @@ class TuneBudget:
     seconds: float | None = None
     started: float = field(default_factory=time.monotonic)
     check_until: float | None = None  # set when the trials end (`start_checking`)
+    # the seconds one point took in the end phases' latest study, its servers' starts included
+    # (`paced`): what a study not yet started is expected to need
+    point_seconds: float | None = None
 
     def __post_init__(self) -> None:
         if self.seconds is not None and not self.seconds > 0:
@@ -92,7 +95,20 @@ class TuneBudget:
             return None
         return time.monotonic() + share * self.left()
 
-    def before_study(self, what: str) -> None:
-        """Raise CheckEnded, naming `what` was not measured, when no budget is left."""
-        if self.left() <= 0:
+    def paced(self, seconds: float, points: int) -> None:
+        """A study of the end phases measured `points` in `seconds` of wall time."""
+        if points:
+            self.point_seconds = seconds / points
+
+    def before_study(self, what: str, points: int = 0) -> None:
+        """Raise CheckEnded, naming `what` was not measured, when no budget is left, or too
+        little for the `points` its first rounds need (an interval needs two) at the latest
+        study's pace: a study that cannot reach an interval would only spend past the end."""
+        left = self.left()
+        if left <= 0:
             raise CheckEnded(what)
+        needed = points * (self.point_seconds or 0.0)
+        if needed > left:
+            raise CheckEnded(f"{what} (its first {points} points need about "
+                             f"{duration(needed)} at the last study's pace, "
+                             f"{duration(left)} left)")

@@ -670,7 +670,7 @@ def _side_by_side(store: ResultStore, plan: Plan, name: str, configs: list[Serve
     queries finished): config -> round -> points. The tune's `allowance` (`share` of what is
     left of it) stops it once it has `at_least` rounds (an interval needs two), and
     CheckEnded names `what` when none of it is left before the study starts."""
-    allowance.before_study(what)
+    allowance.before_study(what, at_least * len(configs) * len(plan.run.threads))
     stop_at = allowance.until(share)
     left = math.inf if stop_at is None else max(0.0, stop_at - time.monotonic())
     measured = replace(plan, name=name, configs=tuple(configs), baseline=baseline,
@@ -683,8 +683,10 @@ def _side_by_side(store: ResultStore, plan: Plan, name: str, configs: list[Serve
     # its comparisons were chosen for their effects (a knob whose absence turns the query
     # cache off drifts x200 over its rounds): their spread is not the lab's noise, and stored,
     # it set a lag-1 allowance of 0.98 for every later study in the lab
-    Runner(measured, lab, store, say, budget_after_planned=True, noise_source=None,
-           stop_at=stop_at, at_least=at_least).run()
+    began = time.monotonic()
+    summary = Runner(measured, lab, store, say, budget_after_planned=True, noise_source=None,
+                     stop_at=stop_at, at_least=at_least).run()
+    allowance.paced(time.monotonic() - began, summary.measured)
     by_round: dict[str, dict[int, list[StoredPoint]]] = {}
     stalled: dict[str, int] = {}  # points where no query finished: no score
     definitions = [measured.config_hash(c) for c in measured.configs]
