@@ -110,6 +110,9 @@ def test_unknown_key_suggests_the_close_one():
     with pytest.raises(PerflabError) as err:
         parse_plan(PLAN.replace("rounds = 3", "round = 3"))
     assert err.value.hint == "did you mean run.rounds?"
+    with pytest.raises(PerflabError) as err:  # a plan of an earlier version: told the new name
+        parse_plan(PLAN.replace("rounds = 3", "repeats = 3"))
+    assert err.value.hint == "run.repeats is called run.rounds now"
 
 
 def test_invalid_toml_is_a_user_error():

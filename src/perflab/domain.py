@@ -37,6 +37,10 @@ class Schedule(StrEnum):
 
 
 SCHEDULES = tuple(Schedule)
+# Plan keys renamed so that one idea has one name (a round is a round): section -> {old: new}.
+# A stored plan is read with the new names (store/migrate.py); a plan file is told them.
+RENAMED_KEYS = {"run": {"repeats": "rounds"},
+                "tune": {"final_repeats": "final_rounds", "final_max_repeats": "final_max_rounds"}}
 
 Scalar = int | float | bool | str
 

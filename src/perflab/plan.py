@@ -25,6 +25,7 @@ from perflab.domain import (
     CONNECTIONS,
     ENGINES,
     HOST_BUILD,
+    RENAMED_KEYS,
     SCHEDULES,
     Dataset,
     Environment,
@@ -476,7 +477,9 @@ def _known(table: dict[str, Any], allowed: tuple[str, ...], prefix: str, origin:
     for key in table:
         if key not in allowed:
             close = difflib.get_close_matches(key, allowed, n=1)
-            hint = f"did you mean {prefix}{close[0]}?" if close else None
+            renamed = RENAMED_KEYS.get(prefix.rstrip("."), {}).get(key)
+            hint = (f"{prefix}{key} is called {prefix}{renamed} now" if renamed
+                    else f"did you mean {prefix}{close[0]}?" if close else None)
             raise PerflabError(
                 f"{origin}: unknown key {prefix}{key} (allowed: {', '.join(allowed)})", hint=hint
             )

@@ -1,12 +1,14 @@
 """Labs written by earlier perflab versions, brought to this version's schema when opened, and
-their stored plans read with this version's key names: the one place that knows what changed in
-the results database. Every change is additive or a
-rename, so an upgraded lab loses nothing and a lab opened twice is upgraded once."""
+their stored plans read with this version's key names (domain.RENAMED_KEYS): the one place that
+knows what changed in the results database. Every change is additive or a rename, so an
+upgraded lab loses nothing and a lab opened twice is upgraded once."""
 
 from __future__ import annotations
 
 import sqlite3
 from typing import Any
+
+from perflab.domain import RENAMED_KEYS
 
 # Columns added after the first labs were made: an older lab gets them, empty.
 LATER_COLUMNS = {
@@ -19,17 +21,10 @@ LATER_COLUMNS = {
 RENAMED_COLUMNS = (("points", "repeat", "round"), ("points", "definition", "config_hash"))
 
 
-# Plan keys renamed for the same reason, as stored plans (plans.plan_json) hold them:
-# section -> {old key: new key}.
-RENAMED_PLAN_KEYS = {"run": {"repeats": "rounds"},
-                     "tune": {"final_repeats": "final_rounds",
-                              "final_max_repeats": "final_max_rounds"}}
-
-
 def stored_plan(data: dict[str, Any]) -> dict[str, Any]:
     """A plan as an earlier version stored it (Plan.to_json), with this version's key names."""
     renamed = dict(data)
-    for section, keys in RENAMED_PLAN_KEYS.items():
+    for section, keys in RENAMED_KEYS.items():
         if isinstance(data.get(section), dict):
             renamed[section] = {keys.get(key, key): value for key, value in data[section].items()}
     return renamed
