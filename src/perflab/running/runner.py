@@ -249,7 +249,7 @@ class Runner:
             last = time.monotonic() - began
             if sum(map(len, step.points.values())) == len(run.threads) * len(
                     self.plan.configs):  # a whole round: the pace of the rounds to come
-                timed.append(time.monotonic() - began - set_up)
+                timed.append(last - set_up)
             summary.measured += len(records)
             summary.failed += sum(r.status == PointStatus.FAILED for r in records)
             if self.budget.spent():
