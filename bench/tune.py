@@ -574,8 +574,8 @@ def main() -> None:
                                    if reach.verdict and reach.how != "first-pass estimate" else "")
                 said = f"reached at trial {n} ({how})"
             print(f"  {method:6} seed {seed}: {trail(pick, decided)}  {said}")
-    print("each run's time (this process's: a run resumed from stored trials counts only what "
-          "it measured again):")
+    print("each run's time (a resumed run's counts its earlier sessions' trials and checks "
+          "as they ran):")
     for method in methods:
         for seed, result in zip(args.seeds, runs[method], strict=True):
             print(f"  {method:6} seed {seed}: {(time_line(result) or ['-'])[0]}")

@@ -1,5 +1,6 @@
 """perflab tune against a real server: knob space, safety, failed starts, resume."""
 
+import re
 import signal
 import subprocess
 import time
@@ -9,9 +10,11 @@ import pytest
 
 from conftest import PERFLAB, run_cli, server_argvs, stored_points, tune_plan_file
 from perflab.errors import PerflabError
-from perflab.plan import parse_plan
+from perflab.plan import duration, parse_plan
 from perflab.probes.system import ram_bytes
 from perflab.server.memory import configured_sizes, memory_estimate
+from perflab.store.records import covered
+from perflab.tune.budget import CHECK_FACTOR
 from perflab.tune.render import render_text
 from perflab.tune.search import (
     Sampler,
@@ -255,6 +258,12 @@ def test_interrupted_study_resumes_to_its_budget(shared_lab, tmp_path):
     assert "[mariadbd]" in out.stdout
     timed = next(line for line in out.stdout.splitlines() if line.startswith("Time: trials "))
     assert "; re-measure " in timed  # this run's time, the end phase that checked it named
+    # its checks keep twice every trial's time, the killed run's included (earlier_work)
+    left = re.search(r"checking the answer: (\S+) of the budget left", out.stderr)
+    assert left, out.stderr
+    trials_time = covered([(t.datetime_start.timestamp(), t.datetime_complete.timestamp())
+                           for t in study.trials if t.datetime_complete])
+    assert duration("left", left[1]) >= CHECK_FACTOR * trials_time - 2  # printed to the second
 
 
 def test_tune_plan_mistakes_are_one_line(tmp_path):

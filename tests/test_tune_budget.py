@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from perflab.errors import PerflabError
 from perflab.stats.decide import EQUIVALENT, FASTER, INCONCLUSIVE, SLOWER, Verdict
+from perflab.store.records import covered
 from perflab.tune.budget import CHECK_FACTOR, TRIALS_SHARE, CheckEnded, TuneBudget
 from perflab.tune.final import KEEP, _smallest_first, by_the_trials, keep_margin
 from perflab.tune.render import render_text
@@ -56,6 +57,36 @@ def test_the_checks_deadline_keeps_the_budget_the_user_set(trials, seconds, spen
         assert budget.trials_over(trials)
     said = budget.split()
     assert ("checking the answer" in said) and (str(trials) in said if trials else True)
+
+
+@given(spent=st.floats(0.0, 1e4), trials=st.floats(0.0, 1e4), checks=st.floats(0.0, 1e5))
+def test_a_resumed_tune_checks_for_twice_all_its_trials_less_what_it_checked_before(
+        spent, trials, checks):
+    """Resumed after its trials (bench/tune's runs over several sessions), a tune's checks get
+    CHECK_FACTOR times the trials' time in every run, less the checking its earlier runs did."""
+    budget = TuneBudget(20, started=time.monotonic() - spent)
+    budget.resumed(trials, checks)
+    left = budget.start_checking()
+    assert left == pytest.approx(max(0.0, CHECK_FACTOR * (spent + trials) - checks),
+                                 rel=0.01, abs=1.0)
+    assert left >= 0 and (left > 0 or budget.left() == 0)
+
+
+spans = st.lists(st.tuples(st.floats(0, 1e6), st.floats(0, 1e3)).map(
+    lambda s: (s[0], s[0] + s[1])), max_size=30)
+
+
+@given(spans)
+def test_the_trials_time_counts_overlapping_trials_once(intervals):
+    """Trials of several workers overlap; the wall time they cover counts each second once."""
+    total = covered(intervals)
+    lengths = [end - start for start, end in intervals]
+    assert max(lengths, default=0.0) - 1e-6 <= total <= sum(lengths) + 1e-6
+    assert total == pytest.approx(covered(intervals[::-1]))
+    assert covered(intervals + intervals) == pytest.approx(total)
+    if intervals:  # one span reaching over all of them covers exactly its own length
+        start, end = min(s for s, _ in intervals), max(e for _, e in intervals)
+        assert covered([*intervals, (start, end)]) == pytest.approx(end - start)
 
 
 def test_no_study_starts_once_the_budget_is_spent():

@@ -167,6 +167,9 @@ class SimulatedStore:
     def __exit__(self, *exc) -> None:
         pass
 
+    def studies(self) -> list[str]:
+        return [p.name for p in self.runs]
+
     def design(self, study: str):
         """The re-measure's design as a run stores it: its plan's, frozen at its first run."""
         return next(p for p in self.runs if p.name == study).run.design()

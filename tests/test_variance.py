@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from perflab.analysis.variance import GROWTH_CAP, _union, split
+from perflab.analysis.variance import GROWTH_CAP, split
 from perflab.store import Metrics, StoredPoint
-from perflab.store.records import CPU_SECONDS, Sample
+from perflab.store.records import CPU_SECONDS, Sample, covered
 
 pytestmark = pytest.mark.fast  # needs no server: scripts/test -m fast
 
@@ -87,8 +87,8 @@ def test_thread_counts_with_fewer_than_three_paired_rounds_are_left_out():
 
 
 def test_spans_are_counted_once_where_they_overlap():
-    assert _union([(0, 2), (1, 3), (5, 6)]) == pytest.approx(4.0)
-    assert _union([]) == 0.0
+    assert covered([(0, 2), (1, 3), (5, 6)]) == pytest.approx(4.0)
+    assert covered([]) == 0.0
 
 
 @settings(max_examples=60, deadline=None)

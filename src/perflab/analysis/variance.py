@@ -24,7 +24,7 @@ import statistics
 from dataclasses import dataclass
 
 from perflab.stats.dependence import lag1, pooled_sd
-from perflab.store.records import CPU_PER_QUERY, StoredPoint, ok_metrics
+from perflab.store.records import CPU_PER_QUERY, StoredPoint, covered, ok_metrics
 
 MAX_LAG1 = 0.8  # a higher pooled lag-1 says the point is one or two level shifts, not noise
 GROWTH_CAP = 8.0  # best slices per point are reported up to this multiple of today's
@@ -165,15 +165,7 @@ def _costs(points: list[StoredPoint], threads: int) -> tuple[float, float]:
     fixed, measured = [], []
     for group in rounds.values():
         own = sum(ok_metrics(p).seconds for p in group)
-        fixed.append(max(0.0, _union([(p.started_at, p.finished_at) for p in group]) - own))
+        fixed.append(max(0.0, covered([(p.started_at, p.finished_at) for p in group]) - own))
         measured.append(own)
     return statistics.median(fixed), statistics.median(measured)
 
-
-def _union(spans: list[tuple[float, float]]) -> float:
-    total, end = 0.0, -math.inf
-    for start, finish in sorted(spans):
-        if finish > end:
-            total += finish - max(start, end)
-            end = finish
-    return total

@@ -332,3 +332,14 @@ def throughput(points: list[StoredPoint]) -> dict[tuple[str, int, int], float]:
     """{(config, threads, round): queries/s} of the successful points: what verdicts pair."""
     return {(p.config, p.threads, p.round): p.metrics.qps
             for p in points if p.ok and p.metrics is not None}  # ok implies metrics
+
+
+def covered(spans: list[tuple[float, float]]) -> float:
+    """The seconds the union of `spans` (start, end) covers, each second once: points whose
+    spans overlap (a round's, side by side), or trials of several workers."""
+    total, reach = 0.0, -math.inf
+    for start, end in sorted(spans):
+        if end > reach:
+            total += end - max(start, reach)
+            reach = end
+    return total

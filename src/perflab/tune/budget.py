@@ -20,6 +20,8 @@ CHECK_FACTOR = 2.0  # with a trial count only: checking takes at most this times
 # of the checks' budget, the re-measure's share at most: the put-back, which makes the my.cnf
 # small, needs the rest (12 re-measure rounds of 6 servers took 8 of a check's 9 minutes)
 REMEASURE_SHARE = 0.5
+# the time line's name for the end phases' time in a resumed tune's earlier runs
+EARLIER_CHECKS = "checks before resuming"
 
 
 class CheckEnded(Exception):
@@ -39,6 +41,10 @@ class TuneBudget:
     # the seconds one point took in the end phases' latest study, its servers' starts included
     # (`paced`): what a study not yet started is expected to need
     point_seconds: float | None = None
+    # a resumed tune's work in its earlier runs (`resumed`): the trials' wall time, and the end
+    # phases' already spent, so that its checks keep CHECK_FACTOR times all of its trials' time
+    earlier_trials: float = 0.0
+    earlier_checks: float = 0.0
 
     def __post_init__(self) -> None:
         if self.seconds is not None and not self.seconds > 0:
@@ -74,12 +80,20 @@ class TuneBudget:
         return (f"budget {count}; checking the answer (re-measure, put-back) at most "
                 f"{CHECK_FACTOR:g} times the trials' own time")
 
+    def resumed(self, trials: float, checks: float) -> None:
+        """The tune resumes a study whose earlier runs measured trials for `trials` seconds of
+        wall time and checked its answer for `checks`. Without them, a tune resumed after its
+        trials checked for twice the seconds it took to read them back (bench/tune's resumed
+        runs: 1 s), and a resumed check began its budget afresh."""
+        self.earlier_trials, self.earlier_checks = trials, checks
+
     def start_checking(self) -> float:
         """The trials are over: the end phases' deadline from now, which is returned in
-        seconds."""
+        seconds (none left when earlier runs spent it)."""
         now = time.monotonic()
+        trials = now - self.started + self.earlier_trials
         self.check_until = self.started + self.seconds if self.seconds else \
-            now + CHECK_FACTOR * (now - self.started)
+            now + max(0.0, CHECK_FACTOR * trials - self.earlier_checks)
         return self.check_until - now
 
     def left(self) -> float:
@@ -112,3 +126,4 @@ class TuneBudget:
             raise CheckEnded(f"{what} (its first {points} points need about "
                              f"{duration(needed)} at the last study's pace, "
                              f"{duration(left)} left)")
+

@@ -37,12 +37,14 @@ from perflab.errors import PerflabError
 from perflab.lab import Lab
 from perflab.probes import busy
 from perflab.running.measurer import Measurer
+from perflab.running.runner import budget_spent
 from perflab.say import Say
 from perflab.server.flavor import flavor_of
 from perflab.store import ResultStore, RunEnd
+from perflab.store.records import covered
 from perflab.tune import workers
 from perflab.tune.additive import AdditiveSearch
-from perflab.tune.budget import TuneBudget
+from perflab.tune.budget import EARLIER_CHECKS, TuneBudget
 from perflab.tune.final import check_answer
 from perflab.tune.methods import (
     SAMPLER_NEEDS,
@@ -112,7 +114,7 @@ class Tuner:
             else Measured.SIDE_BY_SIDE
 
     def run(self) -> TuneResult:
-        self.budget.started = time.monotonic()
+        self.budget.started, self.started_at = time.monotonic(), time.time()
         with self.lab.locked(), self.lab.store() as store:
             return self._run(store)
 
@@ -161,6 +163,8 @@ class Tuner:
             with workers.study_lock(self.storage, study.study_name):
                 taken = workers.claim(study, key, self.lab.root)
             if taken is None:
+                self.budget.resumed(*earlier_work(study, store, self.started_at,
+                                                  len(result.trials)))
                 check_answer(store, result, self.plan, self.settings, self.trials, self.lab,
                              self.say, self.budget, self.put_back)
                 workers.done(study, key)
@@ -168,7 +172,10 @@ class Tuner:
                 result.final_by = taken
                 self.say(f"the best trial is re-measured by the worker on {taken['host']} "
                          f"(lab {taken['lab']})")
-        result.seconds = time.monotonic() - self.budget.started
+        result.seconds = time.monotonic() - self.budget.started + self.budget.earlier_trials \
+            + self.budget.earlier_checks
+        if self.budget.earlier_checks:
+            result.phases[EARLIER_CHECKS] = self.budget.earlier_checks
         return result
 
     def _no_pair_fits(self) -> str | None:
@@ -280,6 +287,23 @@ class Tuner:
                           baseline=self.trials.baseline_values(), ranked_by=self.search.ranking,
                           objective=self.settings.objective, direction=self.settings.direction,
                           option_group=flavor_of(self.catalog.version).option_group)
+
+
+def earlier_work(study: optuna.Study, store: ResultStore, since: float, trials_done: int
+                 ) -> tuple[float, float]:
+    """A resumed study's earlier runs (before `since`, a wall-clock time): the wall time its
+    trials covered (Optuna's start and end of each, overlaps once), and the time its end phases
+    spent checking the answer of these `trials_done` trials (their studies' points, named
+    `study.study_name`:phase@trials_done, each run's span; this run has measured none yet)."""
+    trials = covered([(t.datetime_start.timestamp(), t.datetime_complete.timestamp())
+                      for t in study.get_trials(deepcopy=False, states=FINISHED)
+                      if t.datetime_start and t.datetime_complete
+                      and t.datetime_complete.timestamp() < since])
+    prefix = f"{study.study_name}:"
+    checks = sum(budget_spent(store.points(name), 0) for name in store.studies()
+                 if name.startswith(prefix)
+                 and name.partition("@")[2].partition("~")[0] == str(trials_done))
+    return trials, checks
 
 
 def _checked(method: str, sampler: str | None, seed: int) -> tuple[Method, Sampler]:
