@@ -230,6 +230,7 @@ def test_interrupted_study_resumes_to_its_budget(shared_lab, tmp_path):
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait()
+    resumed_at = time.time()
     out = run_cli("tune", str(plan), "--lab", str(shared_lab.root), "--budget", "4")
     assert out.returncode == 0, out.stderr
     assert "resuming study tune-resume:bayes" in out.stderr
@@ -258,12 +259,32 @@ def test_interrupted_study_resumes_to_its_budget(shared_lab, tmp_path):
     assert "[mariadbd]" in out.stdout
     timed = next(line for line in out.stdout.splitlines() if line.startswith("Time: trials "))
     assert "; re-measure " in timed  # this run's time, the end phase that checked it named
-    # its checks keep twice every trial's time, the killed run's included (earlier_work)
+    # its checks keep twice every trial's time, the killed run's included (earlier_work); the
+    # killed trial, failed once the resumed run sees it, counts in neither
     left = re.search(r"checking the answer: (\S+) of the budget left", out.stderr)
     assert left, out.stderr
-    trials_time = covered([(t.datetime_start.timestamp(), t.datetime_complete.timestamp())
-                           for t in study.trials if t.datetime_complete])
+    spans = [(t.datetime_start.timestamp(), t.datetime_complete.timestamp())
+             for t in study.trials if t.datetime_start and t.datetime_complete]
+    trials_time = covered([s for s in spans if s[1] < resumed_at]) + covered(
+        [s for s in spans if s[0] >= resumed_at])
     assert duration("left", left[1]) >= CHECK_FACTOR * trials_time - 2  # printed to the second
+
+
+def test_a_lab_restored_under_another_path_gives_its_own_answer(seed_lab, tmp_path):
+    """A lab moved or restored elsewhere (bench/saved's five-seed labs are) reads its end
+    phases back as its own, not as another worker's, and counts their earlier time."""
+    plan = tune_plan_file(tmp_path, "tune-moved", '["table_open_cache", "thread_cache_size"]')
+    lab = seed_lab(tmp_path / "lab", plan)
+    first = run_cli("tune", str(plan), "--lab", str(lab), "--budget", "2")
+    assert first.returncode == 0, first.stderr
+    assert "Re-measured side by side" in first.stdout
+    moved = lab.rename(tmp_path / "restored-lab")
+    again = run_cli("tune", str(plan), "--lab", str(moved), "--budget", "2")
+    assert again.returncode == 0, again.stderr
+    assert "re-measured by the worker on" not in again.stderr
+    assert "Re-measured side by side" in again.stdout
+    timed = next(line for line in again.stdout.splitlines() if line.startswith("Time: "))
+    assert "checks before resuming" in timed, timed
 
 
 def test_tune_plan_mistakes_are_one_line(tmp_path):

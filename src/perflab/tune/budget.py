@@ -87,6 +87,10 @@ class TuneBudget:
         runs: 1 s), and a resumed check began its budget afresh."""
         self.earlier_trials, self.earlier_checks = trials, checks
 
+    def spent(self) -> float:
+        """The tune's seconds so far, a resumed tune's earlier runs included."""
+        return time.monotonic() - self.started + self.earlier_trials + self.earlier_checks
+
     def start_checking(self) -> float:
         """The trials are over: the end phases' deadline from now, which is returned in
         seconds (none left when earlier runs spent it)."""

@@ -48,7 +48,7 @@ from perflab.stats.decide import (
 )
 from perflab.stats.design import Design
 from perflab.store import ResultStore, StoredPoint, ok_metrics
-from perflab.tune.budget import REMEASURE_SHARE, CheckEnded, TuneBudget
+from perflab.tune.budget import EARLIER_CHECKS, REMEASURE_SHARE, CheckEnded, TuneBudget
 from perflab.tune.inert import inert_knobs
 from perflab.tune.result import CheckKind, KeptCheck, TrialOutcome, TuneResult, figure, moved
 from perflab.tune.settings import Direction, Objective, TuneSettings, better
@@ -89,6 +89,8 @@ def check_answer(store: ResultStore, result: TuneResult, plan: Plan, settings: T
     not `with_put_back`) the put-back; a phase the budget ended before is named in the result
     (`ended`), and the my.cnf says what was decided."""
     left = allowance.start_checking()
+    if allowance.earlier_checks:  # a resumed tune's, in the time line
+        result.phases[EARLIER_CHECKS] = allowance.earlier_checks
     say(f"checking the answer: {duration(left)} of the budget left for the re-measure and the "
         "put-back")
     try:

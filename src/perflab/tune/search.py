@@ -44,7 +44,7 @@ from perflab.store import ResultStore, RunEnd
 from perflab.store.records import covered
 from perflab.tune import workers
 from perflab.tune.additive import AdditiveSearch
-from perflab.tune.budget import EARLIER_CHECKS, TuneBudget
+from perflab.tune.budget import TuneBudget
 from perflab.tune.final import check_answer
 from perflab.tune.methods import (
     SAMPLER_NEEDS,
@@ -123,6 +123,7 @@ class Tuner:
         self.say(self.budget.split())
         say_set_aside(self.plan, self.say)
         self.measurer = Measurer(self.plan, self.lab, store, self.say)
+        own = self.storage is None  # the study lives in this lab's results database
         if self.storage is None:
             self.storage = workers.open_storage(f"sqlite:///{self.lab.db_path}")
         self.catalog = self.measurer.catalog  # the baseline's build's, read by its backend
@@ -161,7 +162,7 @@ class Tuner:
         if result.best is not None:
             key = f"final@{len(result.trials)}"
             with workers.study_lock(self.storage, study.study_name):
-                taken = workers.claim(study, key, self.lab.root)
+                taken = workers.claim(study, key, self.lab.root, own=own)
             if taken is None:
                 self.budget.resumed(*earlier_work(study, store, self.started_at,
                                                   len(result.trials)))
@@ -172,10 +173,7 @@ class Tuner:
                 result.final_by = taken
                 self.say(f"the best trial is re-measured by the worker on {taken['host']} "
                          f"(lab {taken['lab']})")
-        result.seconds = time.monotonic() - self.budget.started + self.budget.earlier_trials \
-            + self.budget.earlier_checks
-        if self.budget.earlier_checks:
-            result.phases[EARLIER_CHECKS] = self.budget.earlier_checks
+        result.seconds = self.budget.spent()
         return result
 
     def _no_pair_fits(self) -> str | None:

@@ -222,13 +222,17 @@ def wait_for_others(storage: optuna.storages.RDBStorage, study: optuna.Study, la
         time.sleep(POLL_SECONDS)
 
 
-def claim(study: optuna.Study, key: str, lab_root: Path) -> dict | None:
+def claim(study: optuna.Study, key: str, lab_root: Path, *, own: bool = False) -> dict | None:
     """Under the study lock: None if this worker is to do the job `key` — nobody took it, or
     this lab did (a run again: its stored points are read back, what is missing measured), or
     a worker on this host took it and is gone before finishing — else the worker that took it.
-    """
+    `own`: the study lives in this lab's database, so whoever took the job was this lab, under
+    any path (a lab restored elsewhere, as bench/saved's are, read its end phases as another
+    worker's, and gave no answer)."""
     taken, here = study.user_attrs.get(key), me(lab_root)
-    if taken is not None and taken.get("host") == here["host"]:
+    if own:
+        taken = None
+    elif taken is not None and taken.get("host") == here["host"]:
         this_lab = taken.get("lab") == here["lab"]
         gone = not _alive(taken.get("pid", 0)) and not study.user_attrs.get(f"{key}:done")
         if this_lab or gone:
