@@ -130,4 +130,3 @@ class TuneBudget:
             raise CheckEnded(f"{what} (its first {points} points need about "
                              f"{duration(needed)} at the last study's pace, "
                              f"{duration(left)} left)")
-
