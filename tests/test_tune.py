@@ -259,7 +259,7 @@ def test_interrupted_study_resumes_to_its_budget(shared_lab, tmp_path):
     assert "[mariadbd]" in out.stdout
     timed = next(line for line in out.stdout.splitlines() if line.startswith("Time: trials "))
     assert "; re-measure " in timed  # this run's time, the end phase that checked it named
-    # its checks keep twice every trial's time, the killed run's included (earlier_work); the
+    # its checks keep twice every trial's time, the killed run's included (earlier_trials); the
     # killed trial, failed once the resumed run sees it, counts in neither
     left = re.search(r"checking the answer: (\S+) of the budget left", out.stderr)
     assert left, out.stderr

@@ -65,7 +65,7 @@ def test_a_resumed_tune_checks_for_twice_all_its_trials_less_what_it_checked_bef
     """Resumed after its trials (bench/tune's runs over several sessions), a tune's checks get
     CHECK_FACTOR times the trials' time in every run, less the checking its earlier runs did."""
     budget = TuneBudget(20, started=time.monotonic() - spent)
-    budget.resumed(trials, checks)
+    budget.earlier_trials, budget.earlier_checks = trials, checks
     left = budget.start_checking()
     assert left == pytest.approx(max(0.0, CHECK_FACTOR * (spent + trials) - checks),
                                  rel=0.01, abs=1.0)

@@ -41,8 +41,11 @@ class TuneBudget:
     # the seconds one point took in the end phases' latest study, its servers' starts included
     # (`paced`): what a study not yet started is expected to need
     point_seconds: float | None = None
-    # a resumed tune's work in its earlier runs (`resumed`): the trials' wall time, and the end
-    # phases' already spent, so that its checks keep CHECK_FACTOR times all of its trials' time
+    # a resumed tune's work in its earlier runs, set before `start_checking`: the trials' wall
+    # time (search.earlier_trials) and the end phases' (final.checked_before), so that its checks
+    # keep CHECK_FACTOR times all of its trials' time. Without them, a tune resumed after its
+    # trials checked for twice the seconds it took to read them back (bench/tune: 1 s), and a
+    # resumed check began its budget afresh.
     earlier_trials: float = 0.0
     earlier_checks: float = 0.0
 
@@ -79,13 +82,6 @@ class TuneBudget:
                     f"{duration(self.seconds * (1 - TRIALS_SHARE))}")
         return (f"budget {count}; checking the answer (re-measure, put-back) at most "
                 f"{CHECK_FACTOR:g} times the trials' own time")
-
-    def resumed(self, trials: float, checks: float) -> None:
-        """The tune resumes a study whose earlier runs measured trials for `trials` seconds of
-        wall time and checked its answer for `checks`. Without them, a tune resumed after its
-        trials checked for twice the seconds it took to read them back (bench/tune's resumed
-        runs: 1 s), and a resumed check began its budget afresh."""
-        self.earlier_trials, self.earlier_checks = trials, checks
 
     def spent(self) -> float:
         """The tune's seconds so far, a resumed tune's earlier runs included."""

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 import statistics
 import time
 from collections.abc import Callable
@@ -36,7 +37,7 @@ from perflab.domain import Plan, Scalar, ServerConfig
 from perflab.lab import Lab
 from perflab.output.text import duration
 from perflab.running.measurer import Measurer
-from perflab.running.runner import Runner
+from perflab.running.runner import Runner, budget_spent
 from perflab.say import Say, silent
 from perflab.stats.decide import (
     FASTER,
@@ -88,6 +89,7 @@ def check_answer(store: ResultStore, result: TuneResult, plan: Plan, settings: T
     """The end phases, within what the tune's budget leaves them: the re-measure, then (unless
     not `with_put_back`) the put-back; a phase the budget ended before is named in the result
     (`ended`), and the my.cnf says what was decided."""
+    allowance.earlier_checks = checked_before(store, plan, result)
     left = allowance.start_checking()
     if allowance.earlier_checks:  # a resumed tune's, in the time line
         result.phases[EARLIER_CHECKS] = allowance.earlier_checks
@@ -101,6 +103,24 @@ def check_answer(store: ResultStore, result: TuneResult, plan: Plan, settings: T
     except CheckEnded as ended:
         result.ended = str(ended)
         say(f"the budget ended before {ended}: the my.cnf says what was decided")
+
+
+def check_study(plan: Plan, result: TuneResult, kind: str, budget: float = 0.0) -> str:
+    """The name of an end phase's study (`kind`): named after the trial count, so that a longer
+    resumed search checks its answer afresh, and after its `budget` when it has one, since a
+    study decides within the looks its first run fitted."""
+    return f"{plan.name}:{result.method}:{kind}@{len(result.trials)}" + (
+        f"~{budget:g}s" if budget else "")
+
+
+def checked_before(store: ResultStore, plan: Plan, result: TuneResult) -> float:
+    """The seconds earlier runs of the tune spent checking this answer: the points of its end
+    phases' studies (`check_study`), each run's span (runner.budget_spent). Called before this
+    run measures any of them."""
+    named = re.compile(re.escape(f"{plan.name}:{result.method}:") + r"[^:@~]+"
+                       + re.escape(f"@{len(result.trials)}") + r"(~.*)?")  # check_study's
+    return sum(budget_spent(store.points(name), 0) for name in store.studies()
+               if named.fullmatch(name))
 
 
 @timed("re-measure")
@@ -123,8 +143,7 @@ def remeasure(store: ResultStore, result: TuneResult, plan: Plan, settings: Tune
         configs.append(replace(baseline, name=f"trial-{trial.number}",
                                variables=variables(trial.params)))
     cells = len(candidates) * (len(configs) - len(candidates))
-    # named after the trial count, so a longer resumed search re-measures afresh
-    study = f"{plan.name}:{result.method}:final@{len(result.trials)}"
+    study = check_study(plan, result, "final")
     by_round = _side_by_side(
         store, plan, study, configs, "default", cells, settings, lab, say,
         lambda rounds, why: f"re-measuring the {len(candidates)} best trial(s) with the defaults"
@@ -592,9 +611,7 @@ def _against_winner(store: ResultStore, result: TuneResult, plan: Plan, settings
     # the groups are a screen: a group whose cost the planned rounds leave unclear leaves the
     # one-at-a-time put-back, and the kept knobs' check, which has the budget, guards its knobs
     budget = put_back_budget(plan, settings) if kind != CheckKind.GROUPS else 0.0
-    # named after its budget too: a study decides within the looks its first run fitted
-    study = f"{plan.name}:{result.method}:{kind}@{len(result.trials)}" + (
-        f"~{budget:g}s" if budget else "")
+    study = check_study(plan, result, kind, budget)
     # judged at the put-back's margin (keep_margin): its rounds go on until that is decided
     judged = replace(plan, run=replace(plan.run, margin=result.keep_margin or plan.run.margin))
     by_round = _side_by_side(store, judged, study, configs, "winner", len(others), settings, lab,

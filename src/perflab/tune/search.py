@@ -37,7 +37,6 @@ from perflab.errors import PerflabError
 from perflab.lab import Lab
 from perflab.probes import busy
 from perflab.running.measurer import Measurer
-from perflab.running.runner import budget_spent
 from perflab.say import Say
 from perflab.server.flavor import flavor_of
 from perflab.store import ResultStore, RunEnd
@@ -164,8 +163,7 @@ class Tuner:
             with workers.study_lock(self.storage, study.study_name):
                 taken = workers.claim(study, key, self.lab.root, own=own)
             if taken is None:
-                self.budget.resumed(*earlier_work(study, store, self.started_at,
-                                                  len(result.trials)))
+                self.budget.earlier_trials = earlier_trials(study, self.started_at)
                 check_answer(store, result, self.plan, self.settings, self.trials, self.lab,
                              self.say, self.budget, self.put_back)
                 workers.done(study, key)
@@ -287,21 +285,13 @@ class Tuner:
                           option_group=flavor_of(self.catalog.version).option_group)
 
 
-def earlier_work(study: optuna.Study, store: ResultStore, since: float, trials_done: int
-                 ) -> tuple[float, float]:
-    """A resumed study's earlier runs (before `since`, a wall-clock time): the wall time its
-    trials covered (Optuna's start and end of each, overlaps once), and the time its end phases
-    spent checking the answer of these `trials_done` trials (their studies' points, named
-    `study.study_name`:phase@trials_done, each run's span; this run has measured none yet)."""
-    trials = covered([(t.datetime_start.timestamp(), t.datetime_complete.timestamp())
-                      for t in study.get_trials(deepcopy=False, states=FINISHED)
-                      if t.datetime_start and t.datetime_complete
-                      and t.datetime_complete.timestamp() < since])
-    prefix = f"{study.study_name}:"
-    checks = sum(budget_spent(store.points(name), 0) for name in store.studies()
-                 if name.startswith(prefix)
-                 and name.partition("@")[2].partition("~")[0] == str(trials_done))
-    return trials, checks
+def earlier_trials(study: optuna.Study, since: float) -> float:
+    """The wall time a resumed study's trials covered in its earlier runs (finished before
+    `since`, a wall-clock time): Optuna's start and end of each, overlaps once."""
+    return covered([(t.datetime_start.timestamp(), t.datetime_complete.timestamp())
+                    for t in study.get_trials(deepcopy=False, states=FINISHED)
+                    if t.datetime_start and t.datetime_complete
+                    and t.datetime_complete.timestamp() < since])
 
 
 def _checked(method: str, sampler: str | None, seed: int) -> tuple[Method, Sampler]:
