@@ -113,6 +113,42 @@ def test_a_difference_found_is_measured_on_until_its_size_is_known_to_the_margin
                          "until their size is known against ±5%")
 
 
+def test_asked_one_sided_a_study_measures_on_only_what_may_lose_more_than_the_margin(tmp_path):
+    """Tune's checks against its winner ask one question of a setting: does it lose more than
+    the margin? A gain whose size is unknown (+8%, as above) answers it, and a setting that
+    may lose 10% or 1% is measured on; asked two-sided, the gain is the one measured on."""
+    study = plan(tmp_path, 'rounds = 3\ntime = "10m"\nmax_rounds = 20\nmargin = 0.05')
+    one_sided = replace(study, run=replace(study.run, one_sided=True))
+    assert one_sided.run.design().one_sided and not study.run.design().one_sided
+    stored = []
+    for r, z in zip(range(1, 7), (-1, 0.6, -0.2, 1, -0.6, 0.2), strict=True):
+        for t in (1, 4):
+            stored += [point("base", t, r, 1000.0), point("fast", t, r, 1080 * math.exp(0.02 * z)),
+                       point("same", t, r, 955 * math.exp(0.05 * z))]
+    two = next_round(study, stored, study.run.design(), 7)
+    assert isinstance(two, Measure) and names(two) == {1: ["base", "fast", "same"],
+                                                      4: ["base", "fast", "same"]}
+    one = next_round(one_sided, stored, one_sided.run.design(), 7)
+    assert isinstance(one, Measure) and names(one) == {1: ["base", "same"], 4: ["base", "same"]}
+    quiet = [p if p.config != "same" else
+             replace(p, metrics=replace(p.metrics, qps=1000.0 + p.round))
+             for p in stored]  # same about equal to the baseline: every question is answered
+    done = next_round(one_sided, quiet, one_sided.run.design(), 7)
+    assert isinstance(done, Stop) and done.decided
+
+
+def test_a_studys_question_is_frozen_at_its_first_run_and_kept_with_its_plan(tmp_path):
+    from perflab.domain import Plan
+    from perflab.stats.design import Design, study_design
+
+    study = plan(tmp_path, 'rounds = 3\ntime = "10m"')
+    asked = replace(study, run=replace(study.run, one_sided=True))
+    assert Plan.from_json(asked.to_json()).run.design().one_sided
+    assert not Plan.from_json(study.to_json()).run.design().one_sided
+    assert study_design([Design(one_sided=True), Design()]).one_sided
+    assert not study_design([Design(), Design(one_sided=True)]).one_sided
+
+
 def test_when_everything_is_decided_or_the_looks_are_spent_the_study_stops(tmp_path):
     study = plan(tmp_path, 'rounds = 3\ntime = "10m"\nmax_rounds = 5')
     design = study.run.design()

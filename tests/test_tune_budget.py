@@ -161,6 +161,45 @@ def test_the_trials_rank_the_knobs_that_carry_the_gain_first():
     assert by_the_trials(latency, sorted(WIDE))[0] == "knob_3"
 
 
+# bench/tune tmp-table, seed 3 (2026-12-03): a screening group moved the three at trial 6, and
+# the search then refined the temporary-table limit (34, then 59 MB; 14 MB lost the gain)
+SEED3_DEFAULTS = {"tmp_table_size": "16777216", "table_open_cache": "2000",
+                  "join_buffer_size": "262144"}
+SEED3 = [(1.04, 16777216, 2000, 262144)] * 6 + [
+    (2.58, 34227685, 114, 3400132), (2.40, 34227685, 114, 3400132),
+    (2.29, 34227685, 114, 3400132), (2.31, 34227685, 114, 262144),
+    (2.39, 34227685, 2000, 3400132), (2.20, 34227685, 114, 3400132),
+    (2.36, 34227685, 114, 3400132), (2.35, 34227685, 114, 3400132),
+    (2.17, 34227685, 114, 3400132), (2.27, 58819595, 114, 3400132),
+    (0.90, 14010148, 114, 3400132), (2.56, 58819595, 114, 3400132),
+    (2.44, 58819595, 114, 3400132), (2.29, 58819595, 114, 262144)]
+
+
+def seed3(rows: list[tuple[float, int, int, int]]) -> TuneResult:
+    trials = [TrialOutcome(n, {"tmp_table_size": tmp, "table_open_cache": toc,
+                               "join_buffer_size": jbs}, Outcome.OK, value)
+              for n, (value, tmp, toc, jbs) in enumerate(rows)]
+    return TuneResult("s", "bayes", [], trials, trials[17], defaults=SEED3_DEFAULTS)
+
+
+def test_a_number_counts_as_the_winners_on_its_side_of_the_default():
+    """Ranked by the winner's exact 59 MB, the limit that carries the gain came last, after
+    the two knobs its group moved with it; on its side of the default it comes first."""
+    assert by_the_trials(seed3(SEED3), sorted(SEED3_DEFAULTS))[0] == "tmp_table_size"
+
+
+@given(st.lists(st.tuples(st.integers(0, 19), st.integers(16777217, 2**31)), max_size=20))
+def test_a_ranking_keeps_when_a_number_moves_within_its_side(moves):
+    """Any trial's limit moved to another value above the default, as a search refining it
+    would: the ranking is the same."""
+    rows = list(SEED3)
+    for n, value in moves:
+        if rows[n][1] > 16777216:
+            rows[n] = (rows[n][0], value, *rows[n][2:])
+    knobs = sorted(SEED3_DEFAULTS)
+    assert by_the_trials(seed3(rows), knobs) == by_the_trials(seed3(SEED3), knobs)
+
+
 def smallest(trials: list[TrialOutcome], carries: set[str],
              undecided: frozenset = frozenset()) -> tuple[bool, TuneResult, list, list[str]]:
     """_smallest_first over the 19 knobs, the sets named in `carries` no slower than the

@@ -155,6 +155,9 @@ class RunSettings:
     # Not a plan key: with a time budget, the rounds it holds, fitted at the study's first look
     # from how long its first rounds took (rounds.fitted_looks); 0 until then.
     planned_rounds: int = 0
+    # Not a plan key: each comparison asks only whether it is slower than the baseline by more
+    # than the margin (Design.one_sided), as tune's checks against its winner do.
+    one_sided: bool = False
 
     @property
     def effective_slice_seconds(self) -> float:
@@ -175,10 +178,11 @@ class RunSettings:
         not pay for looks it will not need)."""
         if self.time and 0 < self.planned_rounds < self.max_rounds:
             return Design(self.alpha, self.margin, self.rounds,
-                          max(self.planned_rounds, self.rounds), self.lag1, FITTED_SHAPE)
+                          max(self.planned_rounds, self.rounds), self.lag1, FITTED_SHAPE,
+                          self.one_sided)
         last = self.max_rounds if self.time else self.rounds
         return Design(self.alpha, self.margin, self.rounds, max(last, self.rounds),
-                      self.lag1)
+                      self.lag1, one_sided=self.one_sided)
 
 
 @dataclass(frozen=True)

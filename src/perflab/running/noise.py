@@ -132,9 +132,11 @@ def forecast(plan: Plan, design, noise: tuple[float, str]) -> list[str]:
         lines.append(f"  {rounds} rounds{cap}: intervals about ±{half:.0%}; a change of "
                      f"{found:.0%} or more found with 80% power")
     if plan.run.time:
-        lines.append(f"  budget {duration(plan.run.time)}: rounds go on for the undecided "
-                     "comparisons, and the differences found until measured to the margin, "
-                     "up to the last above")
+        lines.append(f"  budget {duration(plan.run.time)}: rounds go on for the " + (
+            f"comparisons not yet known to lose more than {design.margin:.0%} or not"
+            if design.one_sided else
+            "undecided comparisons, and the differences found until measured to the margin")
+            + ", up to the last above")
     return lines
 
 

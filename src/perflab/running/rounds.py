@@ -8,7 +8,9 @@ decides (a look after every round, within a budget) measures again the compariso
 resolved, with their baseline, up to the design's last look: those still undecided, and the
 differences found whose size is not yet known against the margin, neither wholly beyond it
 nor measured finely enough to detect a change of its size (so that "+25% [+4%, +52%]" goes on
-to tell whether the gain matters, not only its sign; stats/decide.py `resolved`).
+to tell whether the gain matters, not only its sign; stats/decide.py `resolved`). A design
+asked one-sided (tune's checks against its winner) measures on only the comparisons not yet
+known to lose more than the margin or not.
 
 A thread count of a round already stored is not measured again: an interrupted run resumes
 where it stopped. A round is atomic:
@@ -46,8 +48,9 @@ class Measure:
 
 @dataclass(frozen=True)
 class Stop:
-    """The study needs no round `number`: complete, or every comparison decided and resolved
-    (`decided`)."""
+    """The study needs no round `number`: complete, or every comparison resolved (`decided`:
+    decided and its size known, or, asked one-sided, known to lose more than the margin or
+    not; decide.resolved)."""
 
     number: int
     decided: bool = False
@@ -68,9 +71,11 @@ def next_round(plan: Plan, ok: list[StoredPoint], design: Design, number: int
         open_cells = {key for key, v in verdicts.items() if not resolved(v, design)}
         note = (f"after round {number - 1}: {len(verdicts) - undecided} of "
                 f"{len(verdicts)} comparisons decided")
-        if len(open_cells) > undecided:
-            note += (f", {len(open_cells) - undecided} of them measured on until their size "
-                     f"is known against ±{design.margin:.0%}")
+        measured_on = len(open_cells & {key for key, v in verdicts.items() if v.decided})
+        if measured_on:
+            note += (f", {measured_on} of them measured on until " +
+                     (f"known to lose more than {design.margin:.0%} or not" if design.one_sided
+                      else f"their size is known against ±{design.margin:.0%}"))
         if not open_cells:
             return Stop(number, decided=True, note=note)
         wanted = {t: [c for c in configs if c.name == plan.baseline

@@ -494,9 +494,14 @@ def as_change(log_ratio: float) -> float:
 def resolved(verdict: Verdict, design: Design) -> bool:
     """Whether a comparison needs no more rounds: its size is known against the margin. It is
     equivalent; or a difference whose interval lies wholly beyond the margin (it matters); or
-    one whose rounds could detect a change the size of the margin (it is small and real)."""
+    one whose rounds could detect a change the size of the margin (it is small and real).
+    Asked one-sided (Design.one_sided), only whether it is slower by more than the margin:
+    its interval lies above -margin (no), or below it (yes); the low end of the family's
+    two-sided interval keeps that question's error rate at half the family's."""
     if verdict.verdict == EQUIVALENT or verdict.disputed:  # disputed: its figures are frozen
         return True
+    if design.one_sided:
+        return verdict.low > -design.margin or verdict.high < -design.margin
     if verdict.within(design.margin):  # real, and smaller than the margin: its size is known
         return True
     if not verdict.decided:

@@ -47,6 +47,10 @@ class Design:
     # more where the lab measured more (noise.frozen_dependence)
     lag1: float = 0.2
     shape: float = POCOCK_SHAPE  # Wang-Tsiatis shape of the looks' boundary
+    # the question each comparison asks: its size against ±margin (False), or only whether it
+    # is slower than the baseline by more than the margin (True: tune's checks against its
+    # winner, where a setting no slower is as good whatever it gains; decide.resolved)
+    one_sided: bool = False
 
     @property
     def sequential(self) -> bool:
@@ -72,10 +76,10 @@ class Design:
 
 
 def study_design(designs: list[Design]) -> Design:
-    """One design for a study run several times: the first run's error rate and margin (frozen:
-    changed later, they would be chosen after seeing data), over every look any run took or
-    allowed. A study once run with a budget, or given more rounds later, is judged with all
-    those looks, so a later run or report never spends its error rate again by looking
+    """One design for a study run several times: the first run's error rate, margin and question
+    (frozen: changed later, they would be chosen after seeing data), over every look any run
+    took or allowed. A study once run with a budget, or given more rounds later, is judged with
+    all those looks, so a later run or report never spends its error rate again by looking
     afresh; once its looks were fitted to a budget, the fitted last look stays the last (a
     longer study is a new study)."""
     first = designs[0]
@@ -85,4 +89,5 @@ def study_design(designs: list[Design]) -> Design:
     # later run with more rounds would look past its end at levels drawn for fewer looks
     last = min(fitted) if fitted else max(d.last_look for d in designs)
     first_look = min(min(d.first_look for d in designs), last)
-    return Design(first.alpha, first.margin, first_look, last, first.lag1, shape)
+    return Design(first.alpha, first.margin, first_look, last, first.lag1, shape,
+                  first.one_sided)

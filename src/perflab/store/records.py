@@ -105,7 +105,7 @@ class RunEnd(StrEnum):
     """Why a run stopped: a session's outcome."""
 
     COMPLETE = "complete"  # every planned round measured
-    ALL_DECIDED = "all decided"  # every comparison decided before the planned rounds ended
+    ALL_DECIDED = "all decided"  # every comparison resolved (decide.resolved) before the last look
     BUDGET_SPENT = "budget spent"  # the study's time budget
     INTERRUPTED = "interrupted"  # stopped from outside, or by an error
 

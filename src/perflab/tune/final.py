@@ -336,8 +336,8 @@ def _smallest_first(result: TuneResult, params: dict, knobs: list[str], measure:
 
 def by_the_trials(result: TuneResult, knobs: list[str]) -> list[str]:
     """The winner's `knobs` ranked by what the trials say of each: the mean log figure of the
-    ok trials that ran the knob at the winner's value, less that of those that did not (a
-    gain for the direction); the largest contrast first, knobs without trials on both sides
+    ok trials that ran the knob as the winner did (`_as_won`), less that of those that did not
+    (a gain for the direction); the largest contrast first, knobs without trials on both sides
     left out. Optuna's importance answers another question, which values spread the figures,
     and with a dozen trials it ranked an inert thread_pool_size first and the query cache,
     which carried a x440 gain, 16th of 19 (bench/heldout/tune_myisam_join.toml, 2026-12-02)."""
@@ -347,12 +347,27 @@ def by_the_trials(result: TuneResult, knobs: list[str]) -> list[str]:
           if t.value is not None and t.value > 0]
     contrasts = {}
     for knob in knobs:
-        won = str(result.best.params.get(knob))
-        at = [value for params, value in ok if str(params.get(knob)) == won]
-        off = [value for params, value in ok if str(params.get(knob)) != won]
+        won, default = result.best.params.get(knob), result.defaults.get(knob)
+        at = [value for params, value in ok if _as_won(params.get(knob), won, default)]
+        off = [value for params, value in ok if not _as_won(params.get(knob), won, default)]
         if at and off:
             contrasts[knob] = sign * (statistics.fmean(at) - statistics.fmean(off))
     return sorted(contrasts, key=lambda k: -contrasts[k])
+
+
+def _as_won(value: Scalar | None, won: Scalar | None, default: str | None) -> bool:
+    """Whether a trial ran a knob as the winner did: at its value, or, a number, on the same
+    side of the server's default. Once the search finds a size's side it refines it, and exact
+    values credit the gain to the knobs that stayed put beside it: tmp_table_size at 34 and
+    59 MB both lift a 24 MB table into memory, and ranked by the winner's 59 MB alone it came
+    after two knobs its screening group had moved with it (bench/tune tmp-table, seed 3)."""
+    if str(value) == str(won):
+        return True
+    try:
+        here, there, start = float(str(value)), float(str(won)), float(str(default))
+    except ValueError:  # a choice, or a knob without a numeric default
+        return False
+    return here != start != there and (here > start) == (there > start)
 
 
 def choose_kept(result: TuneResult, params: dict, knobs: list[str], measure: Measure,
@@ -612,8 +627,11 @@ def _against_winner(store: ResultStore, result: TuneResult, plan: Plan, settings
     # one-at-a-time put-back, and the kept knobs' check, which has the budget, guards its knobs
     budget = put_back_budget(plan, settings) if kind != CheckKind.GROUPS else 0.0
     study = check_study(plan, result, kind, budget)
-    # judged at the put-back's margin (keep_margin): its rounds go on until that is decided
-    judged = replace(plan, run=replace(plan.run, margin=result.keep_margin or plan.run.margin))
+    # judged at the put-back's margin (keep_margin), one-sided: every decision on a setting
+    # against the winner (`sufficient`, `_costs`) asks only whether it loses more than that
+    # margin, so its rounds go on until that is known, not until its gain's size is
+    judged = replace(plan, run=replace(plan.run, margin=result.keep_margin or plan.run.margin,
+                                       one_sided=True))
     by_round = _side_by_side(store, judged, study, configs, "winner", len(others), settings, lab,
                              say, lambda rounds, why: f"{saying}: {rounds} rounds ({why})"
                              + (f", then on for the comparisons still open, for {budget:g} s "
