@@ -546,9 +546,9 @@ def main() -> None:
     reference, line, decided = first_reached(lab, stamp, picks, gains, args)
     best = gains[reference]
 
-    def reached(pick: list[tuple | None]) -> int | None:
+    def reached(pick: list[tuple | None], decisions: dict[tuple, Reach] = decided) -> int | None:
         return next((n for n, key in enumerate(pick, 1)
-                     if key in decided and decided[key].reached), None)
+                     if key in decisions and decisions[key].reached), None)
 
     hows = collections.Counter(r.how for r in decided.values())
     print(f"\n{answer.described}: {args.tables} x {args.rows:,} rows, "
@@ -605,9 +605,7 @@ def main() -> None:
           f"answer at {log_line:+.1%} of R or better; trials to 90%, the same rounds read "
           "against it:")
     for method in methods:
-        log_reach = [next((n for n, key in enumerate(pick, 1)
-                           if key in log_decided and log_decided[key].reached), None)
-                     for pick in picks[method]]
+        log_reach = [reached(pick, log_decided) for pick in picks[method]]
         print(f"  {method:6} {','.join(str(n) if n else 'never' for n in log_reach):>16} "
               f"median {statistics.median([n or args.budget + 1 for n in log_reach]):g}; "
               + " | ".join(trail(pick, log_decided) for pick in picks[method]))

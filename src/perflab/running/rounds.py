@@ -71,7 +71,7 @@ def next_round(plan: Plan, ok: list[StoredPoint], design: Design, number: int
         open_cells = {key for key, v in verdicts.items() if not resolved(v, design)}
         note = (f"after round {number - 1}: {len(verdicts) - undecided} of "
                 f"{len(verdicts)} comparisons decided")
-        measured_on = len(open_cells & {key for key, v in verdicts.items() if v.decided})
+        measured_on = sum(v.decided for key, v in verdicts.items() if key in open_cells)
         if measured_on:
             note += (f", {measured_on} of them measured on until " +
                      (f"known to lose more than {design.margin:.0%} or not" if design.one_sided

@@ -348,8 +348,9 @@ def by_the_trials(result: TuneResult, knobs: list[str]) -> list[str]:
     contrasts = {}
     for knob in knobs:
         won, default = result.best.params.get(knob), result.defaults.get(knob)
-        at = [value for params, value in ok if _as_won(params.get(knob), won, default)]
-        off = [value for params, value in ok if not _as_won(params.get(knob), won, default)]
+        sides = [(_as_won(params.get(knob), won, default), value) for params, value in ok]
+        at = [value for as_won, value in sides if as_won]
+        off = [value for as_won, value in sides if not as_won]
         if at and off:
             contrasts[knob] = sign * (statistics.fmean(at) - statistics.fmean(off))
     return sorted(contrasts, key=lambda k: -contrasts[k])
