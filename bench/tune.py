@@ -76,6 +76,7 @@ from perflab.stats.decide import Verdict
 from perflab.store.study import read_study
 from perflab.tune.additive import believed_order, measured
 from perflab.tune.render import time_line
+from perflab.tune.result import spends_budget
 from perflab.tune.search import (
     Tuner,
     TuneResult,
@@ -179,15 +180,16 @@ def settings_key(params: dict, startup: dict) -> tuple:
 
 
 def answers(result: TuneResult, trials: list, space: Space) -> list[tuple | None]:
-    """After each measured trial (refusals, which cost nothing, do not count), the setting the
-    method would recommend if stopped there: its best figure so far, or for the additive search
-    the setting its model believes best; as its trial ran it (`Space.within`: the followers
+    """After each trial that counts in the budget (`spends_budget`: not a refusal, which cost
+    nothing, nor an interrupted one), the setting the method would recommend if stopped there:
+    its best figure so far, or for the additive search the setting its model believes best; as
+    its trial ran it (`Space.within`: the followers
     set with their knob, a zero-off knob's draw below its range 0), not the sampler's draw.
     None before any trial succeeded."""
     out, seen = [], []
     for trial in sorted(trials, key=lambda t: t.number):
         seen.append(trial)
-        if trial.user_attrs.get("state") == "refused":
+        if not spends_budget(trial):
             continue
         done = measured(seen)
         if not done:

@@ -3,12 +3,14 @@
 
 from __future__ import annotations
 
+import datetime
 import math
 import time
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from optuna.trial import FrozenTrial, TrialState, create_trial
 
 from perflab.errors import PerflabError
 from perflab.stats.decide import EQUIVALENT, FASTER, INCONCLUSIVE, SLOWER, Verdict
@@ -17,6 +19,7 @@ from perflab.tune.budget import CHECK_FACTOR, TRIALS_SHARE, CheckEnded, TuneBudg
 from perflab.tune.final import KEEP, _smallest_first, by_the_trials, keep_margin
 from perflab.tune.render import render_text
 from perflab.tune.result import Outcome, TrialOutcome, TuneResult
+from perflab.tune.search import earlier_trials
 
 pytestmark = pytest.mark.fast  # needs no server: scripts/test -m fast
 
@@ -88,6 +91,32 @@ def test_the_trials_time_counts_overlapping_trials_once(intervals):
         start, end = min(s for s, _ in intervals), max(e for _, e in intervals)
         assert covered([*intervals, (start, end)]) == pytest.approx(end - start)
 
+
+
+def frozen(state: TrialState, start: float, end: float, attrs: dict | None = None) -> FrozenTrial:
+    trial = create_trial(state=TrialState.COMPLETE, value=1.0, user_attrs=attrs or {})
+    trial.state, trial.values = state, [1.0] if state == TrialState.COMPLETE else None
+    trial.datetime_start = datetime.datetime.fromtimestamp(start)
+    trial.datetime_complete = datetime.datetime.fromtimestamp(end)
+    return trial
+
+
+@given(spans, st.lists(st.floats(0, 1e6), max_size=3), st.floats(0, 1e5))
+def test_a_resumed_tune_counts_its_earlier_trials_not_the_one_an_interruption_cut(
+        intervals, cut, overnight):
+    """A trial running when a session stopped ends when the next run fails it, maybe the next
+    morning: its span is not trials' time, or a second resume would check for twice a night.
+    A trial failed by its setting spent its time and counts."""
+    since = 2e6 + 1e5
+    measured = [frozen(TrialState.COMPLETE, a, b) for a, b in intervals[::2]]
+    failed = [frozen(TrialState.FAIL, a, b, {"state": "failed", "error": "crashed"})
+              for a, b in intervals[1::2]]
+    reaped = [frozen(TrialState.FAIL, start, start + overnight) for start in cut]
+    assert earlier_trials([*measured, *failed, *reaped], since) == pytest.approx(
+        covered(intervals))
+    later = [frozen(TrialState.COMPLETE, since, since + 5)]  # this run's own: not earlier
+    assert earlier_trials([*measured, *failed, *later], since) == pytest.approx(
+        covered(intervals))
 
 def test_no_study_starts_once_the_budget_is_spent():
     budget = TuneBudget(trials=3, started=time.monotonic())

@@ -14,6 +14,7 @@ To record the sequences again (only when a change of the proposals is meant):
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import math
 import os
@@ -23,6 +24,8 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from optuna.trial import TrialState, create_trial
 
 from perflab.lab import Lab
@@ -30,8 +33,15 @@ from perflab.load.workloads import resolve
 from perflab.plan import parse_plan
 from perflab.server.variables import Catalog
 from perflab.tune.methods import OneFactorAtATime, Step
-from perflab.tune.result import REFERENCE
-from perflab.tune.search import Tuner, TuneSettings, refusal_advice, refusals_in_a_row
+from perflab.tune.result import REFERENCE, refused, spends_budget, uninformative
+from perflab.tune.search import (
+    MAX_UNINFORMATIVE_IN_A_ROW,
+    Tuner,
+    TuneSettings,
+    in_a_row,
+    refusal_advice,
+    stop_reason,
+)
 from perflab.tune.space import Space, knob_space, startup_values
 
 pytestmark = [pytest.mark.fast,  # needs no server: scripts/test -m fast
@@ -287,7 +297,52 @@ def test_a_search_stopped_by_refusals_names_what_to_change(error, cause, advice)
     said = refusal_advice(trials)
     assert advice in said
     assert ("memory_share" in said) != ("disk" in error)
-    assert refusals_in_a_row(trials) == 2  # the search stops at MAX_REFUSALS_IN_A_ROW
+    assert in_a_row(trials, refused) == 2  # the search stops at MAX_REFUSALS_IN_A_ROW
     measured = create_trial(state=TrialState.COMPLETE, value=1.0)
     measured.number = 3
-    assert refusals_in_a_row([*trials, measured]) == 0  # counted back from the latest
+    assert in_a_row([*trials, measured], refused) == 0  # counted back from the latest
+
+
+TRIAL_KINDS = {  # what a trial can leave in the study, as perflab records it
+    "measured": dict(state=TrialState.COMPLETE, value=1.0),
+    "running": dict(state=TrialState.RUNNING),
+    "failed by its setting": dict(state=TrialState.FAIL,
+                                  user_attrs={"state": "failed", "error": "would not start"}),
+    "refused": dict(state=TrialState.FAIL, user_attrs={"state": "refused", "error": "memory"}),
+    "interrupted": dict(state=TrialState.FAIL),  # reaped: its worker died, no state of its own
+    "reference failed": dict(state=TrialState.FAIL, user_attrs={
+        "state": "failed", "error": "the reference crashed", "cause": REFERENCE}),
+}
+SAY_NOTHING = {"refused", "interrupted", "reference failed"}
+
+
+def study_of(kinds: list[str]) -> list:
+    trials = []
+    for number, kind in enumerate(kinds):
+        spec = dict(TRIAL_KINDS[kind])
+        if spec["state"] == TrialState.RUNNING:  # create_trial wants a finished one
+            trial = create_trial(state=TrialState.COMPLETE, value=1.0)
+            trial.state = TrialState.RUNNING
+            trial.values = None
+        else:
+            trial = create_trial(**spec)
+        trial.number = number
+        trials.append(trial)
+    return trials
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(sorted(TRIAL_KINDS)), max_size=30))
+def test_the_budget_counts_the_trials_that_said_something_of_their_setting(kinds):
+    """A run interrupted and resumed (its running trial reaped), or whose reference failed,
+    still measures the trials it was given; a refusal never counts; the rest always do. The
+    search stops on uninformative trials in a row (refusals between them passed over), and a
+    trial that said something of its setting starts the count again."""
+    trials = study_of(kinds)
+    assert sum(map(spends_budget, trials)) == sum(k not in SAY_NOTHING for k in kinds)
+    tail = list(itertools.takewhile(lambda k: k in SAY_NOTHING, reversed(kinds)))
+    silent = sum(k != "refused" for k in tail)
+    assert in_a_row(trials, uninformative, passing=refused) == silent
+    assert (stop_reason(trials) is not None) == (silent >= MAX_UNINFORMATIVE_IN_A_ROW)
+    assert in_a_row(trials, refused) == len(list(itertools.takewhile(
+        lambda k: k == "refused", reversed(kinds))))

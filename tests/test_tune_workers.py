@@ -16,7 +16,7 @@ from perflab.server.connection import query
 from perflab.server.managed import ManagedServer
 
 BUDGET = 4  # two trials each
-KILL_BUDGET = 3  # the victim's two, the second killed, and the survivor's one
+KILL_BUDGET = 3  # the victim's first; its second, killed, not counted; the survivor's two
 KNOBS = '["table_open_cache", "thread_cache_size"]'
 
 
@@ -106,15 +106,15 @@ def test_a_killed_worker_leaves_its_trial_failed_and_the_other_finishes(storage_
     out, err = finish(survivor)
 
     trials, attrs = trials_of(storage)
-    assert len(trials) == KILL_BUDGET
-    assert sorted(t.number for t in trials) == list(range(KILL_BUDGET))
+    assert len(trials) == KILL_BUDGET + 1  # the killed trial measured nothing: not counted
+    assert sorted(t.number for t in trials) == list(range(KILL_BUDGET + 1))
     assert not [t for t in trials if t.state == TrialState.RUNNING]
     killed = [t for t in trials if t.user_attrs["worker"]["lab"] == lab_a
               and t.state == TrialState.FAIL]
     assert len(killed) == 1
-    assert "its worker was killed before it finished" in err
+    assert "its worker was killed before it finished (not counted in the budget)" in err
     assert sorted(key for key in attrs if key.startswith("final@")) == \
-        [f"final@{KILL_BUDGET}", f"final@{KILL_BUDGET}:done"]
+        [f"final@{KILL_BUDGET + 1}", f"final@{KILL_BUDGET + 1}:done"]
     assert "Re-measured side by side" in out
     assert "interrupted before the trial finished" in out  # the killed trial, reported
 

@@ -89,6 +89,14 @@ def uninformative(trial: FrozenTrial) -> bool:
     return trial.state == TrialState.FAIL and not (failed_by_setting(trial) or refused(trial))
 
 
+def spends_budget(trial: FrozenTrial) -> bool:
+    """Whether a trial counts in `--budget`: measured, running, or failed by its setting. A
+    refusal measured nothing, and an uninformative trial said nothing of its setting (the
+    additive search runs such a screening trial again), so that a run interrupted and resumed
+    still measures the trials it was given."""
+    return not (refused(trial) or uninformative(trial))
+
+
 @dataclass
 class TrialOutcome:
     number: int

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import importlib.util
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 import optuna
@@ -66,6 +66,8 @@ from perflab.tune.result import (
     moved,
     outcome,
     refused,
+    spends_budget,
+    uninformative,
 )
 from perflab.tune.settings import Objective, TuneSettings, better
 from perflab.tune.space import Space, knob_space, memory_budget, startup_values
@@ -81,6 +83,9 @@ __all__ = ["MAX_REFUSALS_IN_A_ROW", "Measured", "Method", "Sampler", "TrialOutco
 # proposals bust half the RAM, which would otherwise spend half the budget on nothing. This many
 # refusals in a row mean the space barely fits: the search stops and says so.
 MAX_REFUSALS_IN_A_ROW = 50
+# Nor does a trial that said nothing of its setting (result.spends_budget); this many of them
+# in a row mean the trouble is the lab's, not the settings': the search stops and says so.
+MAX_UNINFORMATIVE_IN_A_ROW = 3
 STARTED = (TrialState.COMPLETE, TrialState.FAIL, TrialState.RUNNING)  # in this worker or another
 FINISHED = (TrialState.COMPLETE, TrialState.FAIL)
 
@@ -163,7 +168,8 @@ class Tuner:
             with workers.study_lock(self.storage, study.study_name):
                 taken = workers.claim(study, key, self.lab.root, own=own)
             if taken is None:
-                self.budget.earlier_trials = earlier_trials(study, self.started_at)
+                self.budget.earlier_trials = earlier_trials(study.get_trials(deepcopy=False),
+                                                             self.started_at)
                 check_answer(store, result, self.plan, self.settings, self.trials, self.lab,
                              self.say, self.budget, self.put_back)
                 workers.done(study, key)
@@ -241,9 +247,8 @@ class Tuner:
                 trials = [t for t in every if t.state in STARTED]
                 if self._spent(trials):
                     return
-                if refusals_in_a_row(trials) >= MAX_REFUSALS_IN_A_ROW:
-                    self.say(f"stopping: the last {MAX_REFUSALS_IN_A_ROW} proposals would "
-                             f"not fit {refusal_advice(trials)}")
+                if why := stop_reason(trials):
+                    self.say(f"stopping: {why}")
                     return
                 proposal = self.search.next(trials, len(every))
                 if proposal.step is Step.MEASURE:
@@ -262,8 +267,9 @@ class Tuner:
 
     def _spent(self, trials: list) -> bool:
         """The budget counts the study's trials, running ones included, whichever worker ran
-        them, but not the proposals refused before start; the time is this worker's."""
-        return self.budget.trials_over(sum(not refused(t) for t in trials))
+        them, but not those that measured nothing (`spends_budget`); the time is this
+        worker's."""
+        return self.budget.trials_over(sum(map(spends_budget, trials)))
 
     def _result(self, study: optuna.Study) -> TuneResult:
         finished = study.get_trials(deepcopy=False, states=FINISHED)
@@ -285,12 +291,14 @@ class Tuner:
                           option_group=flavor_of(self.catalog.version).option_group)
 
 
-def earlier_trials(study: optuna.Study, since: float) -> float:
+def earlier_trials(trials: Sequence[FrozenTrial], since: float) -> float:
     """The wall time a resumed study's trials covered in its earlier runs (finished before
-    `since`, a wall-clock time): Optuna's start and end of each, overlaps once."""
+    `since`, a wall-clock time): Optuna's start and end of each, overlaps once. An interrupted
+    trial is left out (`spends_budget`): its end is when a later run failed it, maybe the next
+    morning."""
     return covered([(t.datetime_start.timestamp(), t.datetime_complete.timestamp())
-                    for t in study.get_trials(deepcopy=False, states=FINISHED)
-                    if t.datetime_start and t.datetime_complete
+                    for t in trials if t.state in FINISHED and spends_budget(t)
+                    and t.datetime_start and t.datetime_complete
                     and t.datetime_complete.timestamp() < since])
 
 
@@ -425,6 +433,18 @@ def check_same_seed(study: optuna.Study, seed: int) -> None:
                  "plan another study.name", option="seed")
 
 
+def stop_reason(trials: Sequence[FrozenTrial]) -> str | None:
+    """Why the search stops before its budget is spent, if it must: proposals that keep not
+    fitting, or trials that keep saying nothing of their settings."""
+    if in_a_row(trials, refused) >= MAX_REFUSALS_IN_A_ROW:
+        return f"the last {MAX_REFUSALS_IN_A_ROW} proposals would not fit {refusal_advice(trials)}"
+    if in_a_row(trials, uninformative, passing=refused) >= MAX_UNINFORMATIVE_IN_A_ROW:
+        return (f"the last {MAX_UNINFORMATIVE_IN_A_ROW} trials said nothing of their settings "
+                "(interrupted, or their reference failed: see above); the lab's servers, not "
+                "the settings, are failing")
+    return None
+
+
 def refusal_advice(trials: Sequence[FrozenTrial]) -> str:
     """Where proposals kept not fitting, and what to change, by the latest refusal's cause:
     the tune's memory budget (tune.memory_share), or a trial beside its reference, whose pair
@@ -441,12 +461,14 @@ def refusal_advice(trials: Sequence[FrozenTrial]) -> str:
             "tune.memory_share")
 
 
-def refusals_in_a_row(trials: Sequence[FrozenTrial]) -> int:
-    """How many of the study's latest trials were refused before start, up to the last
-    measured or running one."""
+def in_a_row(trials: Sequence[FrozenTrial], kind: Callable[[FrozenTrial], bool],
+             passing: Callable[[FrozenTrial], bool] = lambda trial: False) -> int:
+    """How many of the study's latest trials are of `kind`, back to the last that is neither
+    of it nor `passing` (passed over, not counted)."""
     count = 0
     for trial in sorted(trials, key=lambda t: t.number, reverse=True):
-        if not refused(trial):
+        if kind(trial):
+            count += 1
+        elif not passing(trial):
             break
-        count += 1
     return count

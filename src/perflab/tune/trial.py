@@ -143,7 +143,10 @@ class Trials:
         """Tell Optuna what the trial's reading says: failed, or its figure."""
         number = trial.number
         if taken.error is not None:
-            self.say(f"trial {number}: failed ({taken.error.splitlines()[0]}) with {label}")
+            spent = " (its reference failed: not counted in the budget)" \
+                if taken.cause == REFERENCE else ""
+            self.say(f"trial {number}: failed ({taken.error.splitlines()[0]}){spent} with "
+                     f"{label}")
             self._tell(study, trial, Outcome.FAILED, error=taken.error, cause=taken.cause,
                        loaded=taken.loaded)
             return

@@ -175,7 +175,7 @@ def reap(study: optuna.Study, lab_root: Path, say: Callable[[str], None]) -> int
         if trial.number in before and trial.state == TrialState.FAIL and \
                 "state" not in trial.user_attrs:  # failed now, not by its own worker
             say(f"trial {trial.number}: failed, its worker sent no heartbeat for "
-                f"{GRACE_SECONDS} s")
+                f"{GRACE_SECONDS} s (not counted in the budget)")
             reaped += 1
         if trial.state != TrialState.RUNNING:
             continue
@@ -184,7 +184,8 @@ def reap(study: optuna.Study, lab_root: Path, say: Callable[[str], None]) -> int
                                                        or not _alive(worker.get("pid", 0)))
         if dead or not worker:  # no worker recorded: an earlier perflab's, killed
             study.tell(trial.number, state=TrialState.FAIL, skip_if_finished=True)
-            say(f"trial {trial.number}: failed, its worker was killed before it finished")
+            say(f"trial {trial.number}: failed, its worker was killed before it finished "
+                "(not counted in the budget)")
             reaped += 1
     return reaped
 
