@@ -183,9 +183,8 @@ def answers(result: TuneResult, trials: list, space: Space) -> list[tuple | None
     """After each trial that counts in the budget (`spends_budget`: not a refusal, which cost
     nothing, nor an interrupted one), the setting the method would recommend if stopped there:
     its best figure so far, or for the additive search the setting its model believes best; as
-    its trial ran it (`Space.within`: the followers
-    set with their knob, a zero-off knob's draw below its range 0), not the sampler's draw.
-    None before any trial succeeded."""
+    its trial ran it (`Space.within`: the followers set with their knob, a zero-off knob's draw
+    below its range 0), not the sampler's draw. None before any trial succeeded."""
     out, seen = [], []
     for trial in sorted(trials, key=lambda t: t.number):
         seen.append(trial)

@@ -16,6 +16,7 @@ from perflab.server.memory import configured_sizes, memory_estimate
 from perflab.store.records import covered
 from perflab.tune.budget import CHECK_FACTOR
 from perflab.tune.render import render_text
+from perflab.tune.result import interrupted
 from perflab.tune.search import (
     Sampler,
     Tuner,
@@ -238,7 +239,7 @@ def test_interrupted_study_resumes_to_its_budget(shared_lab, tmp_path):
     study = optuna.load_study(study_name="tune-resume:bayes",
                               storage=f"sqlite:///{shared_lab.db_path}")
     states = [t.state for t in study.trials]
-    killed = [t for t in study.trials if t.state == optuna.trial.TrialState.FAIL]
+    killed = [t for t in study.trials if interrupted(t)]
     # the budget's 4 trials measured; the killed one said nothing and is not counted
     assert len(states) == 4 + len(killed) and optuna.trial.TrialState.RUNNING not in states
     # trial 0 is the defaults; after it the screening moves one knob per trial (on the first

@@ -18,7 +18,7 @@ from perflab.store.records import covered
 from perflab.tune.budget import CHECK_FACTOR, TRIALS_SHARE, CheckEnded, TuneBudget
 from perflab.tune.final import KEEP, _smallest_first, by_the_trials, keep_margin
 from perflab.tune.render import render_text
-from perflab.tune.result import Outcome, TrialOutcome, TuneResult
+from perflab.tune.result import REFERENCE, Outcome, TrialOutcome, TuneResult
 from perflab.tune.search import earlier_trials
 
 pytestmark = pytest.mark.fast  # needs no server: scripts/test -m fast
@@ -92,7 +92,6 @@ def test_the_trials_time_counts_overlapping_trials_once(intervals):
         assert covered([*intervals, (start, end)]) == pytest.approx(end - start)
 
 
-
 def frozen(state: TrialState, start: float, end: float, attrs: dict | None = None) -> FrozenTrial:
     trial = create_trial(state=TrialState.COMPLETE, value=1.0, user_attrs=attrs or {})
     trial.state, trial.values = state, [1.0] if state == TrialState.COMPLETE else None
@@ -106,17 +105,22 @@ def test_a_resumed_tune_counts_its_earlier_trials_not_the_one_an_interruption_cu
         intervals, cut, overnight):
     """A trial running when a session stopped ends when the next run fails it, maybe the next
     morning: its span is not trials' time, or a second resume would check for twice a night.
-    A trial failed by its setting spent its time and counts."""
+    A trial that failed, by its setting or its reference's, spent its time and counts."""
     since = 2e6 + 1e5
-    measured = [frozen(TrialState.COMPLETE, a, b) for a, b in intervals[::2]]
+    measured = [frozen(TrialState.COMPLETE, a, b) for a, b in intervals[::3]]
     failed = [frozen(TrialState.FAIL, a, b, {"state": "failed", "error": "crashed"})
-              for a, b in intervals[1::2]]
+              for a, b in intervals[1::3]]
+    failed += [frozen(TrialState.FAIL, a, b, {"state": "failed", "error": "the reference "
+                                              "crashed", "cause": REFERENCE})
+               for a, b in intervals[2::3]]  # ran for real: this run's clock counts them too
     reaped = [frozen(TrialState.FAIL, start, start + overnight) for start in cut]
+    reaped += [frozen(TrialState.FAIL, start, start + overnight, {"state": "ok"})
+               for start in cut[:1]]  # its worker died between recording its state and telling
     assert earlier_trials([*measured, *failed, *reaped], since) == pytest.approx(
-        covered(intervals))
+        covered(intervals), abs=1e-4)  # Optuna's times are to the microsecond
     later = [frozen(TrialState.COMPLETE, since, since + 5)]  # this run's own: not earlier
     assert earlier_trials([*measured, *failed, *later], since) == pytest.approx(
-        covered(intervals))
+        covered(intervals), abs=1e-4)
 
 def test_no_study_starts_once_the_budget_is_spent():
     budget = TuneBudget(trials=3, started=time.monotonic())

@@ -13,6 +13,7 @@ To record the sequences again (only when a change of the proposals is meant):
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import itertools
 import json
@@ -327,6 +328,7 @@ def study_of(kinds: list[str]) -> list:
         else:
             trial = create_trial(**spec)
         trial.number = number
+        trial.datetime_start = datetime.datetime.fromtimestamp(1000.0 + number)
         trials.append(trial)
     return trials
 
@@ -336,13 +338,15 @@ def study_of(kinds: list[str]) -> list:
 def test_the_budget_counts_the_trials_that_said_something_of_their_setting(kinds):
     """A run interrupted and resumed (its running trial reaped), or whose reference failed,
     still measures the trials it was given; a refusal never counts; the rest always do. The
-    search stops on uninformative trials in a row (refusals between them passed over), and a
-    trial that said something of its setting starts the count again."""
+    search stops on uninformative trials in a row of its own run (refusals between them passed
+    over), and a trial that said something of its setting starts the count again."""
     trials = study_of(kinds)
     assert sum(map(spends_budget, trials)) == sum(k not in SAY_NOTHING for k in kinds)
     tail = list(itertools.takewhile(lambda k: k in SAY_NOTHING, reversed(kinds)))
     silent = sum(k != "refused" for k in tail)
     assert in_a_row(trials, uninformative, passing=refused) == silent
-    assert (stop_reason(trials) is not None) == (silent >= MAX_UNINFORMATIVE_IN_A_ROW)
+    assert (stop_reason(trials, since=0.0) is not None) == (silent >= MAX_UNINFORMATIVE_IN_A_ROW)
+    # a run resumed after such a stop (the lab mended) counts only the trials it started
+    assert stop_reason(trials, since=1000.0 + len(kinds)) is None
     assert in_a_row(trials, refused) == len(list(itertools.takewhile(
         lambda k: k == "refused", reversed(kinds))))

@@ -83,6 +83,14 @@ def failed_by_setting(trial: FrozenTrial) -> bool:
         trial.user_attrs.get("cause") != REFERENCE
 
 
+def interrupted(trial: FrozenTrial) -> bool:
+    """Whether a failed trial was cut short: its worker died, or the run was stopped, before it
+    told its outcome (its state, if it recorded one, says it measured, or no error came)."""
+    return trial.state == TrialState.FAIL and (
+        trial.user_attrs.get("state", Outcome.OK) == Outcome.OK
+        or trial.user_attrs.get("error") is None)
+
+
 def uninformative(trial: FrozenTrial) -> bool:
     """Whether a trial failed without saying anything of its setting: interrupted (its worker
     died), or its reference failed."""
@@ -115,11 +123,11 @@ def outcome(trial: FrozenTrial, setting: Callable[[dict], dict]) -> TrialOutcome
     loaded = trial.user_attrs.get("loaded")
     if trial.state == TrialState.COMPLETE:
         return TrialOutcome(trial.number, params, Outcome.OK, trial.value, loaded=loaded)
-    state = Outcome(trial.user_attrs.get("state", Outcome.FAILED))
-    error = trial.user_attrs.get("error")
-    if state is Outcome.OK or error is None:
-        state, error = Outcome.FAILED, "interrupted before the trial finished"
-    return TrialOutcome(trial.number, params, state, None, error, loaded)
+    if interrupted(trial):
+        return TrialOutcome(trial.number, params, Outcome.FAILED, None,
+                            "interrupted before the trial finished", loaded)
+    return TrialOutcome(trial.number, params, Outcome(trial.user_attrs["state"]), None,
+                        trial.user_attrs["error"], loaded)
 
 
 def figure(trial: FrozenTrial | TrialOutcome) -> float:

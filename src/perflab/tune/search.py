@@ -63,6 +63,7 @@ from perflab.tune.result import (
     TrialOutcome,
     TuneResult,
     best_so_far,
+    interrupted,
     moved,
     outcome,
     refused,
@@ -157,19 +158,21 @@ class Tuner:
         session = self.measurer.open_session()
         outcome_of_session = RunEnd.INTERRUPTED
         try:
-            self._search(study, session)
+            while True:  # another worker's trial reaped while this one waits is not counted
+                spent = self._search(study, session)
+                workers.wait_for_others(self.storage, study, self.lab.root, self.say)
+                if not spent or self._spent(study.get_trials(deepcopy=False, states=STARTED)):
+                    break
             outcome_of_session = RunEnd.COMPLETE
         finally:
             self.measurer.close_session(session, outcome_of_session)
-        workers.wait_for_others(self.storage, study, self.lab.root, self.say)
         result = self._result(study)
         if result.best is not None:
             key = f"final@{len(result.trials)}"
             with workers.study_lock(self.storage, study.study_name):
                 taken = workers.claim(study, key, self.lab.root, own=own)
             if taken is None:
-                self.budget.earlier_trials = earlier_trials(study.get_trials(deepcopy=False),
-                                                             self.started_at)
+                self.budget.earlier_trials = earlier_trials(study.trials, self.started_at)
                 check_answer(store, result, self.plan, self.settings, self.trials, self.lab,
                              self.say, self.budget, self.put_back)
                 workers.done(study, key)
@@ -237,8 +240,8 @@ class Tuner:
             return AdditiveSearch(*args)
         return OptunaSampling(*args, kind=sampler)
 
-    def _search(self, study: optuna.Study, session: int) -> None:
-        """Trials until the budget is spent or the method has nothing left to try."""
+    def _search(self, study: optuna.Study, session: int) -> bool:
+        """Trials until the budget is spent (True) or the search stops (False)."""
         assert self.storage is not None, "the storage is opened once the lab exists"
         while True:
             with workers.study_lock(self.storage, study.study_name):
@@ -246,10 +249,10 @@ class Tuner:
                 every = study.get_trials(deepcopy=False)  # read once: the lock keeps it current
                 trials = [t for t in every if t.state in STARTED]
                 if self._spent(trials):
-                    return
-                if why := stop_reason(trials):
+                    return True
+                if why := stop_reason(trials, self.started_at):
                     self.say(f"stopping: {why}")
-                    return
+                    return False
                 proposal = self.search.next(trials, len(every))
                 if proposal.step is Step.MEASURE:
                     study.sampler = self.search.sampler(len(trials))
@@ -258,7 +261,7 @@ class Tuner:
                         self.space.distributions(), self.lab.root)
             if proposal.step is Step.DONE:
                 self.say(f"{self.method}: {proposal.reason}; stopping early")
-                return
+                return False
             if proposal.step is Step.WAIT:  # for other workers' trials
                 time.sleep(workers.POLL_SECONDS)
                 continue
@@ -266,9 +269,8 @@ class Tuner:
                 self.trials.run(study, session, trial)
 
     def _spent(self, trials: list) -> bool:
-        """The budget counts the study's trials, running ones included, whichever worker ran
-        them, but not those that measured nothing (`spends_budget`); the time is this
-        worker's."""
+        """The study's trials that spend the budget (`spends_budget`), running ones included,
+        whichever worker ran them; the time is this worker's."""
         return self.budget.trials_over(sum(map(spends_budget, trials)))
 
     def _result(self, study: optuna.Study) -> TuneResult:
@@ -294,10 +296,9 @@ class Tuner:
 def earlier_trials(trials: Sequence[FrozenTrial], since: float) -> float:
     """The wall time a resumed study's trials covered in its earlier runs (finished before
     `since`, a wall-clock time): Optuna's start and end of each, overlaps once. An interrupted
-    trial is left out (`spends_budget`): its end is when a later run failed it, maybe the next
-    morning."""
+    trial is left out: its end is when a later run failed it, maybe the next morning."""
     return covered([(t.datetime_start.timestamp(), t.datetime_complete.timestamp())
-                    for t in trials if t.state in FINISHED and spends_budget(t)
+                    for t in trials if t.state in FINISHED and not interrupted(t)
                     and t.datetime_start and t.datetime_complete
                     and t.datetime_complete.timestamp() < since])
 
@@ -433,12 +434,14 @@ def check_same_seed(study: optuna.Study, seed: int) -> None:
                  "plan another study.name", option="seed")
 
 
-def stop_reason(trials: Sequence[FrozenTrial]) -> str | None:
+def stop_reason(trials: Sequence[FrozenTrial], since: float) -> str | None:
     """Why the search stops before its budget is spent, if it must: proposals that keep not
-    fitting, or trials that keep saying nothing of their settings."""
+    fitting, or trials started since `since` (this run: a lab mended and the run resumed goes
+    on) that keep saying nothing of their settings."""
     if in_a_row(trials, refused) >= MAX_REFUSALS_IN_A_ROW:
         return f"the last {MAX_REFUSALS_IN_A_ROW} proposals would not fit {refusal_advice(trials)}"
-    if in_a_row(trials, uninformative, passing=refused) >= MAX_UNINFORMATIVE_IN_A_ROW:
+    this_run = [t for t in trials if t.datetime_start and t.datetime_start.timestamp() >= since]
+    if in_a_row(this_run, uninformative, passing=refused) >= MAX_UNINFORMATIVE_IN_A_ROW:
         return (f"the last {MAX_UNINFORMATIVE_IN_A_ROW} trials said nothing of their settings "
                 "(interrupted, or their reference failed: see above); the lab's servers, not "
                 "the settings, are failing")
