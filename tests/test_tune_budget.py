@@ -122,6 +122,7 @@ def test_a_resumed_tune_counts_its_earlier_trials_not_the_one_an_interruption_cu
     assert earlier_trials([*measured, *failed, *later], since) == pytest.approx(
         covered(intervals), abs=1e-4)
 
+
 def test_no_study_starts_once_the_budget_is_spent():
     budget = TuneBudget(trials=3, started=time.monotonic())
     budget.start_checking()  # no time spent on trials: nothing left to check with
