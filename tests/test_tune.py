@@ -1,5 +1,6 @@
 """perflab tune against a real server: knob space, safety, failed starts, resume."""
 
+import itertools
 import re
 import signal
 import subprocess
@@ -287,6 +288,16 @@ def test_a_lab_restored_under_another_path_gives_its_own_answer(seed_lab, tmp_pa
     assert "Re-measured side by side" in again.stdout
     timed = next(line for line in again.stdout.splitlines() if line.startswith("Time: "))
     assert "checks before resuming" in timed, timed
+    # read back, its studies charged as they were spent: the same checks, the same answer
+    assert "spent on it by earlier runs" in again.stderr
+    assert mycnf(again.stdout) == mycnf(first.stdout) != []
+
+
+def mycnf(report: str) -> list[str]:
+    """The my.cnf a tune printed: its [mariadbd] section, to the first blank line."""
+    lines = report.splitlines()
+    start = lines.index("[mariadbd]") if "[mariadbd]" in lines else len(lines)
+    return list(itertools.takewhile(bool, lines[start:]))
 
 
 def test_tune_plan_mistakes_are_one_line(tmp_path):

@@ -8,18 +8,19 @@ import math
 import time
 
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 from optuna.trial import FrozenTrial, TrialState, create_trial
 
 from perflab.errors import PerflabError
 from perflab.stats.decide import EQUIVALENT, FASTER, INCONCLUSIVE, SLOWER, Verdict
+from perflab.store import PointStatus, RunEnd, Session, StoredPoint
 from perflab.store.records import covered
 from perflab.tune.budget import CHECK_FACTOR, TRIALS_SHARE, CheckEnded, TuneBudget
-from perflab.tune.final import KEEP, _smallest_first, by_the_trials, keep_margin
+from perflab.tune.final import KEEP, _smallest_first, by_the_trials, keep_margin, spent_before
 from perflab.tune.render import render_text
 from perflab.tune.result import REFERENCE, Outcome, TrialOutcome, TuneResult
-from perflab.tune.search import earlier_trials
+from perflab.tune.search import trials_time
 
 pytestmark = pytest.mark.fast  # needs no server: scripts/test -m fast
 
@@ -35,16 +36,17 @@ UNDECIDED = verdict(INCONCLUSIVE, -0.03, -0.09, 0.03)
 
 @given(trials=st.one_of(st.none(), st.integers(1, 500)),
        seconds=st.one_of(st.none(), st.floats(1.0, 1e5)),
-       spent=st.floats(0.0, 1e4))
-def test_the_checks_deadline_keeps_the_budget_the_user_set(trials, seconds, spent):
+       spent=st.floats(0.0, 1e4), trials_time=st.floats(0.0, 1e4))
+def test_the_checks_deadline_keeps_the_budget_the_user_set(trials, seconds, spent, trials_time):
     """With a time budget, the trials stop at their share and the checks end with the whole
-    budget; with a trial count only, the checks get at most CHECK_FACTOR times the trials'."""
+    budget; with a trial count only, the checks get at most CHECK_FACTOR times the trials'
+    own time, whatever the run's clock says (a resumed run's is spent reading them back)."""
     if not trials and not seconds:
         with pytest.raises(PerflabError, match="give the search a budget"):
             TuneBudget(trials, seconds)
         return
     now = time.monotonic()
-    budget = TuneBudget(trials, seconds, started=now - spent)
+    budget = TuneBudget(trials, seconds, started=now - spent, trials_time=trials_time)
     assert budget.left() == float("inf")  # the trials are not over yet
     left = budget.start_checking()
     assert budget.check_until is not None
@@ -54,7 +56,7 @@ def test_the_checks_deadline_keeps_the_budget_the_user_set(trials, seconds, spen
         assert budget.trials_over(0) == (spent >= seconds * TRIALS_SHARE)
     else:
         assert budget.trial_seconds() is None and not budget.trials_over(trials - 1)
-        assert left == pytest.approx(CHECK_FACTOR * spent, rel=0.01, abs=1.0)
+        assert left == pytest.approx(CHECK_FACTOR * trials_time, rel=0.01, abs=1.0)
     assert 0 <= budget.left() <= max(left, 0) + 1e-6
     if trials:
         assert budget.trials_over(trials)
@@ -62,17 +64,65 @@ def test_the_checks_deadline_keeps_the_budget_the_user_set(trials, seconds, spen
     assert ("checking the answer" in said) and (str(trials) in said if trials else True)
 
 
-@given(spent=st.floats(0.0, 1e4), trials=st.floats(0.0, 1e4), checks=st.floats(0.0, 1e5))
-def test_a_resumed_tune_checks_for_twice_all_its_trials_less_what_it_checked_before(
-        spent, trials, checks):
-    """Resumed after its trials (bench/tune's runs over several sessions), a tune's checks get
-    CHECK_FACTOR times the trials' time in every run, less the checking its earlier runs did."""
-    budget = TuneBudget(20, started=time.monotonic() - spent)
-    budget.earlier_trials, budget.earlier_checks = trials, checks
-    left = budget.start_checking()
-    assert left == pytest.approx(max(0.0, CHECK_FACTOR * (spent + trials) - checks),
-                                 rel=0.01, abs=1.0)
-    assert left >= 0 and (left > 0 or budget.left() == 0)
+studies = st.lists(st.tuples(st.integers(1, 60), st.floats(0.5, 60.0)), min_size=1, max_size=6)
+
+
+@given(trials_time=st.floats(10.0, 1e4), studies=studies, clock=st.floats(0.0, 1e4))
+def test_a_resumed_tune_starts_and_refuses_the_studies_its_first_run_did(
+        trials_time, studies, clock):
+    """bench/tune resumes its five-seed labs after their end phases: reading them back, a run
+    must start the studies its first run measured and refuse the one it refused. Each study
+    here needs `points` at its own pace; the first run spends them, the resumed one (its clock
+    spent on reading back) charges their stored time as it reads each back."""
+    first = TuneBudget(20, started=time.monotonic() - clock, trials_time=trials_time)
+    first.start_checking()
+    measured, stored = [], []
+    for number, (points, pace) in enumerate(studies):
+        needed, left = points * (first.point_seconds or 0.0), first.check_until - time.monotonic()
+        assume(abs(left - needed) > 1.0 and abs(left) > 1.0)  # no tie a microsecond decides
+        try:
+            first.before_study(f"study {number}", points)
+        except CheckEnded:
+            break
+        first.check_until -= points * pace  # the seconds it took
+        first.paced(points * pace, points)
+        measured.append(number)
+        stored.append(points * pace)
+    again = TuneBudget(20, started=time.monotonic() - 2 * clock, trials_time=trials_time)
+    again.start_checking()
+    read_back = []
+    for number, (points, _) in enumerate(studies):
+        try:
+            again.before_study(f"study {number}", points)
+        except CheckEnded:
+            break
+        read_back.append(number)
+        seconds = stored[number] if number < len(stored) else 0.0  # not stored: measured now
+        again.replayed(seconds)
+        again.paced(seconds, points)
+    assert read_back == measured
+    assert again.earlier_checks == pytest.approx(sum(stored))
+    assert again.left() == pytest.approx(first.left(), abs=1.0)
+
+
+runs = st.lists(st.tuples(st.floats(0, 1e6), st.floats(0, 1e3), st.booleans(),
+                          st.lists(st.floats(0, 1), max_size=4)), max_size=5)
+
+
+@given(runs, st.floats(0, 2e6))
+def test_a_study_read_back_is_charged_each_earlier_runs_whole_span(sessions, since):
+    """A study's earlier runs cost their sessions' spans, the servers' starts before the first
+    point included; a killed run's (no end recorded) runs to its last point; a run begun at or
+    after `since` is this run's own."""
+    stored, points, expected = [], [], 0.0
+    for number, (start, length, killed, at) in enumerate(sessions):
+        stored.append(Session(number, "s", 1, start, None if killed else start + length,
+                              None if killed else RunEnd.COMPLETE, {}))
+        points += [StoredPoint(0, "s", "d", "c", "w", 1, 1, PointStatus.OK, number, None,
+                               start, start + f * length, None) for f in at]
+        if start < since:
+            expected += max(at, default=0.0) * length if killed else length
+    assert spent_before(stored, points, since) == pytest.approx(expected, abs=1e-3)
 
 
 spans = st.lists(st.tuples(st.floats(0, 1e6), st.floats(0, 1e3)).map(
@@ -116,10 +166,10 @@ def test_a_resumed_tune_counts_its_earlier_trials_not_the_one_an_interruption_cu
     reaped = [frozen(TrialState.FAIL, start, start + overnight) for start in cut]
     reaped += [frozen(TrialState.FAIL, start, start + overnight, {"state": "ok"})
                for start in cut[:1]]  # its worker died between recording its state and telling
-    assert earlier_trials([*measured, *failed, *reaped], since) == pytest.approx(
+    assert trials_time([*measured, *failed, *reaped], since) == pytest.approx(
         covered(intervals), abs=1e-4)  # Optuna's times are to the microsecond
     later = [frozen(TrialState.COMPLETE, since, since + 5)]  # this run's own: not earlier
-    assert earlier_trials([*measured, *failed, *later], since) == pytest.approx(
+    assert trials_time([*measured, *failed, *later], since) == pytest.approx(
         covered(intervals), abs=1e-4)
 
 

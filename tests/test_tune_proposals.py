@@ -194,8 +194,12 @@ class SimulatedStore:
                     record = measured(config, threads, repeat)
                     points.append(SimpleNamespace(ok=record.status == "ok", config=config.name,
                                                   round=repeat, metrics=record.metrics,
-                                                  status_delta={}))
+                                                  status_delta={}, session_id=0,
+                                                  finished_at=0.0))
         return points
+
+    def sessions(self, study: str) -> list:
+        return []  # every study's only run is this one
 
 
 class SimulatedLab(Lab):

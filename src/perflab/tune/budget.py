@@ -41,11 +41,13 @@ class TuneBudget:
     # the seconds one point took in the end phases' latest study, its servers' starts included
     # (`paced`): what a study not yet started is expected to need
     point_seconds: float | None = None
-    # a resumed tune's work in its earlier runs, set before `start_checking`: the trials' wall
-    # time (search.earlier_trials) and the end phases' (final.checked_before), so that its checks
-    # keep CHECK_FACTOR times all of its trials' time. Without them, a tune resumed after its
-    # trials checked for twice the seconds it took to read them back (bench/tune: 1 s), and a
-    # resumed check began its budget afresh.
+    # the trials' own wall time, every run's (search.trials_time), set when they end: with a
+    # trial count only, the checks get CHECK_FACTOR times it. Not this run's clock: resumed
+    # after its trials, a tune counted its own read-back (bench/tune: 12 s, where the first run
+    # had 3 s left) as trials' time, twice over.
+    trials_time: float = 0.0
+    # a resumed tune's earlier work, for `spent`: its trials' wall time (search.trials_time)
+    # and its checks', charged study by study as each is read back (`replayed`)
     earlier_trials: float = 0.0
     earlier_checks: float = 0.0
 
@@ -89,12 +91,21 @@ class TuneBudget:
 
     def start_checking(self) -> float:
         """The trials are over: the end phases' deadline from now, which is returned in
-        seconds (none left when earlier runs spent it)."""
+        seconds."""
         now = time.monotonic()
-        trials = now - self.started + self.earlier_trials
         self.check_until = self.started + self.seconds if self.seconds else \
-            now + max(0.0, CHECK_FACTOR * trials - self.earlier_checks)
+            now + CHECK_FACTOR * self.trials_time
         return self.check_until - now
+
+    def replayed(self, seconds: float) -> None:
+        """An end phase's study was read back from storage, where earlier runs of the tune
+        spent `seconds` on it (final.spent_before): they are charged now, once it is read
+        back, so that the next study starts with what it had in the first run. Charged
+        before, they left a resumed tune a few seconds for the studies it read back, and a
+        study's pace (`paced`) refused them where the first run had measured them."""
+        self.earlier_checks += seconds
+        if self.check_until is not None:
+            self.check_until -= seconds
 
     def left(self) -> float:
         """Seconds the end phases have left (infinite before `start_checking`)."""
@@ -110,7 +121,9 @@ class TuneBudget:
         return time.monotonic() + share * self.left()
 
     def paced(self, seconds: float, points: int) -> None:
-        """A study of the end phases measured `points` in `seconds` of wall time."""
+        """A study of the end phases has `points` that took `seconds` of wall time, this run's
+        and its earlier runs' (a study read back from storage measures none, and its pace is
+        the one its first run measured it at)."""
         if points:
             self.point_seconds = seconds / points
 

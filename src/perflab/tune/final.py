@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import functools
 import math
-import re
 import statistics
 import time
 from collections.abc import Callable
@@ -37,7 +36,7 @@ from perflab.domain import Plan, Scalar, ServerConfig
 from perflab.lab import Lab
 from perflab.output.text import duration
 from perflab.running.measurer import Measurer
-from perflab.running.runner import Runner, budget_spent
+from perflab.running.runner import Runner
 from perflab.say import Say, silent
 from perflab.stats.decide import (
     FASTER,
@@ -48,7 +47,7 @@ from perflab.stats.decide import (
     half_width,
 )
 from perflab.stats.design import Design
-from perflab.store import ResultStore, StoredPoint, ok_metrics
+from perflab.store import ResultStore, Session, StoredPoint, ok_metrics
 from perflab.tune.budget import EARLIER_CHECKS, REMEASURE_SHARE, CheckEnded, TuneBudget
 from perflab.tune.inert import inert_knobs
 from perflab.tune.result import CheckKind, KeptCheck, TrialOutcome, TuneResult, figure, moved
@@ -89,12 +88,9 @@ def check_answer(store: ResultStore, result: TuneResult, plan: Plan, settings: T
     """The end phases, within what the tune's budget leaves them: the re-measure, then (unless
     not `with_put_back`) the put-back; a phase the budget ended before is named in the result
     (`ended`), and the my.cnf says what was decided."""
-    allowance.earlier_checks = checked_before(store, plan, result)
     left = allowance.start_checking()
-    if allowance.earlier_checks:  # a resumed tune's, in the time line
-        result.phases[EARLIER_CHECKS] = allowance.earlier_checks
     say(f"checking the answer: {duration(left)} of the budget left for the re-measure and the "
-        "put-back")
+        "put-back (a study stored by an earlier run is charged its time as it is read back)")
     try:
         remeasure(store, result, plan, settings, trials.variables, trials.round_sd, lab, say,
                   allowance)
@@ -103,6 +99,8 @@ def check_answer(store: ResultStore, result: TuneResult, plan: Plan, settings: T
     except CheckEnded as ended:
         result.ended = str(ended)
         say(f"the budget ended before {ended}: the my.cnf says what was decided")
+    if allowance.earlier_checks:  # a resumed tune's, in the time line
+        result.phases[EARLIER_CHECKS] = allowance.earlier_checks
 
 
 def check_study(plan: Plan, result: TuneResult, kind: str, budget: float = 0.0) -> str:
@@ -111,16 +109,6 @@ def check_study(plan: Plan, result: TuneResult, kind: str, budget: float = 0.0) 
     study decides within the looks its first run fitted."""
     return f"{plan.name}:{result.method}:{kind}@{len(result.trials)}" + (
         f"~{budget:g}s" if budget else "")
-
-
-def checked_before(store: ResultStore, plan: Plan, result: TuneResult) -> float:
-    """The seconds earlier runs of the tune spent checking this answer: the points of its end
-    phases' studies (`check_study`), each run's span (runner.budget_spent). Called before this
-    run measures any of them."""
-    named = re.compile(re.escape(f"{plan.name}:{result.method}:") + r"[^:@~]+"
-                       + re.escape(f"@{len(result.trials)}") + r"(~.*)?")  # check_study's
-    return sum(budget_spent(store.points(name), 0) for name in store.studies()
-               if named.fullmatch(name))
 
 
 @timed("re-measure")
@@ -721,14 +709,19 @@ def _side_by_side(store: ResultStore, plan: Plan, name: str, configs: list[Serve
     # its comparisons were chosen for their effects (a knob whose absence turns the query
     # cache off drifts x200 over its rounds): their spread is not the lab's noise, and stored,
     # it set a lag-1 allowance of 0.98 for every later study in the lab
-    began = time.monotonic()
-    summary = Runner(measured, lab, store, say, budget_after_planned=True, noise_source=None,
-                     stop_at=stop_at, at_least=at_least).run()
-    allowance.paced(time.monotonic() - began, summary.measured)
+    began, began_at = time.monotonic(), time.time()
+    Runner(measured, lab, store, say, budget_after_planned=True, noise_source=None,
+           stop_at=stop_at, at_least=at_least).run()
+    points = store.points(name, [measured.config_hash(c) for c in measured.configs])
+    before = spent_before(store.sessions(name), points, began_at)
+    if before:
+        allowance.replayed(before)
+        say(f"{what}: {duration(before)} of the tune's budget spent on it by earlier runs, "
+            f"{duration(allowance.left())} left")
+    allowance.paced(time.monotonic() - began + before, len(points))
     by_round: dict[str, dict[int, list[StoredPoint]]] = {}
     stalled: dict[str, int] = {}  # points where no query finished: no score
-    definitions = [measured.config_hash(c) for c in measured.configs]
-    for point in store.points(name, definitions):
+    for point in points:
         if point.ok and ok_metrics(point).qps > 0:
             by_round.setdefault(point.config, {}).setdefault(point.round, []).append(point)
         elif point.ok:
@@ -737,6 +730,18 @@ def _side_by_side(store: ResultStore, plan: Plan, name: str, configs: list[Serve
         say("left out of the rounds, no query finished in them: " + ", ".join(
             f"{count} point(s) of {config}" for config, count in stalled.items()))
     return by_round
+
+
+def spent_before(sessions: list[Session], points: list[StoredPoint], since: float) -> float:
+    """The wall time a study's runs begun before `since` (a wall-clock time) spent on it: each
+    one's session from its start to its end, its servers' starts included (up to 26 s before
+    a study's first point, bench/tune's pool answer), or to its last point when it was
+    killed."""
+    last: dict[int, float] = {}
+    for point in points:
+        last[point.session_id] = max(last.get(point.session_id, 0.0), point.finished_at)
+    return sum(max(0.0, (s.finished_at or last.get(s.id, s.started_at)) - s.started_at)
+               for s in sessions if s.started_at < since)
 
 
 def _scores(by_round: dict[str, dict[int, list[StoredPoint]]], plan: Plan,

@@ -24,6 +24,7 @@ perflab's additive search, tune/additive.py, or an Optuna sampler by name: TPE, 
 from __future__ import annotations
 
 import importlib.util
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -142,8 +143,7 @@ class Tuner:
         self.space = Space(tuple(self.knobs), startup_values(self.knobs, self.catalog),
                            self.trials.memory, memory_budget(self.settings.memory_share))
         self.trials.space = self.space
-        busy_now = watch.warning()
-        if busy_now:
+        if busy_now := watch.warning():
             self.say(f"WARNING: {busy_now}; the trials' readings would rank the load, not the "
                      "settings")
         self.trials.first_fits()
@@ -172,7 +172,8 @@ class Tuner:
             with workers.study_lock(self.storage, study.study_name):
                 taken = workers.claim(study, key, self.lab.root, own=own)
             if taken is None:
-                self.budget.earlier_trials = earlier_trials(study.trials, self.started_at)
+                self.budget.trials_time = trials_time(study.trials)
+                self.budget.earlier_trials = trials_time(study.trials, self.started_at)
                 check_answer(store, result, self.plan, self.settings, self.trials, self.lab,
                              self.say, self.budget, self.put_back)
                 workers.done(study, key)
@@ -293,14 +294,15 @@ class Tuner:
                           option_group=flavor_of(self.catalog.version).option_group)
 
 
-def earlier_trials(trials: Sequence[FrozenTrial], since: float) -> float:
-    """The wall time a resumed study's trials covered in its earlier runs (finished before
-    `since`, a wall-clock time): Optuna's start and end of each, overlaps once. An interrupted
-    trial is left out: its end is when a later run failed it, maybe the next morning."""
+def trials_time(trials: Sequence[FrozenTrial], before: float = math.inf) -> float:
+    """The wall time a study's trials covered (those finished `before`, a wall-clock time:
+    a resumed study's earlier runs'): Optuna's start and end of each, overlaps once. An
+    interrupted trial is left out: its end is when a later run failed it, maybe the next
+    morning."""
     return covered([(t.datetime_start.timestamp(), t.datetime_complete.timestamp())
                     for t in trials if t.state in FINISHED and not interrupted(t)
                     and t.datetime_start and t.datetime_complete
-                    and t.datetime_complete.timestamp() < since])
+                    and t.datetime_complete.timestamp() < before])
 
 
 def _checked(method: str, sampler: str | None, seed: int) -> tuple[Method, Sampler]:
