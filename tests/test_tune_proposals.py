@@ -186,7 +186,9 @@ class SimulatedStore:
         return next(p for p in self.runs if p.name == study).run.design()
 
     def points(self, study: str, definitions) -> list:
-        plan = next(p for p in self.runs if p.name == study)
+        plan = next((p for p in self.runs if p.name == study), None)
+        if plan is None:  # not run yet
+            return []
         points = []
         for repeat in range(1, plan.run.rounds + 1):
             for config in plan.configs:

@@ -85,8 +85,9 @@ class Budget:
     lab's noise, not from its user).
 
     `stop_at` (time.monotonic()): no round starts that would end after it, at the pace of the
-    run's last round, once this run has measured `at_least` rounds, whatever the study's own
-    budget (a tune's whole budget, tune/budget.py)."""
+    study's last round, once the study has `at_least` rounds (stored ones too: a study resumed
+    with them stops where its first run did), whatever the study's own budget (a tune's whole
+    budget, tune/budget.py)."""
 
     def __init__(self, seconds: float, say: Say, after_planned: bool = False,
                  stop_at: float | None = None, at_least: int = 0):
@@ -118,9 +119,8 @@ class Budget:
         return self.deadline is None or time.monotonic() + seconds <= self.deadline
 
     def stops(self, rounds: int, next_seconds: float = 0.0) -> bool:
-        """Whether no round starts now: the budget is spent, or this run has its `at_least`
-        rounds (it has measured `rounds`) and one more, of `next_seconds`, would end after
-        `stop_at`."""
+        """Whether no round starts now: the budget is spent, or the study has its `at_least`
+        rounds (it has `rounds`) and one more, of `next_seconds`, would end after `stop_at`."""
         return self.spent() or (self.stop_at is not None and rounds >= self.at_least
                                 and time.monotonic() + next_seconds >= self.stop_at)
 
@@ -221,7 +221,9 @@ class Runner:
         progress = Progress(self.plan, self.say, self.budget.deadline)
         round_number = 0
         timed: list[float] = []  # seconds of each whole round
-        last = 0.0  # the wall seconds of the latest round, its servers' set-up included
+        # the wall seconds of the latest round, its servers' set-up included (a resumed
+        # study's first: its latest stored round's points)
+        last = latest_round_seconds(self._stored_ok())
         while True:
             check_stop()
             round_number += 1
@@ -240,7 +242,7 @@ class Runner:
                 return RunEnd.ALL_DECIDED if step.decided else RunEnd.COMPLETE
             if not step.points:
                 continue  # stored by an earlier run
-            if self.budget.stops(summary.rounds, last):
+            if self.budget.stops(round_number - 1, last):
                 return RunEnd.BUDGET_SPENT
             summary.rounds += 1
             progress.round(round_number, step.points)
@@ -313,6 +315,14 @@ class Runner:
         """The looks fitted after round `done` to the rounds the budget's deadline holds."""
         assert self.budget.deadline is not None, "looks are fitted to a budget that started"
         return fit_looks(self.store, self.plan, done, self.budget.deadline, timed, self.say)
+
+
+def latest_round_seconds(points: list[StoredPoint]) -> float:
+    """The wall seconds the latest round of `points` took, from its first point's start to its
+    last one's end (0 without points)."""
+    latest = max((p.round for p in points), default=0)
+    spans = [(p.started_at, p.finished_at) for p in points if p.round == latest]
+    return max(e for _, e in spans) - min(s for s, _ in spans) if spans else 0.0
 
 
 def budget_spent(points: Iterable[StoredPoint], after_round: int) -> float:

@@ -701,6 +701,12 @@ def _side_by_side(store: ResultStore, plan: Plan, name: str, configs: list[Serve
     left = math.inf if stop_at is None else max(0.0, stop_at - time.monotonic())
     measured = replace(plan, name=name, configs=tuple(configs), baseline=baseline,
                        run=replace(plan.run, time=min(budget, left)))
+    definitions = [measured.config_hash(c) for c in measured.configs]
+    # what earlier runs spent on it: a resumed study ends where its share of the budget did
+    # in the first run (the study's own budget, run.time, takes off its own spend: Budget)
+    began, began_at = time.monotonic(), time.time()
+    before = spent_before(store.sessions(name), store.points(name, definitions), began_at)
+    stop_at = None if stop_at is None else stop_at - before
     rounds, why = _rounds(store, measured, cells, plan, settings, lab)
     measured = replace(measured, run=replace(measured.run, rounds=rounds,
                                              max_rounds=MORE_ROUNDS * rounds))
@@ -709,11 +715,9 @@ def _side_by_side(store: ResultStore, plan: Plan, name: str, configs: list[Serve
     # its comparisons were chosen for their effects (a knob whose absence turns the query
     # cache off drifts x200 over its rounds): their spread is not the lab's noise, and stored,
     # it set a lag-1 allowance of 0.98 for every later study in the lab
-    began, began_at = time.monotonic(), time.time()
     Runner(measured, lab, store, say, budget_after_planned=True, noise_source=None,
            stop_at=stop_at, at_least=at_least).run()
-    points = store.points(name, [measured.config_hash(c) for c in measured.configs])
-    before = spent_before(store.sessions(name), points, began_at)
+    points = store.points(name, definitions)
     if before:
         allowance.replayed(before)
         say(f"{what}: {duration(before)} of the tune's budget spent on it by earlier runs, "
