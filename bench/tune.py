@@ -36,13 +36,14 @@ method has an answer, the setting it would recommend if stopped there (its best 
 for the additive search the setting its model believes best). Every distinct answer of every run
 is re-measured at the end in one regime (two at a time side by side with the defaults, paired
 rounds); the best of them is the reference R. "Trials to 90%" is the first trial after which the
-answer reached 90% of R's gain, median over seeds; whether an answer reached it is decided by
-measuring it side by side with R (first_reached): a single trial's own figure would count noise
-spikes, and two gains measured apart differ by both measurements' noise, tens of points at a
-gain of x2-x4. Each method's final re-measure is a run of its own, so two methods' final gains
-differ by the runs' noise as well; the head-to-head settles "which winner is faster": per seed,
-the winners measured together (one server each, taking turns in time slices, paired by round)
-and the default method's winner compared with the others as one family of verdicts. Only the
+answer reached 90% of R's gain (on a log scale by default, --line), median over seeds; whether
+an answer reached it is decided by measuring it side by side with R (first_reached): a single
+trial's own figure would count noise spikes, and two gains measured apart differ by both
+measurements' noise, tens of points at a gain of x2-x4. Each method's final re-measure is a
+run of its own, so two methods' final gains differ by the runs' noise as well; the
+head-to-head settles "which winner is faster": per seed, the winners measured together (one
+server each, taking turns in time slices, paired by round) and the default method's winner
+compared with the others as one family of verdicts. Only the
 default method's winner is put back knob by knob into its my.cnf (the issue's "only knobs with a
 shown effect" is asked of it); the others' winners are compared whole.
 
@@ -315,28 +316,50 @@ def trail(pick: list[tuple | None], decided: dict[tuple, Reach]) -> str:
     return "".join(letter(key) for key in pick)
 
 
+@dataclass(frozen=True)
+class Line:
+    """90% of the reference R's gain g, on a scale: "linear", where an answer keeps it at
+    1 + 0.9 g over the defaults, or "log", at (1 + g)^0.9, the scale on which the put-back
+    judges a kept gain (final.keep_margin, 2026-12-02). On a x200 gain the linear line asks for
+    the last 10% of R's throughput, decided by what runs beside the query cache, not by finding
+    it; on gains of x2-x3 the two lie within 3 points of each other. The log line is the
+    bench's since 2026-12-04, chosen after the query-cache data was seen: both are reported."""
+
+    scale: str
+
+    def kept(self, gain: float) -> float:
+        """The ratio over the defaults that keeps 90% of `gain`."""
+        return (1 + gain) ** 0.9 if self.scale == "log" else 1 + 0.9 * gain
+
+    def against(self, gain: float) -> float:
+        """The line as a change of an answer against R, whose gain is `gain`."""
+        return self.kept(gain) / (1 + gain) - 1
+
+    def waves(self, stamp: str, wave: int) -> str:
+        """A wave's study: the linear line's keep their names of before the log line."""
+        return f"bench-tune-{stamp}-reach-{'' if self.scale == 'linear' else 'log-'}{wave}"
+
+
+LINES = {scale: Line(scale) for scale in ("log", "linear")}
+
+
 def first_reached(lab: Lab, stamp: str, picks: dict[str, list[list[tuple | None]]],
-                  gains: dict[tuple, Verdict], args: argparse.Namespace
-                  ) -> tuple[tuple, float, dict[tuple, Reach]]:
-    """Which answers reached 90% of the best gain, decided where it matters: the best
-    re-measured answer is the reference R, and an answer A reaches when (1 + gain A) >=
-    (1 + 0.9 gain R), that is when A / R >= (1 + 0.9 g) / (1 + g): a paired comparison of A
-    with R measured side by side, not two gains measured apart (each answer's first re-measure
-    has an interval of tens of points at a gain of x2-x4, and the best of dozens of such
-    estimates reads high: in the bench of 2026-11-25 the line sat inside that noise, so
-    reaching it was luck). The line hardly depends on g (its slope is 0.1 / (1 + g)^2), so g
-    from the first pass serves. Answers are decided in waves: each run's earliest answer not
-    yet decided, since "trials to 90%" needs a run's answers only up to its first that
-    reached; an answer whose first-pass interval lies wholly under 90% of R's lower bound is
-    decided without more rounds. Returns R, the line (as a change of A against R) and the
-    decisions."""
+                  gains: dict[tuple, Verdict], line: Line, args: argparse.Namespace
+                  ) -> tuple[tuple, dict[tuple, Reach]]:
+    """Which answers reached 90% of the best gain on the `line`'s scale, decided where it
+    matters: the best re-measured answer is the reference R, and an answer A reaches when
+    1 + gain A >= line.kept(gain R), that is when A / R >= line.kept(g) / (1 + g): a paired
+    comparison of A with R measured side by side, not two gains measured apart (each answer's
+    first re-measure has an interval of tens of points at a gain of x2-x4, and the best of
+    dozens of such estimates reads high: in the bench of 2026-11-25 the line sat inside that
+    noise, so reaching it was luck). The line hardly depends on g (on the linear scale its
+    slope is 0.1 / (1 + g)^2, on the log one -0.1 / (1 + g)^1.1), so g from the first pass
+    serves. Answers are decided in waves: each run's earliest answer not yet decided, since
+    "trials to 90%" needs a run's answers only up to its first that reached. Returns R and the
+    decisions, `by_estimate` deciding what no wave measured."""
     reference = max(gains, key=lambda key: gains[key].change)
-    best = gains[reference]
-    line = (1 + 0.9 * best.change) / (1 + best.change) - 1
-    decided: dict[tuple, Reach] = {reference: Reach(True, "reference")}
-    for key, verdict in gains.items():
-        if key != reference and verdict.high < 0.9 * best.low:
-            decided[key] = Reach(False, "first pass", verdict)
+    decided = first_pass(gains, reference, line)
+    against = line.against(gains[reference].change)
     for wave in range(1, args.reach_waves + 1):
         wanted: list[tuple] = []  # seed by seed, as `distinct_answers` orders them
         for i in range(len(next(iter(picks.values())))):
@@ -349,46 +372,54 @@ def first_reached(lab: Lab, stamp: str, picks: dict[str, list[list[tuple | None]
         wanted = list(dict.fromkeys(wanted))
         if not wanted:
             break
-        print(f"\nwave {wave}: {len(wanted)} answer(s) against the reference, side by side, "
-              f"{args.reach_rounds} rounds", flush=True)
-        for key, verdict, _ in in_pairs(lab, f"bench-tune-{stamp}-reach-{wave}", wanted,
+        print(f"\nwave {wave} ({line.scale} line): {len(wanted)} answer(s) against the "
+              f"reference, side by side, {args.reach_rounds} rounds", flush=True)
+        for key, verdict, _ in in_pairs(lab, line.waves(stamp, wave), wanted,
                                         ("reference", reference), args.reach_rounds, args):
-            if verdict is None:
-                decided[key] = Reach(False, "failed")
-            elif verdict.low >= line or verdict.high < line:
-                decided[key] = Reach(verdict.low >= line, "interval", verdict)
-            else:
-                decided[key] = Reach(verdict.change >= line, "estimate", verdict)
-    for key, verdict in gains.items():  # left after the last wave: the first pass decides
-        decided.setdefault(key, Reach(verdict.change >= 0.9 * best.change, "first-pass estimate",
-                                      verdict))
-    return reference, line, decided
+            decided[key] = Reach(False, "failed") if verdict is None else \
+                against_reference(verdict, against)
+    return reference, by_estimate(decided, gains, reference, line)
 
 
-def on_log_scale(decided: dict[tuple, Reach], best: Verdict) -> tuple[float, dict[tuple, Reach]]:
-    """The same decisions read against 90% of R's gain on a log scale, the scale on which the
-    put-back judges a kept gain (final.keep_margin): A reaches when (1 + A) >= (1 + R)^0.9,
-    that is A / R >= (1 + R)^-0.1. A post-hoc reading (2026-12-03), next to the bench's linear
-    line, which on a x200 gain asks for the last 10% of throughput. No rounds are added: an
-    interval against R that straddles this line is decided by its estimate, and an answer
-    without one by its first pass."""
-    line = (1 + best.change) ** -0.1 - 1
-    log_decided: dict[tuple, Reach] = {}
+def against_reference(verdict: Verdict, against: float) -> Reach:
+    """An answer's paired verdict against R read against the line (`against`, a change
+    against R): its interval when it lies on one side, else its estimate."""
+    if verdict.low >= against or verdict.high < against:
+        return Reach(verdict.low >= against, "interval", verdict)
+    return Reach(verdict.change >= against, "estimate", verdict)
+
+
+def first_pass(gains: dict[tuple, Verdict], reference: tuple, line: Line) -> dict[tuple, Reach]:
+    """R, and the answers whose first re-measure against the defaults lies wholly under the
+    `line` at R's lower bound: not reached, without more rounds ("first pass")."""
+    best = gains[reference]
+    return {reference: Reach(True, "reference"), **{
+        key: Reach(False, "first pass", verdict) for key, verdict in gains.items()
+        if key != reference and 1 + verdict.high < line.kept(best.low)}}
+
+
+def by_estimate(decided: dict[tuple, Reach], gains: dict[tuple, Verdict], reference: tuple,
+                line: Line) -> dict[tuple, Reach]:
+    """`decided`, and the answers no wave measured decided by their first re-measure's
+    estimate against the `line` ("first-pass estimate")."""
+    kept = line.kept(gains[reference].change)
+    return {**{key: Reach(1 + verdict.change >= kept, "first-pass estimate", verdict)
+               for key, verdict in gains.items()}, **decided}
+
+
+def read_against(decided: dict[tuple, Reach], gains: dict[tuple, Verdict], reference: tuple,
+                 line: Line) -> dict[tuple, Reach]:
+    """The same rounds read against another `line`, no rounds added: an answer's verdict
+    against R where a wave measured one (its estimate when its interval straddles this line),
+    its first pass where none did."""
+    against = line.against(gains[reference].change)
+    read = first_pass(gains, reference, line)
     for key, reach in decided.items():
-        verdict = reach.verdict
-        if reach.how in ("interval", "estimate") and verdict is not None:
-            how = "interval" if verdict.low >= line or verdict.high < line else "estimate"
-            reached = verdict.low >= line if how == "interval" else verdict.change >= line
-            log_decided[key] = Reach(reached, how, verdict)
-        elif reach.how in ("first pass", "first-pass estimate") and verdict is not None:
-            if 1 + verdict.high < (1 + best.low) ** 0.9:
-                log_decided[key] = Reach(False, "first pass", verdict)
-            else:
-                log_decided[key] = Reach(1 + verdict.change >= (1 + best.change) ** 0.9,
-                                         "first-pass estimate", verdict)
-        else:  # the reference, or failed against it
-            log_decided[key] = reach
-    return line, log_decided
+        if reach.how in ("interval", "estimate") and reach.verdict is not None:
+            read[key] = against_reference(reach.verdict, against)
+        elif reach.how == "failed":
+            read[key] = reach
+    return by_estimate(read, gains, reference, line)
 
 
 @dataclass
@@ -483,6 +514,10 @@ def main() -> None:
                              "whether it reached 90%% of R's gain")
     parser.add_argument("--reach-waves", type=int, default=4,
                         help="at most this many waves of those decisions")
+    parser.add_argument("--line", choices=tuple(LINES), default="log",
+                        help="the scale 90%% of R's gain is read on, which the waves decide "
+                             "against (the other is read from the same rounds): log, the "
+                             "put-back's, or linear, the bench's before 2026-12-04")
     parser.add_argument("--stamp", default=time.strftime("%Y%m%d%H%M%S"),
                         help="names the studies; the stamp of an interrupted bench resumes it "
                              "(finished trials and rounds are not measured again)")
@@ -544,7 +579,8 @@ def main() -> None:
     if not gains or max(v.change for v in gains.values()) <= 0:
         raise SystemExit("no answer of any run re-measured faster than the defaults: there is "
                          "no gain to reach 90% of (see the runs above)")
-    reference, line, decided = first_reached(lab, stamp, picks, gains, args)
+    line = LINES[args.line]
+    reference, decided = first_reached(lab, stamp, picks, gains, line, args)
     best = gains[reference]
 
     def reached(pick: list[tuple | None], decisions: dict[tuple, Reach] = decided) -> int | None:
@@ -561,9 +597,11 @@ def main() -> None:
           f"({', '.join(sorted(schedules))}, {args.answer_rounds} rounds); the best, the "
           f"reference R, {best.change:+.1%} {best.interval_text()}: "
           f"{'; '.join(f'{k}={v}' for k, v in reference)}")
-    print(f"90% of R's gain is {0.9 * best.change:+.1%}: an answer reaches it when it runs at "
-          f"{line:+.1%} of R or better, judged paired against R ({args.reach_rounds} rounds "
-          "side by side); decided: " + ", ".join(f"{n} by {how}" for how, n in hows.items()))
+    print(f"90% of R's gain on a {line.scale} scale is x{line.kept(best.change):.3g} the "
+          f"defaults' throughput: an answer reaches it when it runs at "
+          f"{line.against(best.change):+.1%} of R or better, judged paired against R "
+          f"({args.reach_rounds} rounds side by side); decided: "
+          + ", ".join(f"{n} by {how}" for how, n in hows.items()))
     print(f"{'method':8} {'final: re-measured gain per seed (verdict)':58} {'median':>8} "
           f"{'trials to 90%':>16} {'median':>7} {f'at {args.at}':>8} {'failed':>7} "
           f"{'refused':>8}")
@@ -601,15 +639,16 @@ def main() -> None:
                                    if reach.verdict and reach.how != "first-pass estimate" else "")
                 said = f"reached at trial {n} ({how})"
             print(f"  {method:6} seed {seed}: {trail(pick, decided)}  {said}")
-    log_line, log_decided = on_log_scale(decided, best)
-    print(f"on a log scale (post hoc): 90% of R's gain is x{(1 + best.change) ** 0.9:.3g}, an "
-          f"answer at {log_line:+.1%} of R or better; trials to 90%, the same rounds read "
-          "against it:")
+    other = next(o for o in LINES.values() if o != line)
+    read = read_against(decided, gains, reference, other)
+    print(f"on a {other.scale} scale: 90% of R's gain is x{other.kept(best.change):.3g}, an "
+          f"answer at {other.against(best.change):+.1%} of R or better; trials to 90%, the same "
+          "rounds read against it:")
     for method in methods:
-        log_reach = [reached(pick, log_decided) for pick in picks[method]]
-        print(f"  {method:6} {','.join(str(n) if n else 'never' for n in log_reach):>16} "
-              f"median {statistics.median([n or args.budget + 1 for n in log_reach]):g}; "
-              + " | ".join(trail(pick, log_decided) for pick in picks[method]))
+        other_reach = [reached(pick, read) for pick in picks[method]]
+        print(f"  {method:6} {','.join(str(n) if n else 'never' for n in other_reach):>16} "
+              f"median {statistics.median([n or args.budget + 1 for n in other_reach]):g}; "
+              + " | ".join(trail(pick, read) for pick in picks[method]))
     print("each run's time (a resumed run's counts its earlier sessions' trials and checks "
           "as they ran):")
     for method in methods:

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from perflab.running.rounds import Measure, Stop, fitted_looks, next_round
-from perflab.running.runner import budget_spent
+from perflab.running.runner import budget_spent, latest_round_seconds
 from perflab.store.records import Metrics, StoredPoint
 from perflab.studies import resolve_plan
 
@@ -212,30 +212,66 @@ def timed_point(repeat: int, started: float, seconds: float, session: int = 1) -
                    finished_at=started + seconds, session_id=session)
 
 
-@given(st.lists(st.tuples(st.integers(1, 6), st.floats(0, 1e4), st.floats(0, 100),
-                          st.integers(1, 3)), max_size=30),
-       st.integers(0, 6))
-def test_a_resumed_budget_counts_what_each_earlier_run_spent_after_the_round(spans, after):
-    """A resumed study's time budget is what is left (budget_spent): each run's span over its
-    points of the rounds after `after`, from the first one's start to the last one's end,
-    whatever order the points come in; a run with no such point spent nothing."""
-    points = [timed_point(r, start, seconds, session) for r, start, seconds, session in spans]
-    by_session: dict[int, list[StoredPoint]] = {}
-    for p in points:
-        if p.round > after:
-            by_session.setdefault(p.session_id, []).append(p)
-    expected = sum(max(p.finished_at for p in ps) - min(p.started_at for p in ps)
-                   for ps in by_session.values())
+def in_order(drawn: list[tuple[int, int, float, float]]) -> list[StoredPoint]:
+    """Points of (run, round, gap, seconds), each run measuring its rounds in order, a gap
+    (a server start) before each point."""
+    clock: dict[int, float] = {}
+    points = []
+    for session, repeat, gap, seconds in sorted(drawn, key=lambda d: d[:2]):
+        start = clock.get(session, 1e5 * session) + gap  # runs far apart
+        points.append(timed_point(repeat, start, seconds, session))
+        clock[session] = start + seconds
+    return points
+
+
+runs_of_rounds = st.lists(st.tuples(st.integers(1, 3), st.integers(1, 6), st.floats(0, 100),
+                                    st.floats(0, 100)), max_size=30)
+
+
+@given(runs_of_rounds, st.integers(0, 6))
+def test_a_resumed_budget_counts_what_each_earlier_run_spent_after_the_round(drawn, after):
+    """A resumed study's time budget is what is left (budget_spent): each run's span from the
+    end of its round `after`, when it measured one (its budget started there: the server
+    starts before the next round count), else from its first later point's start, to its last
+    point's end, whatever order the points come in; a run with no later point spent nothing."""
+    points = in_order(drawn)
+    expected = 0.0
+    for session in {p.session_id for p in points}:
+        mine = [p for p in points if p.session_id == session]
+        later = [p for p in mine if p.round > after]
+        if later:
+            before = [p.finished_at for p in mine if p.round <= after]
+            start = max(before) if before else min(p.started_at for p in later)
+            expected += max(p.finished_at for p in later) - start
     assert budget_spent(points, after) == pytest.approx(expected)
     assert budget_spent(points[::-1], after) == pytest.approx(expected)
     assert budget_spent(points, after) <= budget_spent(points, 0) + 1e-9  # fewer rounds
+
+
+@given(runs_of_rounds)
+def test_a_resumed_study_paces_its_next_round_by_its_latest_stored_one(drawn):
+    """The pace a resumed study's first round is judged by (latest_round_seconds): its latest
+    round in the run that ended it last, from that run's round before (the servers' starts
+    between count), never the time between two runs."""
+    points = in_order(drawn)
+    if not points:
+        assert latest_round_seconds(points) == 0
+        return
+    latest = max(p.round for p in points)
+    last = max((p for p in points if p.round == latest), key=lambda p: p.finished_at)
+    mine = [p for p in points if p.session_id == last.session_id]
+    before = [p.finished_at for p in mine if p.round < latest]
+    start = max(before) if before else min(p.started_at for p in mine if p.round == latest)
+    assert latest_round_seconds(points) == pytest.approx(last.finished_at - start)
+    assert 0 <= latest_round_seconds(points) <= 200 * len(points) + 1e-6  # within one run
 
 
 def test_a_run_spends_its_rounds_and_the_work_between_them():
     points = [timed_point(1, 100.0, 3.0), timed_point(1, 100.5, 3.0),  # round 1: 100-103.5
               timed_point(2, 110.0, 3.0)]  # a server start between, round 2: 110-113
     assert budget_spent(points, 0) == pytest.approx(13.0)
-    assert budget_spent(points, 1) == pytest.approx(3.0)  # the planned round 1 not counted
+    # the planned round 1 not counted, the server start after it is: the budget starts there
+    assert budget_spent(points, 1) == pytest.approx(9.5)
     assert budget_spent(points, 2) == 0
 
 

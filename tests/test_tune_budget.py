@@ -60,6 +60,12 @@ def test_the_checks_deadline_keeps_the_budget_the_user_set(trials, seconds, spen
     assert 0 <= budget.left() <= max(left, 0) + 1e-6
     if trials:
         assert budget.trials_over(trials)
+    # a study read back: a trial count charges what it spent then; a time budget is this run's
+    deadline, until = budget.check_until, budget.until(1.0, 5.0)
+    budget.replayed(5.0)
+    assert budget.check_until == deadline - (0.0 if seconds else 5.0)
+    assert budget.earlier_checks == 5.0 and until is not None
+    assert until == pytest.approx(deadline - (0.0 if seconds else 5.0), abs=0.5) or left <= 0
     said = budget.split()
     assert ("checking the answer" in said) and (str(trials) in said if trials else True)
 
@@ -112,16 +118,16 @@ runs = st.lists(st.tuples(st.floats(0, 1e6), st.floats(0, 1e3), st.booleans(),
 @given(runs, st.floats(0, 2e6))
 def test_a_study_read_back_is_charged_each_earlier_runs_whole_span(sessions, since):
     """A study's earlier runs cost their sessions' spans, the servers' starts before the first
-    point included; a killed run's (no end recorded) runs to its last point; a run begun at or
-    after `since` is this run's own."""
+    point included; a killed run's (no end recorded) runs to its last point; a run that read
+    every point back spent nothing; a run begun at or after `since` is this run's own."""
     stored, points, expected = [], [], 0.0
     for number, (start, length, killed, at) in enumerate(sessions):
         stored.append(Session(number, "s", 1, start, None if killed else start + length,
                               None if killed else RunEnd.COMPLETE, {}))
         points += [StoredPoint(0, "s", "d", "c", "w", 1, 1, PointStatus.OK, number, None,
                                start, start + f * length, None) for f in at]
-        if start < since:
-            expected += max(at, default=0.0) * length if killed else length
+        if start < since and at:  # a run that measured no point spent nothing on it
+            expected += max(at) * length if killed else length
     assert spent_before(stored, points, since) == pytest.approx(expected, abs=1e-3)
 
 

@@ -117,6 +117,30 @@ def test_calibration_measures_the_noise_the_next_run_forecasts_with(shared_lab, 
     assert "found with 80% power" in run.stderr
 
 
+def test_a_study_resumed_past_its_deadline_stops_where_its_first_run_did(shared_lab, tmp_path):
+    """A tune's end-phase study, resumed: its deadline (stop_at, less what its first run spent)
+    has passed and its stored rounds are the `at_least` an interval needs, so it measures
+    nothing more, at its stored rounds' pace; before, a resumed run counted only its own
+    rounds and measured two more where its first run had stopped (bench/tune pool, seed 3's
+    put-back, 2026-12-04). Without a deadline it goes on to its planned rounds."""
+    import time
+
+    plan = parse_plan(write_plan(
+        tmp_path / "resumed.toml", "resumed-live", threads=(1,), rounds=4, warmup_seconds=0,
+        configs='schedule = "serial"\n[configs.a]\n[configs.b]\n').read_text())
+    said: list[str] = []
+    with shared_lab.store() as store:
+        first = Runner(plan, shared_lab, store, said.append, stop_at=time.monotonic(),
+                       at_least=2).run()
+        again = Runner(plan, shared_lab, store, said.append, stop_at=time.monotonic() - 1.0,
+                       at_least=2).run()
+        rest = Runner(plan, shared_lab, store, said.append).run()
+    assert (first.stopped, first.rounds, first.measured) == ("budget spent", 2, 4), said
+    assert (again.stopped, again.measured) == ("budget spent", 0), said
+    assert rest.stopped in ("complete", "all decided") and rest.measured == 4, said
+    assert {p["round"] for p in stored_points(shared_lab, "resumed-live")} == {1, 2, 3, 4}
+
+
 def test_a_budget_after_the_planned_rounds_never_cuts_them_short(shared_lab, tmp_path):
     """tune's put-back plans its rounds from the lab's noise and gives its budget to the rounds
     that decide what they leave open. A budget of 4 s, spent before the second of two planned

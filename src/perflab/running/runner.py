@@ -14,6 +14,7 @@ max_rounds is reached. A point whose server dies is stored as failed with the er
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
 from collections.abc import Iterable
@@ -222,7 +223,7 @@ class Runner:
         round_number = 0
         timed: list[float] = []  # seconds of each whole round
         # the wall seconds of the latest round, its servers' set-up included (a resumed
-        # study's first: its latest stored round's points)
+        # study's first: its latest stored round's, latest_round_seconds)
         last = latest_round_seconds(self._stored_ok())
         while True:
             check_stop()
@@ -318,26 +319,47 @@ class Runner:
 
 
 def latest_round_seconds(points: list[StoredPoint]) -> float:
-    """The wall seconds the latest round of `points` took, from its first point's start to its
-    last one's end (0 without points)."""
-    latest = max((p.round for p in points), default=0)
-    spans = [(p.started_at, p.finished_at) for p in points if p.round == latest]
-    return max(e for _, e in spans) - min(s for s, _ in spans) if spans else 0.0
+    """The wall seconds the latest round of `points` took in the run that measured its last
+    point, from the end of that run's round before (the servers' starts between count) or, if
+    it had none, from the round's first point (0 without points)."""
+    runs = _rounds_by_run(points)
+    if not runs:
+        return 0.0
+    latest = max(r for rounds in runs.values() for r in rounds)
+    run = max((rounds for rounds in runs.values() if latest in rounds),
+              key=lambda rounds: rounds[latest][1])
+    return _span(run, latest - 1, latest)
 
 
 def budget_spent(points: Iterable[StoredPoint], after_round: int) -> float:
     """The seconds earlier runs of a study spent on its rounds after `after_round`: each run's
-    span from the first such point's start to the last one's end, so that the work between
-    rounds (server starts, slice sizing) counts as it did in the run, and the time between
-    two runs does not. A resumed study measures on for what is left of its budget, not for
-    the whole budget again."""
-    spans: dict[int, tuple[float, float]] = {}
+    span from the end of its round `after_round` (or, if it had none, the first later point's
+    start) to its last point's end, so that the work between rounds (server starts, slice
+    sizing) counts as it did in the run, and the time between two runs does not. A resumed
+    study measures on for what is left of its budget, not for the whole budget again."""
+    return sum(_span(rounds, after_round, math.inf) for rounds in _rounds_by_run(points).values())
+
+
+def _rounds_by_run(points: Iterable[StoredPoint]) -> dict[int, dict[int, tuple[float, float]]]:
+    """Each run's (session's) rounds: their first point's start and their last one's end."""
+    runs: dict[int, dict[int, tuple[float, float]]] = {}
     for point in points:
-        if point.round > after_round:
-            first, last = spans.get(point.session_id, (point.started_at, point.finished_at))
-            spans[point.session_id] = (min(first, point.started_at),
-                                       max(last, point.finished_at))
-    return sum(last - first for first, last in spans.values())
+        rounds = runs.setdefault(point.session_id, {})
+        first, last = rounds.get(point.round, (point.started_at, point.finished_at))
+        rounds[point.round] = (min(first, point.started_at), max(last, point.finished_at))
+    return runs
+
+
+def _span(rounds: dict[int, tuple[float, float]], after: int, upto: float) -> float:
+    """The wall time one run spent on its `rounds` after `after` up to `upto`: from the end of
+    its latest round at or before `after` (a run measures its rounds in order), else from the
+    first such round's first point, to the last one's end."""
+    inside = [span for number, span in rounds.items() if after < number <= upto]
+    if not inside:
+        return 0.0
+    before = [end for number, (_, end) in rounds.items() if number <= after]
+    start = max(before) if before else min(first for first, _ in inside)
+    return max(end for _, end in inside) - start
 
 
 def fit_looks(store: ResultStore, plan: Plan, done: int, deadline: float, timed: list[float],

@@ -91,7 +91,8 @@ class TuneBudget:
 
     def start_checking(self) -> float:
         """The trials are over: the end phases' deadline from now, which is returned in
-        seconds."""
+        seconds. A time budget counts from this run's start: a resumed run gets its `seconds`
+        again, as a new run of the command would."""
         now = time.monotonic()
         self.check_until = self.started + self.seconds if self.seconds else \
             now + CHECK_FACTOR * self.trials_time
@@ -99,12 +100,13 @@ class TuneBudget:
 
     def replayed(self, seconds: float) -> None:
         """An end phase's study was read back from storage, where earlier runs of the tune
-        spent `seconds` on it (final.spent_before): they are charged now, once it is read
-        back, so that the next study starts with what it had in the first run. Charged
-        before, they left a resumed tune a few seconds for the studies it read back, and a
-        study's pace (`paced`) refused them where the first run had measured them."""
+        spent `seconds` on it (final.spent_before). With a trial count they are charged now,
+        once it is read back, so that the next study starts with what it had in the first
+        run. Charged before, they left a resumed tune a few seconds for the studies it read
+        back, and a study's pace (`paced`) refused them where the first run had measured
+        them. A time budget is each run's own (`start_checking`): nothing is charged."""
         self.earlier_checks += seconds
-        if self.check_until is not None:
+        if self.check_until is not None and not self.seconds:
             self.check_until -= seconds
 
     def left(self) -> float:
@@ -113,12 +115,13 @@ class TuneBudget:
             return float("inf")
         return max(0.0, self.check_until - time.monotonic())
 
-    def until(self, share: float = 1.0) -> float | None:
+    def until(self, share: float = 1.0, earlier: float = 0.0) -> float | None:
         """The deadline (time.monotonic()) of a phase given `share` of what is left, None
-        before `start_checking`."""
+        before `start_checking`; with a trial count, less the `earlier` seconds its study's
+        earlier runs spent on it, so that a resumed study stops where its first run did."""
         if self.check_until is None:
             return None
-        return time.monotonic() + share * self.left()
+        return time.monotonic() + share * self.left() - (0.0 if self.seconds else earlier)
 
     def paced(self, seconds: float, points: int) -> None:
         """A study of the end phases has `points` that took `seconds` of wall time, this run's

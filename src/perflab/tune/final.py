@@ -697,21 +697,20 @@ def _side_by_side(store: ResultStore, plan: Plan, name: str, configs: list[Serve
     left of it) stops it once it has `at_least` rounds (an interval needs two), and
     CheckEnded names `what` when none of it is left before the study starts."""
     allowance.before_study(what, at_least * len(configs) * len(plan.run.threads))
-    stop_at = allowance.until(share)
-    left = math.inf if stop_at is None else max(0.0, stop_at - time.monotonic())
-    measured = replace(plan, name=name, configs=tuple(configs), baseline=baseline,
-                       run=replace(plan.run, time=min(budget, left)))
+    measured = replace(plan, name=name, configs=tuple(configs), baseline=baseline)
     definitions = [measured.config_hash(c) for c in measured.configs]
     # what earlier runs spent on it: a resumed study ends where its share of the budget did
-    # in the first run (the study's own budget, run.time, takes off its own spend: Budget)
+    # in the first run (its own budget, run.time, takes off its own spend: runner.Budget)
     began, began_at = time.monotonic(), time.time()
     before = spent_before(store.sessions(name), store.points(name, definitions), began_at)
-    stop_at = None if stop_at is None else stop_at - before
+    deadline, stop_at = allowance.until(share), allowance.until(share, before)
+    left = math.inf if deadline is None else max(0.0, deadline - began)
+    measured = replace(measured, run=replace(measured.run, time=min(budget, left)))
     rounds, why = _rounds(store, measured, cells, plan, settings, lab)
     measured = replace(measured, run=replace(measured.run, rounds=rounds,
                                              max_rounds=MORE_ROUNDS * rounds))
-    say(saying(rounds, why) + (f"; {duration(left)} of the tune's budget for it"
-                               if math.isfinite(left) else ""))
+    say(saying(rounds, why) + (f"; {duration(max(0.0, stop_at - time.monotonic()))} of the "
+                               "tune's budget for it" if stop_at is not None else ""))
     # its comparisons were chosen for their effects (a knob whose absence turns the query
     # cache off drifts x200 over its rounds): their spread is not the lab's noise, and stored,
     # it set a lag-1 allowance of 0.98 for every later study in the lab
@@ -740,12 +739,13 @@ def spent_before(sessions: list[Session], points: list[StoredPoint], since: floa
     """The wall time a study's runs begun before `since` (a wall-clock time) spent on it: each
     one's session from its start to its end, its servers' starts included (up to 26 s before
     a study's first point, bench/tune's pool answer), or to its last point when it was
-    killed."""
+    killed. A run that measured none of its points (one that read them all back) spent
+    nothing, or each resume would charge the one before's reading back."""
     last: dict[int, float] = {}
     for point in points:
         last[point.session_id] = max(last.get(point.session_id, 0.0), point.finished_at)
-    return sum(max(0.0, (s.finished_at or last.get(s.id, s.started_at)) - s.started_at)
-               for s in sessions if s.started_at < since)
+    return sum(max(0.0, (s.finished_at or last[s.id]) - s.started_at)
+               for s in sessions if s.started_at < since and s.id in last)
 
 
 def _scores(by_round: dict[str, dict[int, list[StoredPoint]]], plan: Plan,
