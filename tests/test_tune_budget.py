@@ -6,21 +6,32 @@ from __future__ import annotations
 import datetime
 import math
 import time
+from dataclasses import replace
+from types import SimpleNamespace
 
 import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 from optuna.trial import FrozenTrial, TrialState, create_trial
 
+from perflab.domain import RunSettings
 from perflab.errors import PerflabError
 from perflab.stats.decide import EQUIVALENT, FASTER, INCONCLUSIVE, SLOWER, Verdict
 from perflab.store import PointStatus, RunEnd, Session, StoredPoint
 from perflab.store.records import covered
 from perflab.tune.budget import CHECK_FACTOR, TRIALS_SHARE, CheckEnded, TuneBudget
-from perflab.tune.final import KEEP, _smallest_first, by_the_trials, keep_margin, spent_before
+from perflab.tune.final import (
+    KEEP,
+    _looks_on,
+    _smallest_first,
+    by_the_trials,
+    keep_margin,
+    spent_before,
+)
 from perflab.tune.render import render_text
 from perflab.tune.result import REFERENCE, Outcome, TrialOutcome, TuneResult
 from perflab.tune.search import trials_time
+from perflab.tune.settings import Objective, TuneSettings
 
 pytestmark = pytest.mark.fast  # needs no server: scripts/test -m fast
 
@@ -356,14 +367,42 @@ def test_the_smallest_my_cnf_the_search_points_at_is_measured_first():
     assert not decided and studies == []
 
 
-def test_a_my_cnf_whose_check_the_budget_ended_says_so():
+@pytest.mark.parametrize("stop", [CheckEnded("the put-back study"), KeyboardInterrupt()])
+@pytest.mark.parametrize("in_phase", ["remeasure", "put_back"])
+def test_checks_the_budget_ended_or_an_interruption_stopped_still_give_the_my_cnf(
+        monkeypatch, stop, in_phase):
+    """Whatever stops the end phases, the budget before a study or a Ctrl-C in either phase,
+    the my.cnf is the winner's knobs and says what stopped it and what to do; an interruption
+    still stops the tune (a KeyboardInterrupt), carrying the result for the CLI to print."""
+    import perflab.tune.final as final
+
     best = TrialOutcome(4, {"query_cache_type": "ON"}, Outcome.OK, 90.0)
-    result = TuneResult("s", "bayes", [], [best], best, defaults={"query_cache_type": "OFF"},
-                        gain_vs_default=verdict(FASTER, 100.0, 80.0, 130.0),
-                        ended="the put-back study")
-    assert "query_cache_type = ON" in result.mycnf()
-    assert "budget ended before the put-back study" in result.mycnf()
-    assert "not reduced" in render_text(result)
+    result = TuneResult("s", "bayes", [], [best], best, defaults={"query_cache_type": "OFF"})
+
+    def remeasure(*_args) -> None:
+        if in_phase == "remeasure":
+            raise stop
+        result.gain_vs_default = verdict(FASTER, 100.0, 80.0, 130.0)
+
+    def put_back(*_args) -> None:
+        raise stop
+
+    monkeypatch.setattr(final, "remeasure", remeasure)
+    monkeypatch.setattr(final, "put_back", put_back)
+    trials = SimpleNamespace(variables=None, round_sd=0.1)
+    check = (None, result, None, None, trials, None, lambda _: None, TuneBudget(trials=4))
+    if isinstance(stop, KeyboardInterrupt):
+        with pytest.raises(KeyboardInterrupt) as raised:
+            final.check_answer(*check)
+        assert raised.value.result is result
+        phase = {"remeasure": "re-measure", "put_back": "put-back"}[in_phase]
+        said = f"interrupted in the {phase} (run the same command to resume)"
+    else:
+        final.check_answer(*check)
+        said = "budget ended before the put-back study (perflab tune --time for more)"
+    cnf = result.mycnf()
+    assert "query_cache_type = ON" in cnf and said in cnf
+    assert ("not reduced" if in_phase == "put_back" else "not yet evidence") in render_text(result)
 
 
 @given(margin=st.floats(0.01, 0.2), gain=st.floats(-0.5, 1e4), more=st.floats(0.0, 1e3))
@@ -380,3 +419,21 @@ def test_a_smaller_my_cnf_keeps_a_share_of_the_gain_not_a_share_of_throughput(ma
         assert math.log(kept) == pytest.approx(KEEP * math.log(1 + gain))
     assert keep_margin(0.05, 0.2) == 0.05  # x1.2: the plan's ±5%
     assert keep_margin(0.05, 304.5) == pytest.approx(0.249, abs=0.001)  # x305: -25%
+
+
+@pytest.mark.parametrize("threads", [(4,), (1, 4)])
+@pytest.mark.parametrize("objective", ["throughput", "p95"])
+@pytest.mark.parametrize("begun", [None, "fixed", "looking"])
+def test_the_re_measure_looks_after_each_round_only_where_its_comparisons_are_the_tunes(
+        threads, objective, begun):
+    """The re-measure stops once every gain is known where the round policy's comparisons are
+    the tune's own (throughput at one thread count); a re-measure an earlier run began with
+    fixed rounds keeps them, its design frozen at its first run."""
+    run = RunSettings(threads=threads, rounds=3)
+    stored = {None: None, "fixed": run.design(),
+              "looking": replace(run, max_rounds=12, time=60.0).design()}[begun]
+    store = SimpleNamespace(design_of=lambda study: stored)
+    plan = SimpleNamespace(run=run)
+    settings = TuneSettings(objective=Objective(objective))
+    assert _looks_on(store, "s:bayes:final@12", plan, settings) == (
+        threads == (4,) and objective == "throughput" and begun != "fixed")

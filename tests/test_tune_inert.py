@@ -2,6 +2,7 @@
 decisions over measured verdicts: which knobs stay, the one that alone carries the winner's gain,
 the kept set checked together (tune/final.choose_kept)."""
 
+import html
 import math
 from types import SimpleNamespace
 
@@ -607,3 +608,20 @@ def test_the_report_says_where_the_runs_time_went_and_the_end_phases_are_timed()
     assert time_line(result) == ["Time: trials 2m30s; re-measure 5m00s; put-back 2m30s "
                                  "(checking the answer: 3.0 times the trials' time)"]
     assert time_line(TuneResult("s", "bayes", [], [], None)) == []  # not run here
+
+
+def test_the_html_report_says_what_the_text_says_beside_the_tables():
+    """The page a user shares carries the text report's notes, the my.cnf and the time line:
+    the margin a smaller my.cnf kept and where the time went were in the text alone."""
+    from perflab.tune.render import render_html, render_text
+
+    best = SimpleNamespace(number=3, params={"query_cache_type": "ON"})
+    result = TuneResult("s", "bayes", [], [], best, defaults={"query_cache_type": "OFF"},
+                        kept=["query_cache_type"], seconds=600.0, keep_margin=0.248,
+                        gain_vs_default=SimpleNamespace(verdict=FASTER, low=150.0),
+                        phases={"re-measure": 200.0, "put-back": 100.0})
+    text, page = render_text(result), render_html(result)
+    for said in ("no slower than the winner by more than 24.8%", "query_cache_type = ON",
+                 "Time: trials 5m00s; re-measure 3m20s; put-back 1m40s"):
+        assert said in text
+        assert html.escape(said) in page

@@ -185,6 +185,9 @@ class SimulatedStore:
         """The re-measure's design as a run stores it: its plan's, frozen at its first run."""
         return next(p for p in self.runs if p.name == study).run.design()
 
+    def design_of(self, study: str):
+        return self.design(study) if study in self.studies() else None
+
     def points(self, study: str, definitions) -> list:
         plan = next((p for p in self.runs if p.name == study), None)
         if plan is None:  # not run yet

@@ -416,15 +416,27 @@ def cmd_tune(args: argparse.Namespace) -> int:
     from perflab.tune import render as tune_render
 
     _check_output("--html", args.html)
-    result = perflab.tune_server(args.study, args.lab, args.method, budget=args.budget,
-                                 seconds=args.time, sampler=args.sampler, storage=args.storage,
-                                 seed=args.seed, knobs=args.knobs, exclude=args.exclude,
-                                 allow_unsafe=args.allow_unsafe, say=_say)
+    result = _tuned(args, tune_render.render_text)
     print(tune_render.render_text(result))
     if args.html:
         args.html.write_text(tune_render.render_html(result))
         print(f"wrote {args.html}", file=sys.stderr)
     return 0
+
+
+def _tuned(args: argparse.Namespace, render):
+    """The tune the command asks for; interrupted while its answer was checked, the report of
+    what the checks decided (`render`ed), the my.cnf with it, is printed before perflab stops."""
+    from perflab.tune.budget import CheckInterrupted
+
+    try:
+        return perflab.tune_server(args.study, args.lab, args.method, budget=args.budget,
+                                   seconds=args.time, sampler=args.sampler, storage=args.storage,
+                                   seed=args.seed, knobs=args.knobs, exclude=args.exclude,
+                                   allow_unsafe=args.allow_unsafe, say=_say)
+    except CheckInterrupted as stop:
+        print(render(stop.result))
+        raise
 
 
 def cmd_health(args: argparse.Namespace) -> int:

@@ -28,6 +28,16 @@ class CheckEnded(Exception):
     """The tune's budget ended before an end phase's study could start."""
 
 
+class CheckInterrupted(KeyboardInterrupt):
+    """A Ctrl-C (or SIGTERM, SIGHUP) while the answer was checked: a KeyboardInterrupt, so
+    that it stops the tune as any other does, carrying the result as far as it was decided so
+    that the my.cnf is printed before perflab stops."""
+
+    def __init__(self, result) -> None:
+        super().__init__(result.ended)
+        self.result = result
+
+
 @dataclass
 class TuneBudget:
     """`trials` (a count, any worker's) and/or `seconds` (this worker's whole tune, trials and

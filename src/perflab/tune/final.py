@@ -48,7 +48,13 @@ from perflab.stats.decide import (
 )
 from perflab.stats.design import Design
 from perflab.store import ResultStore, Session, StoredPoint, ok_metrics
-from perflab.tune.budget import EARLIER_CHECKS, REMEASURE_SHARE, CheckEnded, TuneBudget
+from perflab.tune.budget import (
+    EARLIER_CHECKS,
+    REMEASURE_SHARE,
+    CheckEnded,
+    CheckInterrupted,
+    TuneBudget,
+)
 from perflab.tune.inert import inert_knobs
 from perflab.tune.result import CheckKind, KeptCheck, TrialOutcome, TuneResult, figure, moved
 from perflab.tune.settings import Direction, Objective, TuneSettings, better
@@ -87,18 +93,25 @@ def check_answer(store: ResultStore, result: TuneResult, plan: Plan, settings: T
                  with_put_back: bool = True) -> None:
     """The end phases, within what the tune's budget leaves them: the re-measure, then (unless
     not `with_put_back`) the put-back; a phase the budget ended before is named in the result
-    (`ended`), and the my.cnf says what was decided."""
+    (`ended`), and the my.cnf says what was decided. Interrupted, it raises CheckInterrupted
+    with the result as far as it was decided, `ended` naming the phase."""
     left = allowance.start_checking()
     say(f"checking the answer: {duration(left)} of the budget left for the re-measure and the "
         "put-back (a study stored by an earlier run is charged its time as it is read back)")
+    phase = "the re-measure"
     try:
         remeasure(store, result, plan, settings, trials.variables, trials.round_sd, lab, say,
                   allowance)
+        phase = "the put-back"
         if with_put_back:
             put_back(store, result, plan, settings, trials.variables, lab, say, allowance)
     except CheckEnded as ended:
-        result.ended = str(ended)
+        result.ended = f"the tune's budget ended before {ended} (perflab tune --time for more)"
         say(f"the budget ended before {ended}: the my.cnf says what was decided")
+    except KeyboardInterrupt as stop:
+        result.ended = f"the tune was interrupted in {phase} (run the same command to resume)"
+        result.seconds = allowance.spent()
+        raise CheckInterrupted(result) from stop
     if allowance.earlier_checks:  # a resumed tune's, in the time line
         result.phases[EARLIER_CHECKS] = allowance.earlier_checks
 
@@ -124,20 +137,22 @@ def remeasure(store: ResultStore, result: TuneResult, plan: Plan, settings: Tune
     candidates = best_candidates(result, settings.direction, clear)
     baseline = plan.config(plan.baseline)
     default = replace(baseline, name="default", variables=unsearched(baseline, result))
-    configs = [default]
-    if baseline.variables != default.variables:  # the baseline sets some searched knob
-        configs.append(replace(baseline, name="baseline"))
-    for trial in candidates:
-        configs.append(replace(baseline, name=f"trial-{trial.number}",
-                               variables=variables(trial.params)))
+    configs = [default] + ([replace(baseline, name="baseline")]  # it sets a searched knob
+                           if baseline.variables != default.variables else []) + [
+        replace(baseline, name=f"trial-{t.number}", variables=variables(t.params))
+        for t in candidates]
     cells = len(candidates) * (len(configs) - len(candidates))
     study = check_study(plan, result, "final")
+    on = _looks_on(store, study, plan, settings)
     by_round = _side_by_side(
         store, plan, study, configs, "default", cells, settings, lab, say,
         lambda rounds, why: f"re-measuring the {len(candidates)} best trial(s) with the defaults"
         f"{' and the baseline' if len(configs) > len(candidates) + 1 else ''}, side by side: "
-        f"{rounds} rounds ({why})", allowance, "the re-measure",
-        at_least=settings.final_rounds, share=REMEASURE_SHARE)
+        f"{rounds} rounds ({why})" + (
+            f", then on for the comparisons still open, up to {settings.final_max_rounds}"
+            if on else ""), allowance, "the re-measure",
+        at_least=settings.final_rounds, share=REMEASURE_SHARE, budget=math.inf if on else 0.0,
+        rounds=(settings.final_rounds, settings.final_max_rounds) if on else None)
     result.final = _scores(by_round, plan, settings)
     comparisons = {
         (trial.number, base): _gains(settings.direction, result.final.get(base, {}),
@@ -222,8 +237,9 @@ def put_back(store: ResultStore, result: TuneResult, plan: Plan, settings: TuneS
     carry the gain, the knobs are put back one at a time beside the winner and, when that
     cannot split them, measured alone (`choose_kept`); more than MAX_PUT_BACK are first put
     back in MAX_PUT_BACK groups (`_groups_that_cost`). A lone moved knob's effect is the
-    winner's own gain. When the tune's budget (`allowance`) ends before a study, the winner's
-    knobs stay, less the inert ones (CheckEnded goes on to the caller)."""
+    winner's own gain. When the tune's budget (`allowance`) ends before a study, or the tune
+    is interrupted, the winner's knobs stay, less the inert ones (the exception goes on to
+    the caller)."""
     if result.best is None or result.gain_vs_default is None:
         return
     if result.gain_vs_default.verdict != FASTER:
@@ -262,7 +278,7 @@ def put_back(store: ResultStore, result: TuneResult, plan: Plan, settings: TuneS
     try:
         if not _smallest_first(result, params, knobs, measure, say):
             choose_kept(result, params, knobs, measure, say)
-    except CheckEnded:  # not reduced further: the winner's knobs, less the inert ones
+    except (CheckEnded, KeyboardInterrupt):  # not reduced: the winner's, less the inert knobs
         result.kept, result.unproven = with_followers(knobs, changed, followers), []
         raise
     dropped = [name for name in knobs
@@ -586,14 +602,29 @@ def _against(effect: Verdict, margin: float) -> str:
     return said
 
 
+def _looks_on(store: ResultStore, study: str, plan: Plan, settings: TuneSettings) -> bool:
+    """Whether the re-measure (`study`) looks after each round past tune.final_rounds and
+    stops once every candidate's gain is known against the margin: where its rounds'
+    comparisons are the tune's own (`decides_by_rounds`). A x500 query cache was decided in
+    three rounds, and the nine more its noise planned took a third of the checks' budget
+    (bench/heldout/tune_myisam_join.toml, 2026-12-07). A re-measure an earlier run began
+    with fixed rounds keeps them: its design is frozen at its first run."""
+    stored = store.design_of(study)
+    return decides_by_rounds(plan, settings) and (stored is None or stored.sequential)
+
+
 def put_back_budget(plan: Plan, settings: TuneSettings) -> float:
     """The seconds a put-back study measures on after its planned rounds: tune.put_back_time
-    when the rounds' comparisons are the put-back's own, one per setting (the throughput
-    objective at one thread count); else none. The round policy decides each thread count's
-    throughput on its own, where the put-back judges one score over every thread count, and
+    when its rounds' comparisons are its own (`decides_by_rounds`); else none."""
+    return settings.put_back_time if decides_by_rounds(plan, settings) else 0.0
+
+
+def decides_by_rounds(plan: Plan, settings: TuneSettings) -> bool:
+    """Whether an end phase's comparisons are the round policy's, one per setting: the
+    throughput objective at one thread count. The round policy decides each thread count's
+    throughput on its own, where the end phases judge one score over every thread count, and
     rounds added for some of them would be left out of it."""
-    one = settings.objective == Objective.THROUGHPUT and len(plan.run.threads) == 1
-    return settings.put_back_time if one else 0.0
+    return settings.objective == Objective.THROUGHPUT and len(plan.run.threads) == 1
 
 
 def _against_winner(store: ResultStore, result: TuneResult, plan: Plan, settings: TuneSettings,
@@ -687,12 +718,14 @@ def sufficient(effects: dict[str, Verdict], margin: float, gain_low: float) -> s
 def _side_by_side(store: ResultStore, plan: Plan, name: str, configs: list[ServerConfig],
                   baseline: str, cells: int, settings: TuneSettings, lab: Lab, say: Say,
                   saying: Callable[[int, str], str], allowance: TuneBudget, what: str, *,
-                  budget: float = 0.0, at_least: int = 2, share: float = 1.0
+                  budget: float = 0.0, at_least: int = 2, share: float = 1.0,
+                  rounds: tuple[int, int] | None = None
                   ) -> dict[str, dict[int, list[StoredPoint]]]:
     """`configs` measured in a study of their own, `name`, on the plan's workload, for the
-    rounds the lab's noise needs for `cells` comparisons with `baseline` (announced by
-    `saying`, from the rounds and why), then with a `budget` (seconds) on for the comparisons
-    those left open, as `perflab run` decides within run.time; its successful points (where
+    rounds the lab's noise needs for `cells` comparisons with `baseline` (or `rounds`: the
+    planned and the most), announced by `saying` (from the rounds and why), then with a
+    `budget` (seconds; math.inf: what the allowance leaves it) on for the comparisons those
+    left open, as `perflab run` decides within run.time; its successful points (where
     queries finished): config -> round -> points. The tune's `allowance` (`share` of what is
     left of it) stops it once it has `at_least` rounds (an interval needs two), and
     CheckEnded names `what` when none of it is left before the study starts."""
@@ -705,11 +738,18 @@ def _side_by_side(store: ResultStore, plan: Plan, name: str, configs: list[Serve
     before = spent_before(store.sessions(name), store.points(name, definitions), began_at)
     deadline, stop_at = allowance.until(share), allowance.until(share, before)
     left = math.inf if deadline is None else max(0.0, deadline - began)
-    measured = replace(measured, run=replace(measured.run, time=min(budget, left)))
-    rounds, why = _rounds(store, measured, cells, plan, settings, lab)
-    measured = replace(measured, run=replace(measured.run, rounds=rounds,
-                                             max_rounds=MORE_ROUNDS * rounds))
-    say(saying(rounds, why) + (f"; {duration(max(0.0, stop_at - time.monotonic()))} of the "
+    on_for = min(budget, left)
+    measured = replace(measured, run=replace(measured.run,
+                                             time=on_for if math.isfinite(on_for) else 0.0))
+    sd, noise = Measurer(measured, lab, store, silent).noise()
+    if rounds is None:
+        planned, why = _rounds(sd, cells, plan, settings)
+        most = MORE_ROUNDS * planned
+    else:
+        (planned, most), why = rounds, ""
+    why = f"noise {sd:.1%} per round, {noise}{why}"
+    measured = replace(measured, run=replace(measured.run, rounds=planned, max_rounds=most))
+    say(saying(planned, why) + (f"; {duration(max(0.0, stop_at - time.monotonic()))} of the "
                                "tune's budget for it" if stop_at is not None else ""))
     # its comparisons were chosen for their effects (a knob whose absence turns the query
     # cache off drifts x200 over its rounds): their spread is not the lab's noise, and stored,
@@ -802,20 +842,16 @@ def _best_per_knob(result: TuneResult, direction: Direction, margin: float
     return sorted({t.number: t for t in best.values()}.values(), key=helped.index)
 
 
-def _rounds(store: ResultStore, final_plan: Plan, cells: int, plan: Plan,
-            settings: TuneSettings, lab: Lab) -> tuple[int, str]:
-    """Rounds for intervals of about ±margin at the family's level, from the noise this lab
-    measured for the workload measured the way the re-measure will be (side by side, or
-    one after another), or the assumed one, from final_rounds to final_max_rounds."""
-    sd, source = Measurer(final_plan, lab, store, silent).noise()
+def _rounds(sd: float, cells: int, plan: Plan, settings: TuneSettings) -> tuple[int, str]:
+    """Rounds for intervals of about ±margin at the family's level, at the noise `sd` this lab
+    measured for the workload measured the way the study will be (side by side, or one after
+    another), or the assumed one, from final_rounds to final_max_rounds, and what they give."""
     level = plan.run.alpha / max(1, cells)
     low, high = settings.final_rounds, settings.final_max_rounds
     for rounds in range(low, high + 1):
         if as_change(half_width(sd, rounds, level)) <= plan.run.margin:
-            return rounds, f"noise {sd:.1%} per round, {source}: intervals about " \
-                           f"±{plan.run.margin:.0%}"
-    return high, (f"noise {sd:.1%} per round, {source}: intervals wider than "
-                  f"±{plan.run.margin:.0%} at the cap")
+            return rounds, f": intervals about ±{plan.run.margin:.0%}"
+    return high, f": intervals wider than ±{plan.run.margin:.0%} at the cap"
 
 
 def _gains(direction: Direction, base: dict[int, float], best: dict[int, float]

@@ -124,7 +124,14 @@ def _final_tables(result: TuneResult) -> list[Table]:
 
 
 def render_text(result: TuneResult) -> str:
-    parts = [t.render() for t in tables(result)]
+    return "\n\n".join([*(t.render() for t in tables(result)), *notes(result),
+                        *my_cnf(result), *time_line(result)])
+
+
+def notes(result: TuneResult) -> list[str]:
+    """What the tables do not say: durability knobs, the winner's counters, trials under the
+    throughput floor, a re-measure that showed no gain, the margin a smaller my.cnf kept."""
+    parts = []
     unsafe = [k.name for k in result.knobs if k.durability]
     if unsafe:
         parts.append("Durability knobs were searched (--allow-unsafe): " + ", ".join(unsafe))
@@ -145,22 +152,25 @@ def render_text(result: TuneResult) -> str:
             f"{result.keep_margin:.1%}: what keeps {KEEP:.0%} of its gain over the defaults on a "
             f"log scale (from the gain's low end, {result.gain_vs_default.low:+.1%}), or the "
             "plan's margin when that is wider.")
-    if result.best is not None:
-        searched = "the search's best figure" if result.ranked_by is Ranking.FIGURE else \
-            "the setting the search's model believes best"
-        if result.best.number in result.under_floor:
-            how = f"{searched}, under the throughput floor when re-measured: not given"
-        elif result.searched_best is None:
-            how = f"{searched}, not re-measured here"
-        elif result.searched_best == result.best.number:
-            how = f"best re-measured, and {searched}"
-        else:
-            how = f"best re-measured; {searched} was trial {result.searched_best}'s"
-        parts.append(f"Best my.cnf fragment (trial {result.best.number}, {how}):\n"
-                     f"{result.mycnf()}")
+    return parts
+
+
+def my_cnf(result: TuneResult) -> list[str]:
+    """The my.cnf fragment under a heading that says which trial it is and how it was chosen,
+    or why there is none."""
+    if result.best is None:
+        return ["No trial succeeded: nothing to recommend."]
+    searched = "the search's best figure" if result.ranked_by is Ranking.FIGURE else \
+        "the setting the search's model believes best"
+    if result.best.number in result.under_floor:
+        how = f"{searched}, under the throughput floor when re-measured: not given"
+    elif result.searched_best is None:
+        how = f"{searched}, not re-measured here"
+    elif result.searched_best == result.best.number:
+        how = f"best re-measured, and {searched}"
     else:
-        parts.append("No trial succeeded: nothing to recommend.")
-    return "\n\n".join([*parts, *time_line(result)])
+        how = f"best re-measured; {searched} was trial {result.searched_best}'s"
+    return [f"Best my.cnf fragment (trial {result.best.number}, {how}):\n{result.mycnf()}"]
 
 
 def time_line(result: TuneResult) -> list[str]:
@@ -198,10 +208,10 @@ def render_html(result: TuneResult) -> str:
             f"<figure><img alt='convergence chart' src='{image}'>"
             "<figcaption>best so far against trials</figcaption></figure>"]
     body += [t.html() for t in tables(result)]
-    if result.why:
-        body.append("<h2>Why the winner wins</h2><ul>" + "".join(
-            f"<li>{html.escape(line)}</li>" for line in result.why) + "</ul>")
-    body.append(f"<h2>my.cnf</h2><pre>{html.escape(result.mycnf() or 'none')}</pre>")
+    body += [f"<pre>{html.escape(part)}</pre>" for part in notes(result)]
+    body.append("<h2>my.cnf</h2>")
+    body += [f"<pre>{html.escape(part)}</pre>" for part in my_cnf(result)]
+    body += [f"<p>{html.escape(line)}</p>" for line in time_line(result)]
     return page(f"perflab tune: {result.study}", "\n".join(body))
 
 

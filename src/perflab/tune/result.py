@@ -190,7 +190,9 @@ class TuneResult:
     # this run's seconds in each end phase ("re-measure", "put-back"): what checking the
     # answer cost beside finding it
     phases: dict[str, float] = field(default_factory=dict)
-    ended: str | None = None  # the end phase the tune's budget ended before (tune/budget.py)
+    # what ended the checks before they decided, and what to do: the tune's budget before a
+    # study (tune/budget.py), or an interruption in a phase (final.check_answer)
+    ended: str | None = None
     # the put-back's margin against the winner (final.keep_margin); None: no put-back measured
     keep_margin: float | None = None
     measured: Measured = Measured.ALONE  # or SIDE_BY_SIDE: values are ratios to the reference
@@ -263,11 +265,11 @@ class TuneResult:
                     f"{name} = {value}" for name, value in sorted(self.baseline.items()))
                     + "; the report's 'best vs baseline' compares the winner with those)")
         if self.ended:
-            lines.append(f"# the tune's budget ended before {self.ended}: "
+            lines.append(f"# {self.ended}: "
                          + ("the lines above are the winner's, not reduced to those shown to "
                             "matter" if self.gain_vs_default is not None else
                             "the best trial's figure was not measured again, so this is not "
-                            "yet evidence") + " (perflab tune --time for more)")
+                            "yet evidence"))
         if self.unproven and self.kept_checks:
             effect = self.kept_checks[-1].effect
             lines.append(f"# The winner also set these. Without them, the lines above measured "
