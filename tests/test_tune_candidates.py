@@ -1,11 +1,19 @@
 """Which trials the final re-measure takes (tune/final.best_candidates): the search's best,
 then each knob's best reading it left behind."""
 
+import math
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from perflab.tune.final import CANDIDATES, MORE_CANDIDATES, best_candidates
+from perflab.tune.final import (
+    CANDIDATES,
+    CANNOT_WIN_SDS,
+    MORE_CANDIDATES,
+    best_candidates,
+    cannot_win,
+)
 from perflab.tune.result import Measured, Outcome, TrialOutcome, TuneResult, moved
 
 pytestmark = pytest.mark.fast  # needs no server: scripts/test -m fast
@@ -55,3 +63,34 @@ def test_candidates_are_distinct_bounded_and_each_extra_one_helped(raw, directio
     for extra in chosen[CANDIDATES:]:  # each knob's best reading: a gain over the margin
         assert (extra.value > 1 + margin if direction == "maximize"
                 else extra.value < 1 - margin)
+
+
+def test_a_candidate_far_under_the_best_is_not_re_measured():
+    """The held-out MyISAM join's trials: five key-cache settings at x1.6 to x1.9 beside the
+    query cache's x572 cannot win the re-measure; near the best (x2.2 beside x2.5), one can."""
+    cache = _trial(11, 572.5, a="2")
+    keys = [_trial(n, value, b=str(n)) for n, value in ((5, 1.90), (7, 1.91), (10, 1.95))]
+    assert cannot_win([cache, *keys], "maximize", 0.22, 0.10) == keys
+    near = [_trial(1, 2.5, a="2"), _trial(2, 2.2, b="2")]
+    assert cannot_win(near, "maximize", 0.22, 0.10) == []
+    # for latency a gain is a lower figure: the x572 is then the one far behind
+    assert cannot_win([cache, *keys], "minimize", 0.22, 0.10) == [cache]
+
+
+@given(st.lists(st.one_of(st.none(), st.floats(0.01, 1000.0)), min_size=1, max_size=8),
+       st.sampled_from(["maximize", "minimize"]), st.floats(0.0, 0.5), st.floats(0.0, 0.4))
+def test_the_candidate_with_the_best_figure_is_always_re_measured(values, direction, clear,
+                                                                  sd):
+    """Only candidates behind the best figure by more than a clear gain and CANNOT_WIN_SDS
+    rounds' noise are left out: the best always stays, and so does any within that reach."""
+    candidates = [_trial(n, value, a=str(n)) for n, value in enumerate(values)]
+    lost = cannot_win(candidates, direction, clear, sd)
+    figures = [t.value for t in candidates if t.value is not None]
+    if not figures:
+        assert lost == []
+        return
+    best = max(figures) if direction == "maximize" else min(figures)
+    reach = math.log1p(clear) + CANNOT_WIN_SDS * math.sqrt(2) * sd
+    for t in candidates:
+        gap = None if t.value is None else abs(math.log(best) - math.log(t.value))
+        assert (t in lost) == (gap is not None and gap > reach)
