@@ -310,7 +310,8 @@ def smallest(trials: list[TrialOutcome], carries: set[str],
     studies, said = [], []
 
     def measure(kind: str, others: dict[str, dict], saying: str):
-        assert kind == "smallest" and "the smallest my.cnf first" in saying
+        assert (kind, "the smallest my.cnf first" in saying) in (("smallest", True),
+                                                                 ("smallest-both", False))
         studies.append({name: sorted(setting) for name, setting in others.items()})
         for setting in others.values():  # each set at the winner's values
             assert all(WIDE[k] == v for k, v in setting.items())
@@ -322,25 +323,29 @@ def smallest(trials: list[TrialOutcome], carries: set[str],
 
 
 def test_the_smallest_my_cnf_the_search_points_at_is_measured_first():
-    """One study settles a gain carried by one or two of 19 moved knobs: the two the trials
-    rank first alone and together, against the winner; the smallest set shown no slower by
-    more than the margin is the my.cnf, alone before together, the first-ranked first."""
+    """One or two studies settle a gain carried by one or two of 19 moved knobs: the two the
+    trials rank first alone against the winner, then, each alone shown slower, the two
+    together; the smallest set shown no slower by more than the margin is the my.cnf, alone
+    before together, the first-ranked first."""
+    alone = {"first": ["query_cache_type"], "second": ["query_cache_size"]}
     decided, result, studies, said = smallest(TRIALS, {"first", "second", "both"})
     assert decided and result.kept == ["query_cache_type"]
-    assert studies == [{"first": ["query_cache_type"], "second": ["query_cache_size"],
-                        "both": ["query_cache_size", "query_cache_type"]}]
+    assert studies == [alone]  # the question answered, the two together are not measured
     assert [(c.kind, c.knobs) for c in result.kept_checks] == [
         ("smallest", ("query_cache_type",))]
     assert "without its other 18 knob(s)" in said[-1]
     # the search's top knob rode along: the second alone carries the gain, not both
     decided, result, _, _ = smallest(TRIALS, {"second", "both"})
     assert decided and result.kept == ["query_cache_size"]
-    decided, result, _, _ = smallest(TRIALS, {"both"})
+    decided, result, studies, _ = smallest(TRIALS, {"both"})
     assert decided and result.kept == ["query_cache_size", "query_cache_type"]
+    assert studies == [alone, {"both": ["query_cache_size", "query_cache_type"]}]
+    assert [(c.kind, c.knobs) for c in result.kept_checks] == [
+        ("smallest-both", ("query_cache_size", "query_cache_type"))]
     # the two together only once each alone is shown slower: one left undecided alone is the
-    # put-back's to decide
-    decided, result, _, _ = smallest(TRIALS, {"both"}, undecided={"second"})
-    assert not decided and result.kept is None
+    # put-back's to decide, and the second study is not measured
+    decided, result, studies, _ = smallest(TRIALS, {"both"}, undecided={"second"})
+    assert not decided and result.kept is None and studies == [alone]
     # none carries it: nothing decided, the put-back goes on
     decided, result, _, said = smallest(TRIALS, set())
     assert not decided and result.kept is None and not result.kept_checks

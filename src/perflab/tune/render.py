@@ -230,6 +230,7 @@ def _kept_table(result: TuneResult) -> Table:
     shown slower is first given each other knob (plus-one), then, or when not measured, the
     put-back goes to the next (the knobs of the groups that cost), then to every knob."""
     which = {CheckKind.SMALLEST: "the search's most important (before any put-back)",
+             CheckKind.SMALLEST_BOTH: "the search's two most important together",
              CheckKind.TOGETHER: "those whose absence cost",
              CheckKind.TOGETHER_ALONE: "those shown to gain alone",
              CheckKind.ALONE: "the one shown to gain alone (its figure alone)",

@@ -141,6 +141,7 @@ class CheckKind(StrEnum):
     its value names the study."""
 
     SMALLEST = "smallest"  # the search's most important knobs, before any put-back
+    SMALLEST_BOTH = "smallest-both"  # the two together, once each alone was shown slower
     PUT_BACK = "put-back"  # each moved knob put back alone
     GROUPS = "groups"  # groups of them put back first, when too many for one at a time
     ALONE = "alone"  # each knob alone, when no absence cost
