@@ -14,6 +14,7 @@ thead th { background: #f3f3f3; }
 .note { color: #555; font-size: .9em; }
 figure { margin: 1em 0; } figure img { max-width: 100%; border: 1px solid #eee; }
 pre { background: #f7f7f7; padding: 1em; overflow-x: auto; font-size: .85em; }
+pre.wrap { white-space: pre-wrap; } p.lines { white-space: pre-line; }
 li.flag { color: #8a4b00; }
 """
 

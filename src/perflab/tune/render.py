@@ -208,9 +208,9 @@ def render_html(result: TuneResult) -> str:
             f"<figure><img alt='convergence chart' src='{image}'>"
             "<figcaption>best so far against trials</figcaption></figure>"]
     body += [t.html() for t in tables(result)]
-    body += [f"<pre>{html.escape(part)}</pre>" for part in notes(result)]
+    body += [f"<p class='lines'>{html.escape(part)}</p>" for part in notes(result)]
     body.append("<h2>my.cnf</h2>")
-    body += [f"<pre>{html.escape(part)}</pre>" for part in my_cnf(result)]
+    body += [f"<pre class='wrap'>{html.escape(part)}</pre>" for part in my_cnf(result)]
     body += [f"<p>{html.escape(line)}</p>" for line in time_line(result)]
     return page(f"perflab tune: {result.study}", "\n".join(body))
 
