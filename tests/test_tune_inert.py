@@ -460,11 +460,20 @@ def test_a_candidate_is_held_to_the_throughput_floor_on_its_re_measured_rounds(r
     by_round = {"trial-4": trial,
                 "default": {r: points("default", [1.0] * 3, r) for r in range(1, len(rounds) + 1)}}
     candidates = [SimpleNamespace(number=4), SimpleNamespace(number=5)]  # 5: not measured
-    under = _under_floor(by_round, candidates, floor, 3)
+    under = _under_floor(by_round, candidates, floor, 3, len(rounds))
     lowest = statistics.median(0.0 if None in figures else min(figures) for figures in rounds)
     assert under.get(4) == (lowest if lowest < floor else None)
     assert under[5] == 0.0  # measured in no round: it served nothing
-    assert _under_floor(by_round, candidates, 0.0, 3) == {}
+    assert _under_floor(by_round, candidates, 0.0, 3, len(rounds)) == {}
+    # past the planned rounds, the rounds measure only the comparisons still open: a candidate
+    # decided by then is held to the rounds it was measured in, not to 0 in the others
+    later = {r: points("default", [1.0] * 3, r) for r in range(len(rounds) + 1, 13)}
+    by_round["default"].update(later)
+    assert _under_floor(by_round, candidates, floor, 3, len(rounds)).get(4) == under.get(4)
+    asked = statistics.median([0.0 if None in figures else min(figures) for figures in rounds]
+                              + [0.0] * (12 - len(rounds)))  # asked for, and not there: 0
+    assert _under_floor(by_round, candidates, floor, 3, 12).get(4) == (
+        asked if asked < floor else None)
 
 
 RE_MEASURED = st.one_of(st.none(), st.builds(

@@ -413,20 +413,14 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
-    from perflab.tune import render as tune_render
-
     _check_output("--html", args.html)
-    result = _tuned(args, tune_render.render_text)
-    print(tune_render.render_text(result))
-    if args.html:
-        args.html.write_text(tune_render.render_html(result))
-        print(f"wrote {args.html}", file=sys.stderr)
+    _tune_report(args, _tuned(args))
     return 0
 
 
-def _tuned(args: argparse.Namespace, render):
+def _tuned(args: argparse.Namespace):
     """The tune the command asks for; interrupted while its answer was checked, the report of
-    what the checks decided (`render`ed), the my.cnf with it, is printed before perflab stops."""
+    what the checks decided, the my.cnf with it, is given before perflab stops."""
     from perflab.tune.budget import CheckInterrupted
 
     try:
@@ -435,8 +429,18 @@ def _tuned(args: argparse.Namespace, render):
                                    seed=args.seed, knobs=args.knobs, exclude=args.exclude,
                                    allow_unsafe=args.allow_unsafe, say=_say)
     except CheckInterrupted as stop:
-        print(render(stop.result))
+        _tune_report(args, stop.result)
         raise
+
+
+def _tune_report(args: argparse.Namespace, result) -> None:
+    """A tune's report as text, and as a page when --html names one."""
+    from perflab.tune import render as tune_render
+
+    print(tune_render.render_text(result))
+    if args.html:
+        args.html.write_text(tune_render.render_html(result))
+        print(f"wrote {args.html}", file=sys.stderr)
 
 
 def cmd_health(args: argparse.Namespace) -> int:

@@ -115,8 +115,9 @@ def check_answer(store: ResultStore, result: TuneResult, plan: Plan, settings: T
         result.ended = f"the tune was interrupted in {phase} (run the same command to resume)"
         result.seconds = allowance.spent()
         raise CheckInterrupted(result) from stop
-    if allowance.earlier_checks:  # a resumed tune's, in the time line
-        result.phases[EARLIER_CHECKS] = allowance.earlier_checks
+    finally:
+        if allowance.earlier_checks:  # a resumed tune's, in the time line
+            result.phases[EARLIER_CHECKS] = allowance.earlier_checks
 
 
 def check_study(plan: Plan, result: TuneResult, kind: str, budget: float = 0.0) -> str:
@@ -146,7 +147,7 @@ def remeasure(store: ResultStore, result: TuneResult, plan: Plan, settings: Tune
         for t in candidates]
     cells = len(candidates) * (len(configs) - len(candidates))
     study = check_study(plan, result, "final")
-    on = _looks_on(store, study, plan, settings)
+    on = _looks_on(store, study, plan, settings) and len(configs) == len(candidates) + 1
     by_round = _side_by_side(
         store, plan, study, configs, "default", cells, settings, lab, say,
         lambda rounds, why: f"re-measuring the {len(candidates)} best trial(s) with the defaults"
@@ -165,7 +166,7 @@ def remeasure(store: ResultStore, result: TuneResult, plan: Plan, settings: Tune
     result.candidates = {trial.number: verdicts.get((trial.number, "default"))
                          for trial in candidates}
     result.under_floor = _under_floor(by_round, candidates, settings.min_qps,
-                                      len(plan.run.threads))
+                                      len(plan.run.threads), store.design(study).first_look)
     if result.under_floor:
         say(f"not given, under the throughput floor (tune.min_qps = {settings.min_qps:g}) in "
             "the re-measure: " + ", ".join(f"trial {n} ({qps:,.0f} qps)"
@@ -201,13 +202,16 @@ def re_measured_winner(verdicts: dict[int, Verdict | None], under_floor: dict[in
 
 
 def _under_floor(by_round: dict[str, dict[int, list[StoredPoint]]],
-                 candidates: list[TrialOutcome], floor: float, threads: int) -> dict[int, float]:
+                 candidates: list[TrialOutcome], floor: float, threads: int,
+                 planned: int) -> dict[int, float]:
     """The candidates whose throughput in the re-measure (each round's lowest over the
-    `threads` thread counts, the median over the rounds any configuration measured) fell under
+    `threads` thread counts, the median over the rounds it was measured in) fell under
     `floor` (tune.min_qps), with that figure: a trial is held to the floor on its one reading,
     and its recommendation on the re-measure's rounds, so that a latency won by serving less
-    is not given. A thread count with no point in a round (failed, or no query finished: not
-    in `by_round`) counts as 0 there."""
+    is not given. A thread count with no point in a round it was asked for (failed, or no
+    query finished: not in `by_round`) counts as 0 there; it was asked for every `planned`
+    round, and for a later one where it has a point (past them, the rounds measure only the
+    comparisons still open: a x500 winner decided at round 3 is not in round 12)."""
     if not floor:
         return {}
     rounds = sorted({r for measured in by_round.values() for r in measured})
@@ -215,7 +219,7 @@ def _under_floor(by_round: dict[str, dict[int, list[StoredPoint]]],
     for trial in candidates:
         own = by_round.get(f"trial-{trial.number}", {})
         lowest = [min(ok_metrics(p).qps for p in own[r]) if len(own.get(r, ())) == threads
-                  else 0.0 for r in rounds]
+                  else 0.0 for r in rounds if r <= planned or r in own]
         median = statistics.median(lowest) if lowest else math.inf
         if median < floor:
             under[trial.number] = median
@@ -622,9 +626,11 @@ def _looks_on(store: ResultStore, study: str, plan: Plan, settings: TuneSettings
     comparisons are the tune's own (`decides_by_rounds`). A x500 query cache was decided in
     three rounds, and the nine more its noise planned took a third of the checks' budget
     (bench/heldout/tune_myisam_join.toml, 2026-12-07). A re-measure an earlier run began
-    with fixed rounds keeps them: its design is frozen at its first run."""
+    with fixed rounds keeps them, its design frozen at its first run: one begun with looks
+    has its first at tune.final_rounds (the rounds of two fixed runs merge into looks too)."""
     stored = store.design_of(study)
-    return decides_by_rounds(plan, settings) and (stored is None or stored.sequential)
+    return decides_by_rounds(plan, settings) and (
+        stored is None or (stored.sequential and stored.first_look == settings.final_rounds))
 
 
 def put_back_budget(plan: Plan, settings: TuneSettings) -> float:
@@ -753,8 +759,9 @@ def _side_by_side(store: ResultStore, plan: Plan, name: str, configs: list[Serve
     deadline, stop_at = allowance.until(share), allowance.until(share, before)
     left = math.inf if deadline is None else max(0.0, deadline - began)
     on_for = min(budget, left)
-    measured = replace(measured, run=replace(measured.run,
-                                             time=on_for if math.isfinite(on_for) else 0.0))
+    if not (math.isfinite(on_for) and on_for > 0):  # nothing to go on with: planned rounds
+        on_for, rounds = 0.0, None
+    measured = replace(measured, run=replace(measured.run, time=on_for))
     sd, noise = Measurer(measured, lab, store, silent).noise()
     if rounds is None:
         planned, why = _rounds(sd, cells, plan, settings)
