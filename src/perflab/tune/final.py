@@ -141,17 +141,17 @@ def remeasure(store: ResultStore, result: TuneResult, plan: Plan, settings: Tune
     candidates = _contenders(result, settings.direction, clear, round_sd, say)
     baseline = plan.config(plan.baseline)
     default = replace(baseline, name="default", variables=unsearched(baseline, result))
-    configs = [default] + ([replace(baseline, name="baseline")]  # it sets a searched knob
-                           if baseline.variables != default.variables else []) + [
+    with_baseline = baseline.variables != default.variables  # it sets a searched knob
+    configs = [default] + ([replace(baseline, name="baseline")] if with_baseline else []) + [
         replace(baseline, name=f"trial-{t.number}", variables=variables(t.params))
         for t in candidates]
     cells = len(candidates) * (len(configs) - len(candidates))
     study = check_study(plan, result, "final")
-    on = _looks_on(store, study, plan, settings) and len(configs) == len(candidates) + 1
+    on = _looks_on(store, study, plan, settings) and not with_baseline
     by_round = _side_by_side(
         store, plan, study, configs, "default", cells, settings, lab, say,
         lambda rounds, why: f"re-measuring the {len(candidates)} best trial(s) with the defaults"
-        f"{' and the baseline' if len(configs) > len(candidates) + 1 else ''}, side by side: "
+        f"{' and the baseline' if with_baseline else ''}, side by side: "
         f"{rounds} rounds ({why})" + (
             f", then on for the comparisons still open, up to {settings.final_max_rounds}"
             if on else ""), allowance, "the re-measure",
@@ -162,11 +162,12 @@ def remeasure(store: ResultStore, result: TuneResult, plan: Plan, settings: Tune
         (trial.number, base): _gains(settings.direction, result.final.get(base, {}),
                                      result.final.get(f"trial-{trial.number}", {}))
         for trial in candidates for base in ("default", "baseline") if base in result.final}
-    verdicts = decide(comparisons, store.design(study))  # as the run froze it
+    design = store.design(study)  # as the run froze it
+    verdicts = decide(comparisons, design)
     result.candidates = {trial.number: verdicts.get((trial.number, "default"))
                          for trial in candidates}
     result.under_floor = _under_floor(by_round, candidates, settings.min_qps,
-                                      len(plan.run.threads), store.design(study).first_look)
+                                      len(plan.run.threads), design.first_look)
     if result.under_floor:
         say(f"not given, under the throughput floor (tune.min_qps = {settings.min_qps:g}) in "
             "the re-measure: " + ", ".join(f"trial {n} ({qps:,.0f} qps)"
