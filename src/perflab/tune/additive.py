@@ -12,10 +12,11 @@ that matter only after trying every knob alone. The search has two parts:
 - The screening (`screening`): two passes over the knobs in groups of about a sixth of them,
   each group moving its knobs far from their defaults: a number to the longer side of its
   default's range in the first pass and to the other side in the second, a choice to another
-  choice. A large effect anywhere shows within a dozen trials. A group is moved on the
-  best-believed setting once that one holds a clear gain (predicted better than the defaults by
-  CLEAR_SDS noise sds and by MIN_FOLLOWED_GAIN), so that what acts where the gain is shows (its
-  own knobs keep their values); before, on the defaults.
+  choice. A large effect anywhere shows within a dozen trials. A group is moved on what
+  carries the best-believed setting's gain once that one holds a clear gain (predicted better
+  than the defaults by CLEAR_SDS noise sds and by MIN_FOLLOWED_GAIN), so that what acts where
+  the gain is shows (its own knobs keep their values); before, on the defaults. What carries
+  it: that setting less the knobs that rode in with a group's noise (`_carrying`).
 - The model (`Model`): log objective = intercept + a sum of one effect per knob (a choice: one
   term per non-default choice; a number: a piecewise-linear curve over its search scale, plus a
   step for being set at all, since some variables change the server by being set:
@@ -40,7 +41,11 @@ something:
 5. Attribution: when the best-believed setting holds a clear gain, or the screening is over, a
    knob it moves (typically one that came in with others in a screening group) whose own effect
    there the trials leave unresolved is put back to its default, as group screening follows up
-   a group that moved. Unresolved: the posterior sd of what putting it back changes is above
+   a group that moved. While the screening goes on, only a knob that carries the gain, and only
+   while the budget leaves a trial for each screening group still to measure (every group when
+   the budget covers the whole screening, else the first pass's): on the held-out MyISAM join
+   at 12 trials, following up a x1.8 gain knob by knob left the group with the query cache's
+   x300 unmeasured. Unresolved: the posterior sd of what putting it back changes is above
    UNRESOLVED_SD and its mean within RESOLVED_SDS sds of nothing. A knob whose effect is known
    to be large (the buffer pool on a dataset larger than it) is resolved even while its size is
    uncertain, or the noise of a fast server would have it put back again after every change of
@@ -72,7 +77,13 @@ from optuna.trial import FrozenTrial, TrialState
 from scipy import stats
 
 from perflab.tune.methods import Next, SearchMethod, Step
-from perflab.tune.result import Ranking, failed_by_setting, figure, uninformative
+from perflab.tune.result import (
+    Ranking,
+    failed_by_setting,
+    figure,
+    spends_budget,
+    uninformative,
+)
 from perflab.tune.settings import Direction
 from perflab.tune.space import Knob, KnobKind, Space, engine_of, setting_key
 
@@ -421,6 +432,41 @@ def believed_order(space: Space, trials: Sequence[FrozenTrial],
     return sorted(done, key=lambda t: model.believed(space.complete(t.params)), reverse=True)
 
 
+def clear_gain(space: Space, model: Model, params: dict) -> bool:
+    """Whether the model believes `params` clearly better than the defaults."""
+    gain = model.believed(params) - model.believed(space.defaults)
+    return gain > max(CLEAR_SDS * model.noise, MIN_FOLLOWED_GAIN)
+
+
+def carrying(space: Space, model: Model, anchor: dict) -> dict:
+    """What carries the anchor's clear gain: the anchor with every knob put back whose own
+    gain there the model believes under MIN_FOLLOWED_GAIN, when what is left still holds a
+    clear gain (else the whole anchor: a gain not yet shared out among its knobs). The
+    screening moves its groups on this, not on what rode in with the gain: a rider holds its
+    knob where the screening cannot move it (query_cache_type=DEMAND riding in kept a later
+    group's query_cache_type=ON off, and the query cache was never found)."""
+    riders = [k for k in space.moved(anchor)
+              if model.difference(anchor, reverted(space, anchor, k))[0] < MIN_FOLLOWED_GAIN]
+    kept = {**anchor, **{k.name: space.defaults[k.name] for k in riders}}
+    return kept if clear_gain(space, model, kept) else anchor
+
+
+def reserved(design: int, budget: int | None, pending: list[int]) -> list[int]:
+    """The pending screening groups (of `design`) a trial budget keeps a trial for: every one
+    when it covers the whole screening, else those of the first pass (each knob moved one
+    way); none without a trial budget."""
+    if not budget:
+        return []
+    if budget >= 1 + design:
+        return pending
+    return [i for i in pending if i < design // PASSES]
+
+
+def reverted(space: Space, params: dict, knob: Knob) -> dict:
+    """`params` with `knob` put back to its default."""
+    return {**params, knob.name: space.defaults[knob.name]}
+
+
 Proposal = tuple[dict, int | None]  # a setting, and the screening group it measures if any
 
 
@@ -433,6 +479,7 @@ class _Situation:
     pending: list[int]  # the screening groups not measured yet (nor running, refused, failed)
     retry: list[int]  # those of them whose trial was uninformative once: run again first
     running: list[dict]  # the settings of the trials running now
+    left: float  # the trials the budget leaves, this one included (inf: no trial budget)
     # once a trial is measured:
     model: Model | None = None
     anchor: dict = field(default_factory=dict)  # the best-believed measured setting
@@ -492,7 +539,9 @@ class AdditiveSearch(SearchMethod):
         3. nowhere near: when nothing untried fits near the best-believed setting, a setting
            near the defaults;
         4. jump: a setting predicted clearly better than the best-believed one;
-        5. attribution: the best-believed setting with a knob of unresolved effect put back;
+        5. attribution: the best-believed setting with a knob of unresolved effect put back
+           (while the screening goes on, a knob that carries the gain, within the trials the
+           pending screening groups leave);
         6. next screening: the screening's next group;
         7. best improvement: the largest expected improvement near the best-believed setting.
         """
@@ -518,15 +567,15 @@ class AdditiveSearch(SearchMethod):
                  | {self._setting(t) for t in ended if not uninformative(t)}
                  | _uninformative_twice(again))
         pending, retry = self._pending(trials)
+        left = self.budget - sum(map(spends_budget, trials)) if self.budget else math.inf
         now = _Situation(random.Random(self.seed * 1_000_003 + number), tried, pending, retry,
-                         running)
+                         running, left)
         settings, values, failed = observations(space, trials, self.direction)
         if values:
             now.model = model = Model(space, settings, values, failed)
             now.anchor = max(done, key=model.believed)
-            gain = model.believed(now.anchor) - model.believed(space.defaults)
-            now.clear = gain > max(CLEAR_SDS * model.noise, MIN_FOLLOWED_GAIN)
-            now.base = now.anchor if now.clear else space.defaults
+            now.clear = clear_gain(space, model, now.anchor)
+            now.base = carrying(space, model, now.anchor) if now.clear else space.defaults
             now.near = self._near_anchor(now, done)
         return now
 
@@ -535,7 +584,7 @@ class AdditiveSearch(SearchMethod):
         one of its knobs put back, or joined with the moves of the best-believed settings."""
         anchor, model = now.anchor, now.fitted
         near = [self._near(anchor, now.rng) for _ in range(PROPOSALS)]
-        near += [self._reverted(anchor, knob) for knob in self.space.moved(anchor)]
+        near += [reverted(self.space, anchor, knob) for knob in self.space.moved(anchor)]
         near += [self._joined(anchor, setting)
                  for setting in sorted(done, key=model.believed)[-UNIONS:]]
         return [p for p in near if self.space.fits(p) and setting_key(p) not in now.tried]
@@ -564,12 +613,13 @@ class AdditiveSearch(SearchMethod):
         return None
 
     def _attribution(self, now: _Situation) -> Proposal | None:
-        """The knob put back is the one whose effect is the most uncertain."""
-        if not now.clear and now.pending:
+        """The knob put back is the one whose effect is the most uncertain. While the screening
+        goes on, one of the base's knobs: none before a clear gain, and none of its riders."""
+        if now.left <= len(reserved(len(self.design), self.budget, now.pending)):
             return None
+        knobs = self.space.moved(now.base if now.pending else now.anchor)
         unresolved = [(now.fitted.unresolved(now.anchor, without), without)
-                      for without in (self._reverted(now.anchor, knob)
-                                      for knob in self.space.moved(now.anchor))
+                      for without in (reverted(self.space, now.anchor, knob) for knob in knobs)
                       if setting_key(without) not in now.tried and self.space.fits(without)]
         if unresolved:
             sd, without = max(unresolved, key=lambda pair: pair[0])
@@ -639,8 +689,6 @@ class AdditiveSearch(SearchMethod):
         """`params` with the knobs `other` moves set as `other` sets them."""
         return {**params, **{k.name: other[k.name] for k in self.space.moved(other)}}
 
-    def _reverted(self, params: dict, knob: Knob) -> dict:
-        return {**params, knob.name: self.space.defaults[knob.name]}
 
 
 def _screening_group(trial: FrozenTrial) -> int | None:
