@@ -10,7 +10,8 @@ differences found whose size is not yet known against the margin, neither wholly
 nor measured finely enough to detect a change of its size (so that "+25% [+4%, +52%]" goes on
 to tell whether the gain matters, not only its sign; stats/decide.py `resolved`). A design
 asked one-sided (tune's checks against its winner) measures on only the comparisons not yet
-known to lose more than the margin or not.
+known to lose more than the margin or not, and not those its last look is unlikely to tell,
+were their estimates the truth (`beyond_reach`).
 
 A thread count of a round already stored is not measured again: an interrupted run resumes
 where it stopped. A round is atomic:
@@ -28,9 +29,10 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import dataclass, replace
+from statistics import NormalDist
 
 from perflab.domain import Plan, ServerConfig
-from perflab.stats.decide import decide, log_ratios, resolved
+from perflab.stats.decide import Verdict, decide, log_ratios, resolved
 from perflab.stats.design import Design
 from perflab.store import StoredPoint, throughput
 
@@ -69,6 +71,8 @@ def next_round(plan: Plan, ok: list[StoredPoint], design: Design, number: int
         verdicts = decide(comparisons(plan, [p for p in ok if p.round < number]), design)
         undecided = sum(not v.decided for v in verdicts.values())
         open_cells = {key for key, v in verdicts.items() if not resolved(v, design)}
+        futile = {key for key in open_cells if beyond_reach(verdicts[key], design)}
+        open_cells -= futile
         note = (f"after round {number - 1}: {len(verdicts) - undecided} of "
                 f"{len(verdicts)} comparisons decided")
         measured_on = sum(v.decided for key, v in verdicts.items() if key in open_cells)
@@ -76,8 +80,11 @@ def next_round(plan: Plan, ok: list[StoredPoint], design: Design, number: int
             note += (f", {measured_on} of them measured on until " +
                      (f"known to lose more than {design.margin:.0%} or not" if design.one_sided
                       else f"their size is known against ±{design.margin:.0%}"))
+        if futile:
+            note += (f", {len(futile)} left open: unlikely to be told from -{design.margin:.0%} "
+                     f"by the last look, round {design.last_look}")
         if not open_cells:
-            return Stop(number, decided=True, note=note)
+            return Stop(number, decided=not futile, note=note)
         wanted = {t: [c for c in configs if c.name == plan.baseline
                       or (c.name, t) in open_cells] for t in threads}
         wanted = {t: cs for t, cs in wanted.items() if len(cs) > 1}
@@ -86,6 +93,33 @@ def next_round(plan: Plan, ok: list[StoredPoint], design: Design, number: int
     stored = {(p.config, p.threads) for p in ok if p.round == number}
     return Measure(number, {t: cs for t, cs in wanted.items()
                             if any((c.name, t) not in stored for c in cs)}, note)
+
+
+# A comparison asked one-sided is no longer measured once the chance that its last look tells
+# it, as its rounds so far predict, falls under this (predictive power: a futility stop).
+FUTILE_POWER = 0.1
+
+
+def beyond_reach(verdict: Verdict, design: Design) -> bool:
+    """Asked one-sided, whether a comparison is unlikely to be told by the design's last look:
+    the chance that the interval then lies wholly above or below -margin is under
+    FUTILE_POWER, as its rounds so far predict it (predictive power: the rounds to come drawn
+    with its rounds' spread about a true change as uncertain as its estimate, so that a few
+    rounds near the margin do not stop it). Measuring it on would then decide little (the
+    put-back's pool-alone study sat at its margin for 29 rounds, until the tune's budget
+    ended). A futility stop gives no verdict, so the family's error rate holds."""
+    if not design.one_sided or not design.first_look <= verdict.n < design.last_look or \
+            not (math.isfinite(verdict.low) and math.isfinite(verdict.high)):
+        return False
+    n, last, normal = verdict.n, design.last_look, NormalDist()
+    now, then = (normal.inv_cdf(1 - design.nominal(verdict.level, rounds) / 2)
+                 for rounds in (n, last))
+    spread = (math.log1p(verdict.high) - math.log1p(verdict.low)) / 2 * math.sqrt(n) / now
+    half = then * spread / math.sqrt(last)  # the interval's half-width at the last look
+    drift = spread * math.sqrt((last - n) / (last * n))  # sd of the last look's estimate
+    distance = abs(math.log1p(verdict.change) - math.log1p(-design.margin))
+    power = normal.cdf((distance - half) / drift) + normal.cdf((-distance - half) / drift)
+    return power < FUTILE_POWER
 
 
 def comparisons(plan: Plan, points: list[StoredPoint]) -> dict[tuple[str, int], dict[int, float]]:
