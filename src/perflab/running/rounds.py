@@ -11,7 +11,8 @@ nor measured finely enough to detect a change of its size (so that "+25% [+4%, +
 to tell whether the gain matters, not only its sign; stats/decide.py `resolved`). A design
 asked one-sided (tune's checks against its winner) measures on only the comparisons not yet
 known to lose more than the margin or not, and not those its last look is unlikely to tell,
-were their estimates the truth (`beyond_reach`).
+as their rounds so far predict it (`beyond_reach`): once only those are open, it stops, left
+open.
 
 A thread count of a round already stored is not measured again: an interrupted run resumes
 where it stopped. A round is atomic:
@@ -29,11 +30,14 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import dataclass, replace
-from statistics import NormalDist
+
+from scipy import stats as scipy_stats
 
 from perflab.domain import Plan, ServerConfig
 from perflab.stats.decide import Verdict, decide, log_ratios, resolved
 from perflab.stats.design import Design
+from perflab.stats.sequential import critical_t
+from perflab.stats.trimmed import own_df
 from perflab.store import StoredPoint, throughput
 
 
@@ -52,11 +56,13 @@ class Measure:
 class Stop:
     """The study needs no round `number`: complete, or every comparison resolved (`decided`:
     decided and its size known, or, asked one-sided, known to lose more than the margin or
-    not; decide.resolved)."""
+    not; decide.resolved), or, asked one-sided, the rest unlikely to be told by the last look
+    (`left_open`: `beyond_reach`)."""
 
     number: int
     decided: bool = False
     note: str | None = None
+    left_open: bool = False
 
 
 def next_round(plan: Plan, ok: list[StoredPoint], design: Design, number: int
@@ -84,7 +90,7 @@ def next_round(plan: Plan, ok: list[StoredPoint], design: Design, number: int
             note += (f", {len(futile)} left open: unlikely to be told from -{design.margin:.0%} "
                      f"by the last look, round {design.last_look}")
         if not open_cells:
-            return Stop(number, decided=not futile, note=note)
+            return Stop(number, decided=not futile, note=note, left_open=bool(futile))
         wanted = {t: [c for c in configs if c.name == plan.baseline
                       or (c.name, t) in open_cells] for t in threads}
         wanted = {t: cs for t, cs in wanted.items() if len(cs) > 1}
@@ -104,22 +110,29 @@ def beyond_reach(verdict: Verdict, design: Design) -> bool:
     """Asked one-sided, whether a comparison is unlikely to be told by the design's last look:
     the chance that the interval then lies wholly above or below -margin is under
     FUTILE_POWER, as its rounds so far predict it (predictive power: the rounds to come drawn
-    with its rounds' spread about a true change as uncertain as its estimate, so that a few
-    rounds near the margin do not stop it). Measuring it on would then decide little (the
+    with its rounds' spread about a true change as uncertain as its estimate, that spread
+    itself estimated on the interval's degrees of freedom, so that a few rounds near the
+    margin do not stop it). Measuring it on would then decide little (the
     put-back's pool-alone study sat at its margin for 29 rounds, until the tune's budget
-    ended). A futility stop gives no verdict, so the family's error rate holds."""
-    if not design.one_sided or not design.first_look <= verdict.n < design.last_look or \
+    ended). A futility stop gives no verdict, so the family's error rate holds. The spread is
+    read back from the interval as it was built (its t quantile, the rounds the family lends),
+    and the last look's interval is built the same way."""
+    n, last = verdict.n, design.last_look
+    if not design.one_sided or not design.first_look <= n < last or \
             not (math.isfinite(verdict.low) and math.isfinite(verdict.high)):
         return False
-    n, last, normal = verdict.n, design.last_look, NormalDist()
-    now, then = (normal.inv_cdf(1 - design.nominal(verdict.level, rounds) / 2)
-                 for rounds in (n, last))
-    spread = (math.log1p(verdict.high) - math.log1p(verdict.low)) / 2 * math.sqrt(n) / now
-    half = then * spread / math.sqrt(last)  # the interval's half-width at the last look
+    lent = verdict.df - own_df(n)  # the degrees of freedom the family's prior lends
+    half = (math.log1p(verdict.high) - math.log1p(verdict.low)) / 2
+    spread = half / critical_t(design.nominal(verdict.level, n), verdict.df) * math.sqrt(n)
+    if not spread > 0:
+        return False
+    then = critical_t(design.nominal(verdict.level, last), own_df(last) + lent) * spread \
+        / math.sqrt(last)  # the interval's half-width at the last look
     drift = spread * math.sqrt((last - n) / (last * n))  # sd of the last look's estimate
     distance = abs(math.log1p(verdict.change) - math.log1p(-design.margin))
-    power = normal.cdf((distance - half) / drift) + normal.cdf((-distance - half) / drift)
-    return power < FUTILE_POWER
+    predicted = scipy_stats.t(verdict.df)  # the spread is itself estimated, on verdict.df
+    power = predicted.cdf((distance - then) / drift) + predicted.cdf((-distance - then) / drift)
+    return float(power) < FUTILE_POWER
 
 
 def comparisons(plan: Plan, points: list[StoredPoint]) -> dict[tuple[str, int], dict[int, float]]:

@@ -240,7 +240,8 @@ class Runner:
             if step.note:
                 self.say(step.note)
             if isinstance(step, Stop):
-                return RunEnd.ALL_DECIDED if step.decided else RunEnd.COMPLETE
+                return RunEnd.ALL_DECIDED if step.decided else \
+                    RunEnd.LEFT_OPEN if step.left_open else RunEnd.COMPLETE
             if not step.points:
                 continue  # stored by an earlier run
             if self.budget.stops(round_number - 1, last):

@@ -107,6 +107,8 @@ class RunEnd(StrEnum):
     COMPLETE = "complete"  # every planned round measured
     ALL_DECIDED = "all decided"  # every comparison resolved (decide.resolved) before the last look
     BUDGET_SPENT = "budget spent"  # the study's time budget
+    # asked one-sided, the comparisons still open unlikely to be told by the last look
+    LEFT_OPEN = "left open"  # (running.rounds.beyond_reach)
     INTERRUPTED = "interrupted"  # stopped from outside, or by an error
 
 

@@ -1,6 +1,6 @@
 """The default search of `perflab tune --method bayes`: screen the knobs in groups, follow up
-a clear gain at once, and let a Bayesian model of the knobs' effects pick the rest, a few knobs
-away from the setting it believes best.
+a clear gain in the trials the screening leaves, and let a Bayesian model of the knobs'
+effects pick the rest, a few knobs away from the setting it believes best.
 
 Why this and not TPE or random search: on a server the defaults suit most knobs, a few matter,
 and one trial is noisy (2-10% side by side on a 2-core machine, 10-15% once a large gain makes
@@ -16,7 +16,7 @@ that matter only after trying every knob alone. The search has two parts:
   carries the best-believed setting's gain once that one holds a clear gain (predicted better
   than the defaults by CLEAR_SDS noise sds and by MIN_FOLLOWED_GAIN), so that what acts where
   the gain is shows (its own knobs keep their values); before, on the defaults. What carries
-  it: that setting less the knobs that rode in with a group's noise (`_carrying`).
+  it: that setting less the knobs that rode in with a group's noise (`carrying`).
 - The model (`Model`): log objective = intercept + a sum of one effect per knob (a choice: one
   term per non-default choice; a number: a piecewise-linear curve over its search scale, plus a
   step for being set at all, since some variables change the server by being set:
@@ -41,11 +41,12 @@ something:
 5. Attribution: when the best-believed setting holds a clear gain, or the screening is over, a
    knob it moves (typically one that came in with others in a screening group) whose own effect
    there the trials leave unresolved is put back to its default, as group screening follows up
-   a group that moved. While the screening goes on, only a knob that carries the gain, and only
-   while the budget leaves a trial for each screening group still to measure (every group when
-   the budget covers the whole screening, else the first pass's): on the held-out MyISAM join
-   at 12 trials, following up a x1.8 gain knob by knob left the group with the query cache's
-   x300 unmeasured. Unresolved: the posterior sd of what putting it back changes is above
+   a group that moved. While the screening goes on (a group is left that moves something on
+   the base), only a knob that carries the gain, and only while the budget leaves a trial for
+   each such group (every one when the budget covers the whole screening, else the first
+   pass's): on the held-out MyISAM join at 12 trials, following up a x1.8 gain knob by knob
+   left the group with the query cache's x300 unmeasured. A knob that rode in is put back once
+   the screening is over. Unresolved: the posterior sd of what putting it back changes is above
    UNRESOLVED_SD and its mean within RESOLVED_SDS sds of nothing. A knob whose effect is known
    to be large (the buffer pool on a dataset larger than it) is resolved even while its size is
    uncertain, or the noise of a fast server would have it put back again after every change of
@@ -480,6 +481,8 @@ class _Situation:
     retry: list[int]  # those of them whose trial was uninformative once: run again first
     running: list[dict]  # the settings of the trials running now
     left: float  # the trials the budget leaves, this one included (inf: no trial budget)
+    # the pending groups that move something on the base: the screening goes on while one is
+    screenable: list[int] = field(default_factory=list)
     # once a trial is measured:
     model: Model | None = None
     anchor: dict = field(default_factory=dict)  # the best-believed measured setting
@@ -521,8 +524,9 @@ class AdditiveSearch(SearchMethod):
     def describe(self) -> str:
         return (f"bayes: {len(self.design)} screening trials move the {len(self.space.knobs)} "
                 f"knobs in groups of {group_size(len(self.space.knobs))} (each knob to one side "
-                "of its default, then the other); a clear gain is followed up at once (a knob "
-                "that came in with it put back) and the screening goes on from it; an additive "
+                "of its default, then the other); a clear gain is followed up (a knob that came "
+                "in with it put back) in the trials the budget leaves beside the screening, "
+                "which goes on from what carries the gain; an additive "
                 "model of the knobs' effects (with their interactions with the knob that "
                 "matters most) picks the other trials: a setting it predicts clearly better, a "
                 "knob whose own effect is not yet resolved put back, or the best expected "
@@ -577,6 +581,7 @@ class AdditiveSearch(SearchMethod):
             now.clear = clear_gain(space, model, now.anchor)
             now.base = carrying(space, model, now.anchor) if now.clear else space.defaults
             now.near = self._near_anchor(now, done)
+        now.screenable = [i for i in pending if self._screen([i], now.base, tried) is not None]
         return now
 
     def _near_anchor(self, now: _Situation, done: list[dict]) -> list[dict]:
@@ -614,10 +619,12 @@ class AdditiveSearch(SearchMethod):
 
     def _attribution(self, now: _Situation) -> Proposal | None:
         """The knob put back is the one whose effect is the most uncertain. While the screening
-        goes on, one of the base's knobs: none before a clear gain, and none of its riders."""
-        if now.left <= len(reserved(len(self.design), self.budget, now.pending)):
+        goes on, one of the base's knobs: none before a clear gain, and none of its riders (a
+        group that can no longer move anything on the base, its knobs all moved there, does not
+        hold the riders back, nor a trial of the budget)."""
+        if now.left <= len(reserved(len(self.design), self.budget, now.screenable)):
             return None
-        knobs = self.space.moved(now.base if now.pending else now.anchor)
+        knobs = self.space.moved(now.base if now.screenable else now.anchor)
         unresolved = [(now.fitted.unresolved(now.anchor, without), without)
                       for without in (reverted(self.space, now.anchor, knob) for knob in knobs)
                       if setting_key(without) not in now.tried and self.space.fits(without)]
