@@ -263,6 +263,28 @@ def test_a_screening_group_with_nothing_to_move_waits(space):
     assert method._screen(later, base, untried) is None
 
 
+
+def test_a_group_with_nothing_left_to_move_holds_back_no_trial(space):
+    """A screening group whose knobs the base all moves can never be screened there: it must
+    neither hold a trial of the budget nor keep the attribution to the base's knobs (it did,
+    until the end of the budget, in review of 5d5f307). Here one trial moved every knob and
+    gained x7: every group is pending, none can move anything, and with 3 trials left the
+    next one puts a knob back."""
+    roomy = dataclasses.replace(space, limit=2**62)
+    method = AdditiveSearch(roomy, "maximize", 6, budget=5)
+    everything = dict(space.defaults)
+    for moves in method.design[:len(method.design) // 2]:  # the first pass moves every knob
+        everything.update(moves)
+    trials = [made_trial(roomy, 0, dict(space.defaults), 1.0),
+              made_trial(roomy, 1, everything, math.exp(2), index=0)]
+    now = method._read(trials, 2)
+    assert now.pending and not now.screenable and now.left == 3
+    proposal, group = method.propose(trials, 2)
+    assert group is None
+    assert len(roomy.moved(proposal)) == len(roomy.moved(everything)) - 1
+    assert all(proposal[k.name] == everything[k.name] for k in roomy.moved(proposal))
+
+
 def test_a_failed_setting_is_believed_far_worse(space):
     """A trial whose server failed counts as far worse than the worst: the model learns from it
     (and so never believes it best)."""
