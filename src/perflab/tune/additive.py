@@ -635,8 +635,9 @@ class AdditiveSearch(SearchMethod):
         return None
 
     def _next_screening(self, now: _Situation) -> Proposal | None:
-        """On the base: where the gain is, so that what acts there shows."""
-        return self._screen(now.pending, now.base, now.tried)
+        """On the base: where the gain is, so that what acts there shows (the first group that
+        moves something there: `screenable` holds them, in order)."""
+        return self._screen(now.screenable, now.base, now.tried)
 
     def _best_improvement(self, now: _Situation) -> Proposal:
         model = now.fitted.with_believed(now.running)
@@ -695,7 +696,6 @@ class AdditiveSearch(SearchMethod):
     def _joined(self, params: dict, other: dict) -> dict:
         """`params` with the knobs `other` moves set as `other` sets them."""
         return {**params, **{k.name: other[k.name] for k in self.space.moved(other)}}
-
 
 
 def _screening_group(trial: FrozenTrial) -> int | None:
